@@ -1,0 +1,38 @@
+//! The tc-profile log format: line kinds, version constants, and the one encoder and
+//! decoder that the recorder and the finalizer share.
+//!
+//! A log is JSON Lines that the Firefox Profiler opens as a streamed profile: a `meta` line,
+//! one `thread` line, then `marker` lines, with extension lines of our own (`open`, `footer`)
+//! that the front-end skips. [`SPEC.md`](../SPEC.md) is the normative description; this
+//! crate follows it and is pointed at by it.
+//!
+//! Main types: [`Line`] (every line kind), [`Marker`], [`OpenInterval`], [`Footer`], the
+//! builders [`meta_line`] and [`thread_line`], and the schemas in [`schema`].
+//!
+//! ```
+//! use tc_profile_format::{decode_line, encode_line, Line, Marker};
+//!
+//! let marker = Marker::instant("checkout done", 1234.5);
+//! let bytes = encode_line(&Line::Marker(marker.clone()));
+//! assert!(bytes.starts_with(br#"{"type":"marker","name":"checkout done""#));
+//! assert_eq!(decode_line(&bytes[..bytes.len() - 1]).unwrap(), Line::Marker(marker));
+//! ```
+
+mod lines;
+mod meta;
+pub mod schema;
+
+pub use lines::{
+    decode_line, encode_line, DecodeError, Footer, Line, Marker, OpenInterval, EndReason,
+};
+pub use meta::{meta_line, thread_line, Machine, MetaInfo, TaskInfo};
+
+/// Version of the log's own extension lines (`meta.tcProfile.logVersion`). Readers accept
+/// every version up to this one and skip line kinds they do not know.
+pub const LOG_FORMAT_VERSION: u32 = 1;
+/// The processed-profile version that both the log and the finalized profile declare.
+pub const PREPROCESSED_PROFILE_VERSION: u32 = 47;
+/// The Gecko profile version (`meta.version`) that goes with [`PREPROCESSED_PROFILE_VERSION`].
+pub const GECKO_PROFILE_VERSION: u32 = 27;
+/// Every log starts with these bytes; the Firefox Profiler detects a streamed profile by them.
+pub const META_PREFIX: &[u8] = br#"{"type":"meta""#;

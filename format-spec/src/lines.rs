@@ -1,0 +1,204 @@
+//! Line kinds of the log (SPEC.md, "Line kinds").
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// One line of a log. Serialization puts `type` first, as the profiler requires.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub enum Line {
+    /// The first line: becomes `profile.meta`.
+    Meta(Map<String, Value>),
+    /// The second line: the one thread, with empty version-47 tables.
+    Thread(Map<String, Value>),
+    /// A complete instant or interval marker, exactly as the profiler reads it.
+    Marker(Marker),
+    /// An interval that has begun and not yet ended (ours).
+    Open(OpenInterval),
+    /// The clean-end footer (ours): the recording ended on purpose.
+    Footer(Footer),
+    /// A line kind this reader does not know: skipped.
+    #[serde(other)]
+    Unknown,
+}
+
+/// A marker. `end_time: None` is an instant.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Marker {
+    pub name: String,
+    /// Milliseconds since `meta.startTime`.
+    #[serde(rename = "startTime")]
+    pub start_time: f64,
+    /// Milliseconds since `meta.startTime`; `null` for an instant.
+    #[serde(rename = "endTime", default)]
+    pub end_time: Option<f64>,
+    /// Index into `meta.categories`; 0 when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub category: Option<u32>,
+    /// Payload; `data.type` names its schema.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+    /// Set when this marker ends the `open` line with the same id (ours; the profiler
+    /// ignores the key).
+    #[serde(rename = "openId", default, skip_serializing_if = "Option::is_none")]
+    pub open_id: Option<u64>,
+}
+
+impl Marker {
+    pub fn instant(name: impl Into<String>, time: f64) -> Marker {
+        Marker {
+            name: name.into(),
+            start_time: time,
+            end_time: None,
+            category: None,
+            data: None,
+            open_id: None,
+        }
+    }
+
+    pub fn interval(name: impl Into<String>, start: f64, end: f64) -> Marker {
+        Marker {
+            end_time: Some(end),
+            ..Marker::instant(name, start)
+        }
+    }
+
+    pub fn with_category(mut self, category: u32) -> Marker {
+        self.category = Some(category);
+        self
+    }
+
+    pub fn with_data(mut self, data: Value) -> Marker {
+        self.data = Some(data);
+        self
+    }
+}
+
+/// An interval whose end is not known yet. A later `marker` line with `openId` equal to
+/// `id` ends it; a reader closes one never ended at the last time seen, flagged as cut off.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct OpenInterval {
+    pub id: u64,
+    pub name: String,
+    #[serde(rename = "startTime")]
+    pub start_time: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub category: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+}
+
+impl OpenInterval {
+    /// The marker that ends this interval at `end`, carrying `data` (or the opening data).
+    pub fn close(&self, end: f64, data: Option<Value>) -> Marker {
+        Marker {
+            name: self.name.clone(),
+            start_time: self.start_time,
+            end_time: Some(end),
+            category: self.category,
+            data: data.or_else(|| self.data.clone()),
+            open_id: Some(self.id),
+        }
+    }
+}
+
+/// Why a recording ended on purpose.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum EndReason {
+    /// The wrapped command exited.
+    CommandExited,
+    /// The recorder was asked to stop (SIGTERM, SIGINT, or the API's `finish`).
+    Stopped,
+}
+
+/// The clean-end footer: the last line of a log whose recorder finished on purpose.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Footer {
+    #[serde(rename = "endTime")]
+    pub end_time: f64,
+    pub reason: EndReason,
+}
+
+/// A line that is not valid JSON of a known shape.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DecodeError {
+    #[error("line is not UTF-8 JSON: {0}")]
+    Json(#[from] serde_json::Error),
+}
+
+/// Encodes one line, compact, `type` first, with its trailing newline: the bytes that go
+/// into the log in a single write.
+pub fn encode_line(line: &Line) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(160);
+    // A Line holds only strings, numbers and JSON values: serializing it cannot fail.
+    serde_json::to_writer(&mut bytes, line).unwrap_or_else(|e| unreachable!("encode: {e}"));
+    bytes.push(b'\n');
+    bytes
+}
+
+/// Decodes one line, without its newline.
+pub fn decode_line(bytes: &[u8]) -> Result<Line, DecodeError> {
+    Ok(serde_json::from_slice(bytes)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn instant_marker_encodes_as_the_profiler_reads_it() {
+        let line = Line::Marker(Marker::instant("x", 1.5).with_category(2));
+        assert_eq!(
+            encode_line(&line),
+            b"{\"type\":\"marker\",\"name\":\"x\",\"startTime\":1.5,\"endTime\":null,\"category\":2}\n"
+        );
+    }
+
+    #[test]
+    fn open_then_close_carries_the_id() {
+        let open = OpenInterval {
+            id: 7,
+            name: "build".into(),
+            start_time: 3.0,
+            category: Some(2),
+            data: Some(json!({"type": "Text", "text": "make"})),
+        };
+        let encoded = encode_line(&Line::Open(open.clone()));
+        assert!(encoded.starts_with(br#"{"type":"open","id":7,"#));
+        let closed = open.close(9.0, None);
+        assert_eq!(closed.open_id, Some(7));
+        assert_eq!(closed.end_time, Some(9.0));
+        assert_eq!(closed.data, open.data);
+    }
+
+    #[test]
+    fn unknown_line_kinds_are_skipped_not_errors() {
+        assert_eq!(
+            decode_line(br#"{"type":"from-the-future","x":1}"#).unwrap(),
+            Line::Unknown
+        );
+    }
+
+    #[test]
+    fn foreign_marker_keys_are_ignored() {
+        let line = decode_line(br#"{"type":"marker","name":"a","startTime":1,"extra":true}"#);
+        assert_eq!(line.unwrap(), Line::Marker(Marker::instant("a", 1.0)));
+    }
+
+    #[test]
+    fn footer_round_trips() {
+        let line = Line::Footer(Footer {
+            end_time: 12.25,
+            reason: EndReason::CommandExited,
+        });
+        let bytes = encode_line(&line);
+        assert_eq!(
+            bytes,
+            b"{\"type\":\"footer\",\"endTime\":12.25,\"reason\":\"command-exited\"}\n"
+        );
+        assert_eq!(decode_line(&bytes[..bytes.len() - 1]).unwrap(), line);
+    }
+}

@@ -1,0 +1,139 @@
+//! Builders of the meta and thread lines (SPEC.md, "meta" and "thread").
+
+use crate::{schema, Line, GECKO_PROFILE_VERSION, LOG_FORMAT_VERSION, PREPROCESSED_PROFILE_VERSION};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Map, Value};
+
+/// The machine a task ran on. Every field is optional: a reader shows what is known.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+pub struct Machine {
+    pub logical_cpus: Option<u32>,
+    pub physical_cpus: Option<u32>,
+    pub main_memory: Option<u64>,
+    pub cpu_name: Option<String>,
+    pub os: Option<String>,
+}
+
+/// The task, from TASK_ID, RUN_ID and the TASKCLUSTER_* variables when present.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskInfo {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub worker_type: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub instance_type: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub root_url: Option<String>,
+}
+
+/// What the meta line says about a recording.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MetaInfo {
+    /// Unix epoch milliseconds of time 0.
+    pub start_time: f64,
+    /// Sampling interval in milliseconds.
+    pub interval_ms: f64,
+    pub machine: Machine,
+    pub task: TaskInfo,
+    /// The sources that were on (for example "cpu", "memory", "io", "net").
+    pub sources: Vec<String>,
+    /// The `--sync` policy, as SPEC.md names it.
+    pub sync_policy: String,
+    /// `tc-profile x.y.z`.
+    pub recorder: String,
+}
+
+/// The meta line: what the profiler needs at version 47, plus our `tcProfile` object.
+pub fn meta_line(info: &MetaInfo) -> Line {
+    let mut meta = Map::new();
+    let mut put = |key: &str, value: Value| {
+        meta.insert(key.to_owned(), value);
+    };
+    put("version", json!(GECKO_PROFILE_VERSION));
+    put("preprocessedProfileVersion", json!(PREPROCESSED_PROFILE_VERSION));
+    put("processType", json!(0));
+    put("product", json!(product_name(&info.task)));
+    put("stackwalk", json!(0));
+    put("interval", json!(info.interval_ms));
+    put("startTime", json!(info.start_time));
+    put("profilingStartTime", json!(0));
+    put("symbolicationNotSupported", json!(true));
+    put("usesOnlyOneStackType", json!(true));
+    put("categories", schema::categories());
+    put("markerSchema", schema::marker_schemas());
+    let machine = &info.machine;
+    let optional = [
+        ("logicalCPUs", machine.logical_cpus.map(Value::from)),
+        ("physicalCPUs", machine.physical_cpus.map(Value::from)),
+        ("mainMemory", machine.main_memory.map(Value::from)),
+        ("CPUName", machine.cpu_name.clone().map(Value::from)),
+        ("oscpu", machine.os.clone().map(Value::from)),
+    ];
+    for (key, value) in optional {
+        if let Some(value) = value {
+            put(key, value);
+        }
+    }
+    put(
+        "tcProfile",
+        json!({
+            "logVersion": LOG_FORMAT_VERSION,
+            "recorder": info.recorder,
+            "syncPolicy": info.sync_policy,
+            "sources": info.sources,
+            "task": info.task,
+        }),
+    );
+    Line::Meta(meta)
+}
+
+fn product_name(task: &TaskInfo) -> String {
+    match &task.task_id {
+        Some(id) => format!("tc-profile {id}"),
+        None => "tc-profile".to_owned(),
+    }
+}
+
+fn empty_table(columns: &[&str]) -> Value {
+    let mut table: Map<String, Value> =
+        columns.iter().map(|c| ((*c).to_owned(), json!([]))).collect();
+    table.insert("length".to_owned(), json!(0));
+    Value::Object(table)
+}
+
+/// The one thread line, with the complete, empty per-thread tables of version 47.
+pub fn thread_line(name: &str) -> Line {
+    let mut samples = empty_table(&["stack", "time"]);
+    samples["weightType"] = json!("samples");
+    samples["weight"] = Value::Null;
+    let thread = json!({
+        "processType": "default",
+        "processName": name,
+        "processStartupTime": 0,
+        "processShutdownTime": null,
+        "registerTime": 0,
+        "unregisterTime": null,
+        "pausedRanges": [],
+        "showMarkersInTimeline": true,
+        "name": name,
+        "isMainThread": true,
+        "pid": "0",
+        "tid": 0,
+        "samples": samples,
+        "stackTable": empty_table(&["frame", "prefix", "category", "subcategory"]),
+        "frameTable": empty_table(&["address", "inlineDepth", "category", "subcategory", "func",
+            "nativeSymbol", "innerWindowID", "implementation", "line", "column"]),
+        "funcTable": empty_table(&["isJS", "relevantForJS", "name", "resource", "fileName",
+            "lineNumber", "columnNumber"]),
+        "resourceTable": empty_table(&["lib", "name", "host", "type"]),
+        "nativeSymbols": empty_table(&["libIndex", "address", "name", "functionSize"]),
+    });
+    match thread {
+        Value::Object(map) => Line::Thread(map),
+        _ => unreachable!("json! object literal"),
+    }
+}
