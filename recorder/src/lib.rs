@@ -1,0 +1,356 @@
+//! The recording side of tc-profile: sources send encoded lines over a crossbeam channel to
+//! one writer thread that owns the log (a single write per line, group-commit fdatasync).
+//!
+//! Main types: [`Recorder`] (start, then [`Recorder::finish`]), [`MarkerSink`] (a cloneable
+//! handle that adds markers from any thread), [`IntervalGuard`] (ends an interval marker
+//! when dropped), [`SyncPolicy`].
+//!
+//! ```no_run
+//! use tc_profile_recorder::{Recorder, RecorderConfig};
+//! use tc_profile_format::{schema::category, EndReason};
+//!
+//! let recorder = Recorder::start(RecorderConfig::new("build.jsonl".into()))?;
+//! let markers = recorder.markers();
+//! {
+//!     let _compile = markers.begin("compile", category::TASK, None);
+//!     // ... work ...
+//! } // the "compile" interval ends here
+//! markers.instant("tests passed", category::TASK, None);
+//! let stats = recorder.finish(EndReason::Stopped)?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod clock;
+mod machine;
+mod system;
+mod writer;
+
+pub use clock::Clock;
+pub use machine::{machine, task_from_env};
+pub use writer::{LogSink, SyncPolicy, WriterStats};
+
+use crossbeam_channel::{bounded, Receiver, Sender, TrySendError};
+use serde_json::Value;
+use std::fs::{File, OpenOptions};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+use system::SystemSampler;
+use tc_profile_format::{
+    encode_line, meta_line, thread_line, EndReason, Footer, Line, Marker, MetaInfo, OpenInterval,
+    TaskInfo,
+};
+use writer::{Message, Writer};
+
+/// Lines waiting for the writer at most. Past this, sources drop lines (counted) rather
+/// than block the task or grow memory while the disk is stuck.
+const BACKLOG_LINES: usize = 1 << 16;
+
+/// How to record.
+#[derive(Clone, Debug)]
+pub struct RecorderConfig {
+    pub log_path: PathBuf,
+    /// Sampling interval of the system tracks.
+    pub interval: Duration,
+    pub sync: SyncPolicy,
+    pub task: TaskInfo,
+    /// Whether to sample CPU, memory, disk and network.
+    pub sample_system: bool,
+}
+
+impl RecorderConfig {
+    /// Defaults: 0.1 s interval, interval sync at the same period, the task from the
+    /// environment, system sampling on.
+    pub fn new(log_path: PathBuf) -> RecorderConfig {
+        let interval = Duration::from_millis(100);
+        RecorderConfig {
+            log_path,
+            interval,
+            sync: SyncPolicy::Interval(interval),
+            task: task_from_env(),
+            sample_system: true,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RecorderError {
+    #[error("{path}: a log is already there; finalize it (tc-profile finalize) or remove it first")]
+    LogExists { path: PathBuf },
+    #[error("{path}: cannot create the log: {source}")]
+    CreateLog {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot start the {thread} thread: {source}")]
+    Thread {
+        thread: &'static str,
+        source: std::io::Error,
+    },
+    #[error("the writer thread panicked; the log ends at its last complete line")]
+    WriterPanicked,
+}
+
+/// A running recording. Call [`Recorder::finish`] to end it with a clean-end footer.
+#[must_use = "a recorder ends cleanly only through finish()"]
+pub struct Recorder {
+    markers: MarkerSink,
+    writer: Option<JoinHandle<WriterStats>>,
+    sampler: Option<(Sender<()>, JoinHandle<()>)>,
+}
+
+impl Recorder {
+    /// Creates the log (never over an existing one), makes its meta and thread lines
+    /// durable, and starts the writer and the sampler.
+    pub fn start(config: RecorderConfig) -> Result<Recorder, RecorderError> {
+        let clock = Clock::start();
+        let mut sampler = config.sample_system.then(SystemSampler::new);
+        let sources = sampler.as_mut().map(|s| s.sources()).unwrap_or_default();
+        let meta = meta_line(&MetaInfo {
+            start_time: clock.start_epoch_ms(),
+            interval_ms: config.interval.as_secs_f64() * 1000.0,
+            machine: machine(),
+            task: config.task.clone(),
+            sources,
+            sync_policy: config.sync.name(),
+            recorder: format!("tc-profile {}", env!("CARGO_PKG_VERSION")),
+        });
+        let file = create_log(&config.log_path, &[meta, thread_line("tc-profile")])?;
+
+        let (sender, receiver) = bounded(BACKLOG_LINES);
+        let writer = spawn("tc-profile-writer", {
+            let writer = Writer::new(file, config.sync);
+            move || writer.run(receiver)
+        })?;
+        let markers = MarkerSink {
+            sender,
+            clock,
+            next_id: Arc::new(AtomicU64::new(1)),
+            dropped: Arc::new(AtomicU64::new(0)),
+        };
+        let mut recorder = Recorder {
+            markers: markers.clone(),
+            writer: Some(writer),
+            sampler: None,
+        };
+        if let Some(sampler) = sampler {
+            let (stop, stopped) = bounded(1);
+            let interval = config.interval;
+            let handle = spawn("tc-profile-sampler", move || {
+                run_sampler(sampler, markers, interval, stopped)
+            })?;
+            recorder.sampler = Some((stop, handle));
+        }
+        Ok(recorder)
+    }
+
+    /// A handle that adds markers to this recording from any thread.
+    pub fn markers(&self) -> MarkerSink {
+        self.markers.clone()
+    }
+
+    /// Takes a last sample, appends the clean-end footer, makes the log durable and joins
+    /// the threads.
+    pub fn finish(mut self, reason: EndReason) -> Result<WriterStats, RecorderError> {
+        self.stop_sampler();
+        let footer = Line::Footer(Footer {
+            end_time: self.markers.now(),
+            reason,
+        });
+        self.markers.send(encode_line(&footer), true);
+        self.join_writer()
+    }
+
+    fn stop_sampler(&mut self) {
+        if let Some((stop, handle)) = self.sampler.take() {
+            let _ = stop.send(());
+            let _ = handle.join();
+        }
+    }
+
+    fn join_writer(&mut self) -> Result<WriterStats, RecorderError> {
+        let Some(writer) = self.writer.take() else {
+            return Ok(WriterStats::default());
+        };
+        // Shutdown travels behind every line already queued, so none is left behind.
+        let _ = self.markers.sender.send(Message::Shutdown);
+        let mut stats = writer.join().map_err(|_| RecorderError::WriterPanicked)?;
+        stats.lines_lost += self.markers.dropped.load(Ordering::Relaxed);
+        Ok(stats)
+    }
+}
+
+impl Drop for Recorder {
+    /// Without finish(): the threads stop and the log stays as a crash would leave it,
+    /// without a footer, so that the finalizer says the recording ended early.
+    fn drop(&mut self) {
+        self.stop_sampler();
+        let _ = self.join_writer();
+    }
+}
+
+fn spawn<T: Send + 'static>(
+    name: &'static str,
+    body: impl FnOnce() -> T + Send + 'static,
+) -> Result<JoinHandle<T>, RecorderError> {
+    std::thread::Builder::new()
+        .name(name.to_owned())
+        .spawn(body)
+        .map_err(|source| RecorderError::Thread {
+            thread: name,
+            source,
+        })
+}
+
+/// Creates the log with its first lines, durable, and its directory entry durable too.
+fn create_log(path: &Path, lines: &[Line]) -> Result<File, RecorderError> {
+    let create_error = |source: std::io::Error| {
+        if source.kind() == std::io::ErrorKind::AlreadyExists {
+            RecorderError::LogExists {
+                path: path.to_owned(),
+            }
+        } else {
+            RecorderError::CreateLog {
+                path: path.to_owned(),
+                source,
+            }
+        }
+    };
+    let mut file = OpenOptions::new()
+        .append(true)
+        .create_new(true)
+        .open(path)
+        .map_err(create_error)?;
+    for line in lines {
+        file.append(&encode_line(line)).map_err(create_error)?;
+    }
+    file.sync_all().map_err(create_error)?;
+    let parent = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    File::open(parent)
+        .and_then(|dir| dir.sync_all())
+        .map_err(create_error)?;
+    Ok(file)
+}
+
+fn run_sampler(
+    mut sampler: SystemSampler,
+    markers: MarkerSink,
+    interval: Duration,
+    stop: Receiver<()>,
+) {
+    let mut next = Instant::now();
+    loop {
+        for marker in sampler.tick(markers.now()) {
+            markers.marker(&marker);
+        }
+        next += interval;
+        // After a stall (a suspended VM, an overloaded host) skip the missed ticks.
+        let now = Instant::now();
+        if next < now {
+            next = now + interval;
+        }
+        if stop.recv_deadline(next).is_ok() {
+            for marker in sampler.tick(markers.now()) {
+                markers.marker(&marker);
+            }
+            return;
+        }
+    }
+}
+
+/// Adds markers to a recording. Cheap to clone; encoding happens on the caller's thread so
+/// the writer only writes.
+#[derive(Clone)]
+pub struct MarkerSink {
+    sender: Sender<Message>,
+    clock: Clock,
+    next_id: Arc<AtomicU64>,
+    dropped: Arc<AtomicU64>,
+}
+
+impl MarkerSink {
+    /// Now, in the log's time base.
+    pub fn now(&self) -> f64 {
+        self.clock.now_ms()
+    }
+
+    pub fn clock(&self) -> Clock {
+        self.clock
+    }
+
+    /// Appends a marker; durable within the sync period.
+    pub fn marker(&self, marker: &Marker) {
+        self.send(encode_line(&Line::Marker(marker.clone())), false);
+    }
+
+    /// Appends a lifecycle marker, made durable at once.
+    pub fn lifecycle(&self, marker: &Marker) {
+        self.send(encode_line(&Line::Marker(marker.clone())), true);
+    }
+
+    /// An instant marker now.
+    pub fn instant(&self, name: &str, category: u32, data: Option<Value>) {
+        let mut marker = Marker::instant(name, self.now()).with_category(category);
+        marker.data = data;
+        self.lifecycle(&marker);
+    }
+
+    /// Begins an interval now; it is in the log (durable) before this returns its guard,
+    /// and ends when the guard is dropped or [`IntervalGuard::end`] is called.
+    pub fn begin(&self, name: &str, category: u32, data: Option<Value>) -> IntervalGuard {
+        let open = OpenInterval {
+            id: self.next_id.fetch_add(1, Ordering::Relaxed),
+            name: name.to_owned(),
+            start_time: self.now(),
+            category: Some(category),
+            data,
+        };
+        self.send(encode_line(&Line::Open(open.clone())), true);
+        IntervalGuard {
+            sink: self.clone(),
+            open: Some(open),
+        }
+    }
+
+    fn send(&self, bytes: Vec<u8>, urgent: bool) {
+        match self.sender.try_send(Message::Line { bytes, urgent }) {
+            Ok(()) => {}
+            Err(TrySendError::Full(_)) | Err(TrySendError::Disconnected(_)) => {
+                self.dropped.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+/// An interval marker in progress; ends when dropped.
+#[must_use = "the interval ends when this guard is dropped"]
+pub struct IntervalGuard {
+    sink: MarkerSink,
+    open: Option<OpenInterval>,
+}
+
+impl IntervalGuard {
+    /// Ends the interval now, replacing its data (for example with an exit status).
+    pub fn end(mut self, data: Option<Value>) {
+        self.close(data);
+    }
+
+    fn close(&mut self, data: Option<Value>) {
+        if let Some(open) = self.open.take() {
+            let marker = open.close(self.sink.now(), data);
+            self.sink.lifecycle(&marker);
+        }
+    }
+}
+
+impl Drop for IntervalGuard {
+    fn drop(&mut self) {
+        self.close(None);
+    }
+}
