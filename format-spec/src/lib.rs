@@ -23,7 +23,7 @@ mod meta;
 pub mod schema;
 
 pub use lines::{
-    decode_line, encode_line, DecodeError, Footer, Line, Marker, OpenInterval, EndReason,
+    decode_line, encode_line, DecodeError, EndReason, Footer, Line, Marker, OpenInterval,
 };
 pub use meta::{meta_line, thread_line, Machine, MetaInfo, TaskInfo};
 

@@ -1,6 +1,8 @@
 //! Builders of the meta and thread lines (SPEC.md, "meta" and "thread").
 
-use crate::{schema, Line, GECKO_PROFILE_VERSION, LOG_FORMAT_VERSION, PREPROCESSED_PROFILE_VERSION};
+use crate::{
+    schema, Line, GECKO_PROFILE_VERSION, LOG_FORMAT_VERSION, PREPROCESSED_PROFILE_VERSION,
+};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
@@ -54,7 +56,10 @@ pub fn meta_line(info: &MetaInfo) -> Line {
         meta.insert(key.to_owned(), value);
     };
     put("version", json!(GECKO_PROFILE_VERSION));
-    put("preprocessedProfileVersion", json!(PREPROCESSED_PROFILE_VERSION));
+    put(
+        "preprocessedProfileVersion",
+        json!(PREPROCESSED_PROFILE_VERSION),
+    );
     put("processType", json!(0));
     put("product", json!(product_name(&info.task)));
     put("stackwalk", json!(0));
@@ -99,8 +104,10 @@ fn product_name(task: &TaskInfo) -> String {
 }
 
 fn empty_table(columns: &[&str]) -> Value {
-    let mut table: Map<String, Value> =
-        columns.iter().map(|c| ((*c).to_owned(), json!([]))).collect();
+    let mut table: Map<String, Value> = columns
+        .iter()
+        .map(|c| ((*c).to_owned(), json!([])))
+        .collect();
     table.insert("length".to_owned(), json!(0));
     Value::Object(table)
 }

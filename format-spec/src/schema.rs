@@ -37,7 +37,8 @@ pub mod track {
 /// The `meta.categories` list. The profiler needs one category coloured grey, and each
 /// category's subcategories to start with "Other".
 pub fn categories() -> Value {
-    let category = |name: &str, color: &str| json!({"name": name, "color": color, "subcategories": ["Other"]});
+    let category =
+        |name: &str, color: &str| json!({"name": name, "color": color, "subcategories": ["Other"]});
     json!([
         category("Other", "grey"),
         category("Worker", "blue"),

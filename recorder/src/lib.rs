@@ -78,7 +78,9 @@ impl RecorderConfig {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum RecorderError {
-    #[error("{path}: a log is already there; finalize it (tc-profile finalize) or remove it first")]
+    #[error(
+        "{path}: a log is already there; finalize it (tc-profile finalize) or remove it first"
+    )]
     LogExists { path: PathBuf },
     #[error("{path}: cannot create the log: {source}")]
     CreateLog {

@@ -132,7 +132,9 @@ impl SystemSampler {
 
     fn read_diskstats(&mut self) -> Option<Counters> {
         let disks = std::mem::take(&mut self.disks);
-        let counters = self.read("diskstats").map(|text| parse_diskstats(text, &disks));
+        let counters = self
+            .read("diskstats")
+            .map(|text| parse_diskstats(text, &disks));
         self.disks = disks;
         counters
     }
@@ -211,9 +213,10 @@ struct MemInfo {
 
 fn parse_meminfo(text: &str) -> Option<MemInfo> {
     let value = |key: &str| -> Option<u64> {
-        let line = text
-            .lines()
-            .find(|l| l.strip_prefix(key).is_some_and(|rest| rest.starts_with(':')))?;
+        let line = text.lines().find(|l| {
+            l.strip_prefix(key)
+                .is_some_and(|rest| rest.starts_with(':'))
+        })?;
         let kib: u64 = line.split_ascii_whitespace().nth(1)?.parse().ok()?;
         Some(kib * 1024)
     };
@@ -314,7 +317,15 @@ mod tests {
         assert_eq!((sum.write_count, sum.write_bytes), (20, 16 * 512));
         let net = "h1\nh2\n    lo: 99 9 0 0 0 0 0 0 99 9 0 0 0 0 0 0\n  eth0: 1000 10 0 0 0 0 0 0 500 5 0 0 0 0 0 0\n";
         let sum = parse_net_dev(net);
-        assert_eq!((sum.read_bytes, sum.read_count, sum.write_bytes, sum.write_count), (1000, 10, 500, 5));
+        assert_eq!(
+            (
+                sum.read_bytes,
+                sum.read_count,
+                sum.write_bytes,
+                sum.write_count
+            ),
+            (1000, 10, 500, 5)
+        );
     }
 
     #[test]

@@ -222,7 +222,10 @@ mod tests {
     fn urgent_line_is_durable_before_the_next_is_taken() {
         let disk = MemoryDisk::default();
         let (tx, rx) = unbounded();
-        let writer = Writer::new(disk.clone(), SyncPolicy::Interval(Duration::from_secs(3600)));
+        let writer = Writer::new(
+            disk.clone(),
+            SyncPolicy::Interval(Duration::from_secs(3600)),
+        );
         let handle = std::thread::spawn(move || writer.run(rx));
         tx.send(line("a", true)).unwrap();
         let deadline = Instant::now() + Duration::from_secs(10);
@@ -239,7 +242,10 @@ mod tests {
     fn interval_policy_syncs_within_the_period() {
         let disk = MemoryDisk::default();
         let (tx, rx) = unbounded();
-        let writer = Writer::new(disk.clone(), SyncPolicy::Interval(Duration::from_millis(20)));
+        let writer = Writer::new(
+            disk.clone(),
+            SyncPolicy::Interval(Duration::from_millis(20)),
+        );
         let handle = std::thread::spawn(move || writer.run(rx));
         for i in 0..100 {
             tx.send(line(&i.to_string(), false)).unwrap();
@@ -248,7 +254,11 @@ mod tests {
         while disk.durable().len() < 290 && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(1));
         }
-        assert_eq!(disk.durable().len(), 290, "all 100 lines durable without a shutdown");
+        assert_eq!(
+            disk.durable().len(),
+            290,
+            "all 100 lines durable without a shutdown"
+        );
         drop(tx);
         let stats = handle.join().unwrap();
         assert_eq!(stats.lines, 100);

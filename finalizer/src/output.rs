@@ -1,0 +1,76 @@
+//! Atomic output: a temporary file in the same directory, fsync, rename over the final
+//! name, fsync of the directory. A kill at any moment leaves either the old file or the
+//! whole new one under the final name, never a part.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+/// Writes `path` atomically with what `fill` writes; returns the bytes written.
+pub fn write_atomically(
+    path: &Path,
+    fill: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> io::Result<u64> {
+    let directory = parent_directory(path);
+    let temporary = temporary_path(path);
+    let result = (|| {
+        let file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&temporary)?;
+        let mut counted = CountingWriter {
+            inner: BufWriter::with_capacity(1 << 20, file),
+            written: 0,
+        };
+        fill(&mut counted)?;
+        let file = counted.inner.into_inner().map_err(|e| e.into_error())?;
+        file.sync_all()?;
+        fs::rename(&temporary, path)?;
+        File::open(directory)?.sync_all()?;
+        Ok(counted.written)
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&temporary);
+    }
+    result
+}
+
+/// Removes a file and makes the removal durable.
+pub fn remove_durably(path: &Path) -> io::Result<()> {
+    fs::remove_file(path)?;
+    File::open(parent_directory(path))?.sync_all()
+}
+
+pub fn parent_directory(path: &Path) -> &Path {
+    match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    }
+}
+
+/// `.NAME.tmp.PID` beside the final file: same file system, so the rename is atomic, and
+/// a leading dot so that artifact uploads matching `profile_*.json` do not pick it up.
+fn temporary_path(path: &Path) -> PathBuf {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    parent_directory(path).join(format!(".{name}.tmp.{}", std::process::id()))
+}
+
+struct CountingWriter<W> {
+    inner: W,
+    written: u64,
+}
+
+impl<W: Write> Write for CountingWriter<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.written += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}

@@ -1,0 +1,173 @@
+//! Compaction of a [`Recording`] into the processed profile at version 47: the markers the
+//! profiler's JSON Lines importer would build from the log, with open intervals closed and
+//! flagged, notes about damage and an early end, and `meta.profilingEndTime`.
+
+use crate::reader::Recording;
+use serde::Serialize;
+use serde_json::{json, Map, Value};
+use std::collections::HashMap;
+use tc_profile_format::schema::{category, data_type};
+use tc_profile_format::Marker;
+
+/// Name of the instant marker that says a recording has no clean-end footer.
+pub const ENDED_EARLY: &str = "Recording ended early";
+/// Name of the instant marker that says what the reader dropped.
+pub const LOG_DAMAGE: &str = "Log damage";
+
+/// Value of `data.cutOff` on an interval closed by the finalizer.
+const CUT_OFF: &str = "yes: still open when the recording ended";
+
+/// What compaction did, besides copying markers.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Compaction {
+    /// Intervals still open at the end, closed at the last time seen.
+    pub cut_off: usize,
+    /// Whether the log lacks its clean-end footer.
+    pub ended_early: bool,
+    /// `meta.profilingEndTime`.
+    pub end_time: f64,
+}
+
+/// The processed profile, ready to serialize.
+pub struct Profile {
+    meta: Map<String, Value>,
+    thread: Map<String, Value>,
+    markers: Vec<Marker>,
+}
+
+impl Profile {
+    pub fn markers(&self) -> &[Marker] {
+        &self.markers
+    }
+}
+
+/// Closes what is open, adds the notes, and sorts markers by start time.
+pub fn compact(mut recording: Recording) -> (Profile, Compaction) {
+    let end_time = recording
+        .footer
+        .as_ref()
+        .map_or(recording.last_time, |f| f.end_time.max(recording.last_time));
+    let mut markers = std::mem::take(&mut recording.markers);
+    let cut_off = recording.open.len();
+    for open in std::mem::take(&mut recording.open).into_values() {
+        let mut marker = open.close(end_time, None);
+        marker.open_id = None;
+        flag_cut_off(&mut marker);
+        markers.push(marker);
+    }
+    let ended_early = recording.footer.is_none();
+    if ended_early {
+        let text = format!(
+            "No clean-end footer: the recorder stopped at {end_time:.3} ms without finishing \
+             (killed, crashed, or still running); {cut_off} open intervals were cut off there."
+        );
+        markers.push(note(ENDED_EARLY, end_time, text));
+    }
+    if !recording.damage.is_empty() {
+        markers.push(note(LOG_DAMAGE, end_time, recording.damage.summary()));
+    }
+    markers.sort_by(|a, b| a.start_time.total_cmp(&b.start_time));
+
+    let mut meta = recording.meta;
+    meta.insert("profilingEndTime".to_owned(), json!(end_time));
+    let mut thread = recording.thread;
+    thread.remove("markers");
+    thread.remove("stringArray");
+    let profile = Profile {
+        meta,
+        thread,
+        markers,
+    };
+    let compaction = Compaction {
+        cut_off,
+        ended_early,
+        end_time,
+    };
+    (profile, compaction)
+}
+
+fn flag_cut_off(marker: &mut Marker) {
+    match &mut marker.data {
+        Some(Value::Object(data)) => {
+            data.insert("cutOff".to_owned(), json!(CUT_OFF));
+        }
+        _ => {
+            marker.data =
+                Some(json!({"type": data_type::TEXT, "text": marker.name, "cutOff": CUT_OFF}));
+        }
+    }
+}
+
+fn note(name: &str, time: f64, text: String) -> Marker {
+    Marker::instant(name, time)
+        .with_category(category::RECORDER)
+        .with_data(json!({"type": data_type::TEXT, "text": text}))
+}
+
+impl Serialize for Profile {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Document<'a> {
+            meta: &'a Map<String, Value>,
+            libs: [(); 0],
+            threads: [Thread<'a>; 1],
+        }
+        #[derive(Serialize)]
+        struct Thread<'a> {
+            #[serde(flatten)]
+            base: &'a Map<String, Value>,
+            markers: MarkerTable<'a>,
+            #[serde(rename = "stringArray")]
+            strings: Vec<&'a str>,
+        }
+        #[derive(Serialize)]
+        #[serde(rename_all = "camelCase")]
+        struct MarkerTable<'a> {
+            data: Vec<&'a Option<Value>>,
+            name: Vec<usize>,
+            start_time: Vec<f64>,
+            end_time: Vec<Option<f64>>,
+            phase: Vec<u8>,
+            category: Vec<u32>,
+            length: usize,
+        }
+
+        let count = self.markers.len();
+        let mut table = MarkerTable {
+            data: Vec::with_capacity(count),
+            name: Vec::with_capacity(count),
+            start_time: Vec::with_capacity(count),
+            end_time: Vec::with_capacity(count),
+            phase: Vec::with_capacity(count),
+            category: Vec::with_capacity(count),
+            length: count,
+        };
+        let mut strings: Vec<&str> = Vec::new();
+        let mut string_index: HashMap<&str, usize> = HashMap::new();
+        for marker in &self.markers {
+            let index = *string_index.entry(&marker.name).or_insert_with(|| {
+                strings.push(&marker.name);
+                strings.len() - 1
+            });
+            table.name.push(index);
+            table.data.push(&marker.data);
+            table.start_time.push(marker.start_time);
+            table.end_time.push(marker.end_time);
+            // Phase 0 is an instant, 1 an interval with both ends.
+            table.phase.push(u8::from(marker.end_time.is_some()));
+            table
+                .category
+                .push(marker.category.unwrap_or(category::OTHER));
+        }
+        Document {
+            meta: &self.meta,
+            libs: [],
+            threads: [Thread {
+                base: &self.thread,
+                markers: table,
+                strings,
+            }],
+        }
+        .serialize(serializer)
+    }
+}

@@ -1,0 +1,110 @@
+//! Command-line definitions. Parsed arguments become plain option structs for the crates.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "tc-profile",
+    version,
+    about = "Records a CI task's resources and markers into a crash-safe log, and turns it into a Firefox Profiler profile.",
+    after_help = "Examples:\n  tc-profile run -- make -j8\n  tc-profile finalize profile_resource-usage.jsonl"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Run a command while recording, then write its profile.
+    #[command(
+        after_help = "Example:\n  tc-profile run --interval 0.5 -o build-profile.json -- make -j8\n\n\
+        The exit status is the command's (128+N when signal N killed it). SIGINT and SIGTERM\n\
+        sent to tc-profile are forwarded to the command."
+    )]
+    Run(RunArgs),
+    /// Turn a log (complete, or left by a killed recorder) into a profile.
+    #[command(
+        after_help = "Example:\n  tc-profile finalize profile_resource-usage.jsonl -o profile.json\n\n\
+        A torn last line is dropped; intervals still open are closed at the last time seen and\n\
+        flagged as cut off. The log is removed once the profile is durable, unless --keep-log."
+    )]
+    Finalize(FinalizeArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct RecordingArgs {
+    /// Where to write the profile.
+    #[arg(
+        short,
+        long,
+        value_name = "PATH",
+        default_value = "profile_resource-usage.json"
+    )]
+    pub output: PathBuf,
+    /// Where to keep the log while recording [default: the output with .json replaced by .jsonl].
+    #[arg(long, value_name = "PATH")]
+    pub log: Option<PathBuf>,
+    /// Seconds between samples of CPU, memory, disk and network (0.01 to 3600).
+    #[arg(long, value_name = "SECONDS", default_value = "0.1", value_parser = parse_interval)]
+    pub interval: Duration,
+    /// When the log is fdatasync'd: always (after every batch), interval (at most once per
+    /// sampling interval, at once for lifecycle markers), never (left to the kernel).
+    #[arg(long, value_name = "POLICY", default_value = "interval")]
+    pub sync: SyncArg,
+    /// Keep the log after the profile is written.
+    #[arg(long)]
+    pub keep_log: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub recording: RecordingArgs,
+    /// The command to run, and its arguments.
+    #[arg(required = true, last = true, value_name = "CMD")]
+    pub command: Vec<std::ffi::OsString>,
+}
+
+#[derive(Args, Debug)]
+pub struct FinalizeArgs {
+    /// The log to finalize.
+    #[arg(value_name = "LOG")]
+    pub log: PathBuf,
+    /// Where to write the profile [default: LOG with .jsonl replaced by .json].
+    #[arg(short, long, value_name = "PATH")]
+    pub output: Option<PathBuf>,
+    /// Keep the log after the profile is written.
+    #[arg(long)]
+    pub keep_log: bool,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SyncArg {
+    Always,
+    Interval,
+    Never,
+}
+
+fn parse_interval(text: &str) -> Result<Duration, String> {
+    let seconds: f64 = text
+        .parse()
+        .map_err(|_| format!("'{text}' is not a number of seconds (for example 0.5)"))?;
+    if !(0.01..=3600.0).contains(&seconds) {
+        return Err(format!("{seconds} s is outside 0.01 to 3600 s"));
+    }
+    Ok(Duration::from_secs_f64(seconds))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+}
