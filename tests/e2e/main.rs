@@ -1,0 +1,8 @@
+//! End-to-end tests that run the real `tc-profile` binary. One module per subject.
+
+mod util;
+
+/// `finalize`: kills, truncation at every byte, Mozilla's stream, bad input.
+mod finalize;
+/// `run`: what a recording of a real command holds, against the profiler's constraints.
+mod run;

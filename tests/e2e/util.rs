@@ -1,0 +1,306 @@
+//! Helpers shared by the end-to-end tests: a directory per test, running the binary with
+//! failures that show the command and its output, and the Firefox Profiler's constraints
+//! (../shared/FIREFOX-PROFILER-FORMAT.md) as assertions.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_tc-profile");
+
+/// A fresh directory for one test, removed when dropped.
+pub struct Sandbox {
+    dir: tempfile::TempDir,
+}
+
+impl Sandbox {
+    pub fn new() -> Sandbox {
+        // Under target/ rather than /tmp: on a real disk, so that disk I/O shows in "IO".
+        let base = Path::new(env!("CARGO_TARGET_TMPDIR"));
+        Sandbox {
+            dir: tempfile::tempdir_in(base).expect("create a test directory"),
+        }
+    }
+
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// A `tc-profile` command run in this directory.
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(BIN);
+        command.args(args).current_dir(self.dir.path());
+        command
+    }
+
+    /// Runs `tc-profile ARGS` and returns its output, whatever its status.
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.command(args).output().expect("spawn tc-profile")
+    }
+
+    /// Runs `tc-profile ARGS` and fails the test, showing everything, unless it exits 0.
+    pub fn run_ok(&self, args: &[&str]) -> Output {
+        let output = self.run(args);
+        assert!(output.status.success(), "{}", describe(args, &output));
+        output
+    }
+}
+
+/// The command, its status, stdout and stderr: for assertion messages.
+pub fn describe(args: &[&str], output: &Output) -> String {
+    format!(
+        "tc-profile {}\nstatus: {}\nstdout: {}\nstderr: {}",
+        args.join(" "),
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+pub fn read_json(path: &Path) -> Value {
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
+    serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("{} is not JSON: {e}", path.display()))
+}
+
+/// The markers of a finalized profile, as (name, start, end, data) rows.
+pub struct MarkerRow {
+    pub name: String,
+    pub start: f64,
+    pub end: Option<f64>,
+    pub category: u64,
+    pub data: Value,
+}
+
+pub fn profile_markers(profile: &Value) -> Vec<MarkerRow> {
+    let thread = &profile["threads"][0];
+    let strings = thread["stringArray"].as_array().expect("stringArray");
+    let table = &thread["markers"];
+    let length = table["length"].as_u64().expect("markers.length") as usize;
+    (0..length)
+        .map(|i| MarkerRow {
+            name: strings[table["name"][i].as_u64().expect("name index") as usize]
+                .as_str()
+                .expect("string")
+                .to_owned(),
+            start: table["startTime"][i].as_f64().expect("startTime"),
+            end: table["endTime"][i].as_f64(),
+            category: table["category"][i].as_u64().expect("category"),
+            data: table["data"][i].clone(),
+        })
+        .collect()
+}
+
+pub fn count_named(rows: &[MarkerRow], name: &str) -> usize {
+    rows.iter().filter(|m| m.name == name).count()
+}
+
+const TABLES_47: [(&str, &[&str]); 5] = [
+    (
+        "stackTable",
+        &["frame", "prefix", "category", "subcategory"],
+    ),
+    (
+        "frameTable",
+        &["address", "category", "func", "line", "column"],
+    ),
+    ("funcTable", &["name", "resource", "fileName", "lineNumber"]),
+    ("resourceTable", &["lib", "name", "host", "type"]),
+    (
+        "nativeSymbols",
+        &["libIndex", "address", "name", "functionSize"],
+    ),
+];
+
+/// Every constraint the profiler's JSON Lines importer puts on a streamed profile.
+pub fn assert_streamed_profile(bytes: &[u8]) {
+    assert!(
+        bytes.starts_with(br#"{"type":"meta""#),
+        "log must start with the meta prefix"
+    );
+    assert!(bytes.ends_with(b"\n"), "log must end in a complete line");
+    let lines: Vec<&[u8]> = bytes[..bytes.len() - 1].split(|&b| b == b'\n').collect();
+    let mut threads = 0;
+    for (i, line) in lines.iter().enumerate() {
+        let text = std::str::from_utf8(line).expect("UTF-8 line");
+        assert!(
+            text.starts_with(r#"{"type":""#),
+            "line {i}: type must be the first key: {text}"
+        );
+        let value: Value = serde_json::from_str(text)
+            .unwrap_or_else(|e| panic!("line {i} is not JSON ({e}): {text}"));
+        assert_eq!(
+            serde_json::to_string(&value).unwrap().len(),
+            text.len(),
+            "line {i} must be compact: {text}"
+        );
+        match value["type"].as_str().unwrap() {
+            "meta" => assert_eq!(i, 0, "meta must be the first line"),
+            "thread" => {
+                threads += 1;
+                assert_eq!(i, 1, "thread must come right after meta");
+                assert_thread_tables(&value);
+            }
+            "marker" => {
+                assert!(threads == 1, "marker line {i} before the thread line");
+                assert_marker_line(&value);
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(threads, 1, "exactly one thread line");
+    let meta: Value = serde_json::from_slice(lines[0]).unwrap();
+    assert_meta(&meta);
+    assert_graph_keys_numeric(
+        &meta,
+        lines[2..]
+            .iter()
+            .map(|l| serde_json::from_slice::<Value>(l).unwrap()),
+    );
+}
+
+fn assert_thread_tables(thread: &Value) {
+    assert_eq!(thread["samples"]["length"], 0);
+    for (table, columns) in TABLES_47 {
+        assert!(thread[table].is_object(), "thread lacks {table}");
+        assert!(thread[table]["length"].is_u64(), "{table}.length");
+        for column in columns {
+            assert!(
+                thread[table][column].is_array(),
+                "{table}.{column} must be an array"
+            );
+        }
+    }
+    assert!(thread["pid"].is_string(), "thread.pid must be a string");
+    assert_eq!(thread["showMarkersInTimeline"], true);
+}
+
+fn assert_marker_line(marker: &Value) {
+    assert!(marker["name"].is_string(), "marker name: {marker}");
+    assert!(
+        marker["startTime"].is_number(),
+        "marker startTime: {marker}"
+    );
+    assert!(
+        marker["endTime"].is_number() || marker["endTime"].is_null(),
+        "marker endTime: {marker}"
+    );
+    if let Some(data) = marker.get("data") {
+        assert!(data.is_object() || data.is_null(), "marker data: {marker}");
+    }
+}
+
+fn assert_meta(meta: &Value) {
+    assert_eq!(meta["preprocessedProfileVersion"], 47);
+    assert_eq!(meta["version"], 27);
+    assert!(meta["startTime"].is_number());
+    assert!(meta["interval"].is_number());
+    let categories = meta["categories"].as_array().expect("categories");
+    assert!(
+        categories.iter().any(|c| c["color"] == "grey"),
+        "a grey category"
+    );
+    for category in categories {
+        assert_eq!(category["subcategories"][0], "Other", "{category}");
+    }
+    for schema in meta["markerSchema"].as_array().expect("markerSchema") {
+        assert!(
+            schema["data"].is_array(),
+            "schema fields go under data at 47: {schema}"
+        );
+        assert!(
+            schema.get("fields").is_none(),
+            "no fields key at 47: {schema}"
+        );
+    }
+}
+
+/// A value under a graph key must be a number: a string is an error in the profiler.
+fn assert_graph_keys_numeric(meta: &Value, markers: impl Iterator<Item = Value>) {
+    let graphs: Vec<(String, Vec<String>)> = meta["markerSchema"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| {
+            let keys = s["graphs"]
+                .as_array()?
+                .iter()
+                .map(|g| g["key"].as_str().unwrap().to_owned())
+                .collect();
+            Some((s["name"].as_str().unwrap().to_owned(), keys))
+        })
+        .collect();
+    for marker in markers {
+        let Some(kind) = marker["data"]["type"].as_str() else {
+            continue;
+        };
+        if let Some((_, keys)) = graphs.iter().find(|(name, _)| name == kind) {
+            for key in keys {
+                assert!(
+                    marker["data"][key].is_number(),
+                    "graph key {key} must be a number: {marker}"
+                );
+            }
+        }
+    }
+}
+
+/// The processed profile's constraints at version 47.
+pub fn assert_processed_profile(profile: &Value) {
+    assert_meta(&profile["meta"]);
+    assert!(
+        profile["meta"]["profilingEndTime"].is_number(),
+        "profilingEndTime"
+    );
+    assert_eq!(profile["libs"], serde_json::json!([]));
+    let threads = profile["threads"].as_array().expect("threads");
+    assert_eq!(threads.len(), 1);
+    let thread = &threads[0];
+    assert_thread_tables(thread);
+    let markers = &thread["markers"];
+    let length = markers["length"].as_u64().expect("markers.length") as usize;
+    for column in ["data", "name", "startTime", "endTime", "phase", "category"] {
+        assert_eq!(
+            markers[column].as_array().map(Vec::len),
+            Some(length),
+            "markers.{column}"
+        );
+    }
+    let strings = thread["stringArray"].as_array().expect("stringArray").len() as u64;
+    for i in 0..length {
+        assert!(
+            markers["name"][i].as_u64().unwrap() < strings,
+            "name index in stringArray"
+        );
+        let phase = markers["phase"][i].as_u64().unwrap();
+        assert_eq!(
+            phase,
+            if markers["endTime"][i].is_null() {
+                0
+            } else {
+                1
+            },
+            "phase of marker {i}"
+        );
+    }
+    let rows = markers["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .cloned()
+        .map(|data| serde_json::json!({"data": data}));
+    assert_graph_keys_numeric(&profile["meta"], rows);
+}
+
+/// Polls a condition for up to 20 s: for the recorder's own progress, never for timing.
+pub fn wait_for(mut condition: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !condition() {
+        assert!(Instant::now() < deadline, "condition not reached in 20 s");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
