@@ -291,8 +291,7 @@ pub fn assert_processed_profile(profile: &Value) {
         .as_array()
         .unwrap()
         .iter()
-        .cloned()
-        .map(|data| serde_json::json!({"data": data}));
+        .map(|data| serde_json::json!({ "data": data }));
     assert_graph_keys_numeric(&profile["meta"], rows);
 }
 
