@@ -226,3 +226,92 @@ fn strip_leading_nuls(bytes: &[u8]) -> (&[u8], usize) {
 fn looks_like_json(bytes: &[u8]) -> bool {
     serde_json::from_slice::<serde::de::IgnoredAny>(bytes).is_ok()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HEADERS: &str =
+        "{\"type\":\"meta\",\"startTime\":1000}\n{\"type\":\"thread\",\"name\":\"t\"}\n";
+    const A: &str = "{\"type\":\"marker\",\"name\":\"a\",\"startTime\":1,\"endTime\":null}\n";
+    const B: &str = "{\"type\":\"marker\",\"name\":\"b\",\"startTime\":2,\"endTime\":3}\n";
+
+    fn read(tail: &[u8]) -> Recording {
+        let mut bytes = HEADERS.as_bytes().to_vec();
+        bytes.extend_from_slice(tail);
+        read_log(bytes.as_slice()).unwrap()
+    }
+
+    fn names(recording: &Recording) -> Vec<&str> {
+        recording.markers.iter().map(|m| m.name.as_str()).collect()
+    }
+
+    #[test]
+    fn truncated_last_line_is_dropped_as_a_torn_tail() {
+        let torn = &B.as_bytes()[..20];
+        let recording = read(&[A.as_bytes(), torn].concat());
+        assert_eq!(names(&recording), ["a"]);
+        assert_eq!(recording.damage.by_reason[&DropReason::TornTail], (1, 20));
+    }
+
+    #[test]
+    fn whole_last_line_without_newline_is_kept() {
+        let recording = read(B.trim_end().as_bytes());
+        assert_eq!(names(&recording), ["b"]);
+        assert!(recording.damage.is_empty());
+    }
+
+    #[test]
+    fn nul_filled_tail_is_dropped() {
+        let recording = read(&[A.as_bytes(), &[0u8; 4096]].concat());
+        assert_eq!(names(&recording), ["a"]);
+        assert_eq!(recording.damage.by_reason[&DropReason::NulBytes], (1, 4096));
+    }
+
+    #[test]
+    fn line_appended_after_nul_blocks_is_recovered() {
+        let recording = read(&[A.as_bytes(), &[0u8; 512], B.as_bytes()].concat());
+        assert_eq!(names(&recording), ["a", "b"]);
+        assert_eq!(recording.damage.bytes(), 512);
+    }
+
+    #[test]
+    fn garbage_in_the_middle_is_skipped_and_reading_resumes() {
+        let recording = read(
+            format!("{A}not json at all\n{{\"type\":\"marker\",\"startTime\":1}}\n{B}").as_bytes(),
+        );
+        assert_eq!(names(&recording), ["a", "b"]);
+        assert_eq!(recording.damage.by_reason[&DropReason::NotJson], (1, 16));
+        assert_eq!(recording.damage.by_reason[&DropReason::BadShape].0, 1);
+    }
+
+    #[test]
+    fn repeated_headers_are_dropped_not_obeyed() {
+        let recording = read(format!("{A}{HEADERS}{B}").as_bytes());
+        assert_eq!(names(&recording), ["a", "b"]);
+        assert_eq!(recording.damage.by_reason[&DropReason::ExtraHeader].0, 2);
+        assert_eq!(recording.meta["startTime"], 1000);
+    }
+
+    #[test]
+    fn open_interval_is_removed_when_its_marker_arrives() {
+        let open = "{\"type\":\"open\",\"id\":4,\"name\":\"x\",\"startTime\":5}\n";
+        let close =
+            "{\"type\":\"marker\",\"name\":\"x\",\"startTime\":5,\"endTime\":9,\"openId\":4}\n";
+        assert_eq!(read(open.as_bytes()).open.len(), 1);
+        let recording = read(format!("{open}{close}").as_bytes());
+        assert!(recording.open.is_empty());
+        assert_eq!(recording.last_time, 9.0);
+    }
+
+    #[test]
+    fn a_log_without_its_thread_line_is_refused() {
+        let meta_only = b"{\"type\":\"meta\",\"startTime\":1}\n";
+        assert!(matches!(read_log(&meta_only[..]), Err(ReadError::NoThread)));
+        assert!(matches!(read_log(&b""[..]), Err(ReadError::Empty)));
+        assert!(matches!(
+            read_log(&b"{\"type\":\"meta\",\"x\n"[..]),
+            Err(ReadError::BadMeta)
+        ));
+    }
+}
