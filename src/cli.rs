@@ -57,6 +57,14 @@ pub struct RecordingArgs {
     /// Keep the log after the profile is written.
     #[arg(long)]
     pub keep_log: bool,
+    /// Do not listen for statsd metrics (nor export STATSD_HOST, STATSD_PORT and
+    /// TASKCLUSTER_STATSD_ADDR).
+    #[arg(long)]
+    pub no_statsd: bool,
+    /// The prefix of every metric series the task sends: letters, digits, _ and -, in
+    /// segments each followed by a dot.
+    #[arg(long, value_name = "PREFIX", default_value = "task.", value_parser = parse_prefix)]
+    pub metric_prefix: String,
 }
 
 #[derive(Args, Debug)]
@@ -96,6 +104,17 @@ fn parse_interval(text: &str) -> Result<Duration, String> {
         return Err(format!("{seconds} s is outside 0.01 to 3600 s"));
     }
     Ok(Duration::from_secs_f64(seconds))
+}
+
+fn parse_prefix(text: &str) -> Result<String, String> {
+    let segments = text.strip_suffix('.').unwrap_or_default();
+    if tc_profile_recorder::sanitize_name(segments).as_deref() != Some(segments) {
+        return Err(format!(
+            "'{text}' is not a prefix like 'task.' or 'ci.build.' (letters, digits, _ and -, \
+             each segment followed by a dot)"
+        ));
+    }
+    Ok(text.to_owned())
 }
 
 #[cfg(test)]

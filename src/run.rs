@@ -15,7 +15,7 @@ use std::sync::Arc;
 use tc_profile_finalizer::{finalize, FinalizeOptions};
 use tc_profile_format::schema::{category, data_type};
 use tc_profile_format::EndReason;
-use tc_profile_recorder::{Recorder, RecorderConfig, SyncPolicy};
+use tc_profile_recorder::{MetricLimits, Recorder, RecorderConfig, SyncPolicy};
 
 /// The longest command line kept in the profile; the rest is cut with an ellipsis.
 const COMMAND_TEXT_MAX: usize = 200;
@@ -27,9 +27,15 @@ pub fn run(args: RunArgs) -> Result<u8> {
     let command_text = describe_command(&args.command);
     let forwarding = SignalForwarding::install()?;
 
-    let spawned = Command::new(&args.command[0])
-        .args(&args.command[1..])
-        .spawn();
+    let mut command = Command::new(&args.command[0]);
+    command.args(&args.command[1..]);
+    if let Some(address) = recorder.statsd_address() {
+        command
+            .env("STATSD_HOST", address.ip().to_string())
+            .env("STATSD_PORT", address.port().to_string())
+            .env("TASKCLUSTER_STATSD_ADDR", address.to_string());
+    }
+    let spawned = command.spawn();
     let exit_code = match spawned {
         Ok(mut child) => {
             forwarding.set_target(child.id());
@@ -77,6 +83,10 @@ pub fn recorder_config(args: &RecordingArgs) -> RecorderConfig {
         SyncArg::Interval => SyncPolicy::Interval(args.interval),
         SyncArg::Never => SyncPolicy::Never,
     };
+    config.statsd = (!args.no_statsd).then(|| MetricLimits {
+        prefix: args.metric_prefix.clone(),
+        ..MetricLimits::default()
+    });
     config
 }
 

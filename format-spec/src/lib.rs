@@ -7,7 +7,8 @@
 //! crate follows it and is pointed at by it.
 //!
 //! Main types: [`Line`] (every line kind), [`Marker`], [`OpenInterval`], [`Footer`], the
-//! builders [`meta_line`] and [`thread_line`], and the schemas in [`schema`].
+//! builders [`meta_line`] and [`thread_line`], the schemas in [`schema`], and the metric
+//! kinds in [`metric`].
 //!
 //! ```
 //! use tc_profile_format::{decode_line, encode_line, Line, Marker};
@@ -20,12 +21,13 @@
 
 mod lines;
 mod meta;
+pub mod metric;
 pub mod schema;
 
 pub use lines::{
     decode_line, encode_line, DecodeError, EndReason, Footer, Line, Marker, OpenInterval,
 };
-pub use meta::{meta_line, thread_line, Machine, MetaInfo, TaskInfo};
+pub use meta::{meta_line, thread_line, Machine, MetaInfo, StatsdInfo, TaskInfo};
 
 /// Version of the log's own extension lines (`meta.tcProfile.logVersion`). Readers accept
 /// every version up to this one and skip line kinds they do not know.

@@ -32,6 +32,20 @@ pub struct TaskInfo {
     pub root_url: Option<String>,
 }
 
+/// The statsd listener of a recording, as `meta.tcProfile.statsd` says it.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct StatsdInfo {
+    /// `127.0.0.1:PORT`, as exported to the task.
+    pub address: String,
+    /// Every series name starts with it (`task.`).
+    pub prefix: String,
+    /// Longer packets are dropped whole.
+    pub max_packet_bytes: usize,
+    /// Metrics of further series are dropped.
+    pub max_series: usize,
+}
+
 /// What the meta line says about a recording.
 #[derive(Clone, Debug, PartialEq)]
 pub struct MetaInfo {
@@ -47,6 +61,8 @@ pub struct MetaInfo {
     pub sync_policy: String,
     /// `tc-profile x.y.z`.
     pub recorder: String,
+    /// The statsd listener, when one is on.
+    pub statsd: Option<StatsdInfo>,
 }
 
 /// The meta line: what the profiler needs at version 47, plus our `tcProfile` object.
@@ -83,16 +99,17 @@ pub fn meta_line(info: &MetaInfo) -> Line {
             put(key, value);
         }
     }
-    put(
-        "tcProfile",
-        json!({
-            "logVersion": LOG_FORMAT_VERSION,
-            "recorder": info.recorder,
-            "syncPolicy": info.sync_policy,
-            "sources": info.sources,
-            "task": info.task,
-        }),
-    );
+    let mut tc_profile = json!({
+        "logVersion": LOG_FORMAT_VERSION,
+        "recorder": info.recorder,
+        "syncPolicy": info.sync_policy,
+        "sources": info.sources,
+        "task": info.task,
+    });
+    if let Some(statsd) = &info.statsd {
+        tc_profile["statsd"] = json!(statsd);
+    }
+    put("tcProfile", tc_profile);
     Line::Meta(meta)
 }
 

@@ -2,6 +2,7 @@
 //! "Categories and schemas"). Resource tracks are marker graphs, drawn as Mozilla's resource
 //! monitor draws them, so that profiles from both tools look alike.
 
+use crate::metric::{self, MetricKind};
 use serde_json::{json, Value};
 
 /// Indices into `meta.categories`.
@@ -58,6 +59,86 @@ fn graph(key: &str, kind: &str, color: &str) -> Value {
 
 /// The `meta.markerSchema` list (fields under `data`, as version 47 wants).
 pub fn marker_schemas() -> Value {
+    let mut schemas = resource_and_text_schemas();
+    if let Value::Array(list) = &mut schemas {
+        list.extend(MetricKind::ALL.into_iter().map(metric_schema));
+        list.push(metric_drops_schema());
+    }
+    schemas
+}
+
+/// One fixed schema per metric kind: a graph track per series (marker name).
+fn metric_schema(kind: MetricKind) -> Value {
+    let identity = [
+        field(metric::key::METRIC, "Metric", "unique-string"),
+        field(metric::key::TAGS, "Tags", "string"),
+    ];
+    let (values, graphs): (Vec<Value>, Vec<Value>) = match kind {
+        MetricKind::Counter => (
+            vec![field("value", "Sum in the interval", "decimal")],
+            vec![graph("value", "bar", "teal")],
+        ),
+        MetricKind::Gauge => (
+            vec![field("value", "Value", "decimal")],
+            vec![graph("value", "line-filled", "blue")],
+        ),
+        MetricKind::Timer | MetricKind::Histogram => {
+            let unit = if kind == MetricKind::Timer {
+                "milliseconds"
+            } else {
+                "decimal"
+            };
+            (
+                vec![
+                    field("count", "Count", "decimal"),
+                    field("min", "Min", unit),
+                    field("mean", "Mean", unit),
+                    field("max", "Max", unit),
+                ],
+                vec![
+                    graph("max", "line", "red"),
+                    graph("mean", "line", "orange"),
+                    graph("min", "line", "green"),
+                    graph("count", "bar", "grey"),
+                ],
+            )
+        }
+        MetricKind::Set => (
+            vec![field("distinct", "Distinct members", "integer")],
+            vec![graph("distinct", "bar", "purple")],
+        ),
+    };
+    let label = kind
+        .value_keys()
+        .iter()
+        .map(|k| format!("{k} {{marker.data.{k}}}"));
+    json!({
+        "name": kind.data_type(),
+        "tooltipLabel": format!("{{marker.name}}: {}", label.collect::<Vec<_>>().join(", ")),
+        "display": [],
+        "data": identity.into_iter().chain(values).collect::<Vec<_>>(),
+        "graphs": graphs,
+    })
+}
+
+fn metric_drops_schema() -> Value {
+    json!({
+        "name": metric::DROPPED_DATA_TYPE,
+        "tooltipLabel": "{marker.name}",
+        "tableLabel": "{marker.name}: {marker.data.malformed} malformed, {marker.data.oversized} oversized, {marker.data.overSeriesCap} over the series cap",
+        "display": ["marker-chart", "marker-table"],
+        "data": [
+            field("malformed", "Malformed lines", "integer"),
+            field("oversized", "Packets over the size cap", "integer"),
+            field("overSeriesCap", "Metrics over the series cap", "integer"),
+            field("overSetCap", "Set members over the set cap", "integer"),
+            field("kernelDropped", "Packets the kernel dropped (buffer full)", "integer"),
+            field("example", "First malformed line", "string"),
+        ],
+    })
+}
+
+fn resource_and_text_schemas() -> Value {
     json!([
         {
             "name": data_type::CPU,

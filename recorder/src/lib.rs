@@ -22,16 +22,24 @@
 
 mod clock;
 mod machine;
+mod metrics;
+mod statsd;
 mod system;
 mod writer;
 
 pub use clock::Clock;
 pub use machine::{machine, task_from_env};
+pub use metrics::{
+    sanitize_name, Aggregator, Drops, Malformed, MetricLimits, Sample, SampleValue, MAX_NAME_BYTES,
+    MAX_SET_MEMBERS, MAX_TAGS, MAX_TAG_BYTES,
+};
+pub use statsd::{parse_line as parse_statsd_line, MAX_PACKET_BYTES};
 pub use writer::{LogSink, SyncPolicy, WriterStats};
 
 use crossbeam_channel::{bounded, Receiver, Sender, TrySendError};
 use serde_json::Value;
 use std::fs::{File, OpenOptions};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -40,7 +48,7 @@ use std::time::{Duration, Instant};
 use system::SystemSampler;
 use tc_profile_format::{
     encode_line, meta_line, thread_line, EndReason, Footer, Line, Marker, MetaInfo, OpenInterval,
-    TaskInfo,
+    StatsdInfo, TaskInfo,
 };
 use writer::{Message, Writer};
 
@@ -58,11 +66,13 @@ pub struct RecorderConfig {
     pub task: TaskInfo,
     /// Whether to sample CPU, memory, disk and network.
     pub sample_system: bool,
+    /// The statsd listener's limits, or None for no listener.
+    pub statsd: Option<MetricLimits>,
 }
 
 impl RecorderConfig {
     /// Defaults: 0.1 s interval, interval sync at the same period, the task from the
-    /// environment, system sampling on.
+    /// environment, system sampling on, statsd listener on under `task.`.
     pub fn new(log_path: PathBuf) -> RecorderConfig {
         let interval = Duration::from_millis(100);
         RecorderConfig {
@@ -71,6 +81,7 @@ impl RecorderConfig {
             sync: SyncPolicy::Interval(interval),
             task: task_from_env(),
             sample_system: true,
+            statsd: Some(MetricLimits::default()),
         }
     }
 }
@@ -87,6 +98,8 @@ pub enum RecorderError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error("cannot open the statsd socket on 127.0.0.1: {0}")]
+    Statsd(std::io::Error),
     #[error("cannot start the {thread} thread: {source}")]
     Thread {
         thread: &'static str,
@@ -102,6 +115,13 @@ pub struct Recorder {
     markers: MarkerSink,
     writer: Option<JoinHandle<WriterStats>>,
     sampler: Option<(Sender<()>, JoinHandle<()>)>,
+    statsd: Option<StatsdThread>,
+}
+
+struct StatsdThread {
+    address: SocketAddr,
+    stop: Sender<()>,
+    handle: JoinHandle<()>,
 }
 
 impl Recorder {
@@ -110,7 +130,26 @@ impl Recorder {
     pub fn start(config: RecorderConfig) -> Result<Recorder, RecorderError> {
         let clock = Clock::start();
         let mut sampler = config.sample_system.then(SystemSampler::new);
-        let sources = sampler.as_mut().map(|s| s.sources()).unwrap_or_default();
+        let mut sources = sampler.as_mut().map(|s| s.sources()).unwrap_or_default();
+        let statsd_socket = match &config.statsd {
+            Some(_) => Some(statsd::bind().map_err(RecorderError::Statsd)?),
+            None => None,
+        };
+        let statsd_info = match (&statsd_socket, &config.statsd) {
+            (Some(socket), Some(limits)) => {
+                sources.push("statsd".to_owned());
+                Some(StatsdInfo {
+                    address: socket
+                        .local_addr()
+                        .map_err(RecorderError::Statsd)?
+                        .to_string(),
+                    prefix: limits.prefix.clone(),
+                    max_packet_bytes: MAX_PACKET_BYTES,
+                    max_series: limits.max_series,
+                })
+            }
+            _ => None,
+        };
         let meta = meta_line(&MetaInfo {
             start_time: clock.start_epoch_ms(),
             interval_ms: config.interval.as_secs_f64() * 1000.0,
@@ -119,6 +158,7 @@ impl Recorder {
             sources,
             sync_policy: config.sync.name(),
             recorder: format!("tc-profile {}", env!("CARGO_PKG_VERSION")),
+            statsd: statsd_info,
         });
         let file = create_log(&config.log_path, &[meta, thread_line("tc-profile")])?;
 
@@ -137,7 +177,19 @@ impl Recorder {
             markers: markers.clone(),
             writer: Some(writer),
             sampler: None,
+            statsd: None,
         };
+        if let (Some(socket), Some(limits)) = (statsd_socket, config.statsd) {
+            let address = socket.local_addr().map_err(RecorderError::Statsd)?;
+            let (stop, stopped) = bounded(1);
+            let listener = statsd::Listener::new(socket, limits, markers.clone(), config.interval);
+            let handle = spawn("tc-profile-statsd", move || listener.run(stopped))?;
+            recorder.statsd = Some(StatsdThread {
+                address,
+                stop,
+                handle,
+            });
+        }
         if let Some(sampler) = sampler {
             let (stop, stopped) = bounded(1);
             let interval = config.interval;
@@ -149,6 +201,11 @@ impl Recorder {
         Ok(recorder)
     }
 
+    /// Where the statsd listener takes packets, when it is on.
+    pub fn statsd_address(&self) -> Option<SocketAddr> {
+        self.statsd.as_ref().map(|s| s.address)
+    }
+
     /// A handle that adds markers to this recording from any thread.
     pub fn markers(&self) -> MarkerSink {
         self.markers.clone()
@@ -157,7 +214,7 @@ impl Recorder {
     /// Takes a last sample, appends the clean-end footer, makes the log durable and joins
     /// the threads.
     pub fn finish(mut self, reason: EndReason) -> Result<WriterStats, RecorderError> {
-        self.stop_sampler();
+        self.stop_sources();
         let footer = Line::Footer(Footer {
             end_time: self.markers.now(),
             reason,
@@ -166,10 +223,15 @@ impl Recorder {
         self.join_writer()
     }
 
-    fn stop_sampler(&mut self) {
+    fn stop_sources(&mut self) {
         if let Some((stop, handle)) = self.sampler.take() {
             let _ = stop.send(());
             let _ = handle.join();
+        }
+        if let Some(statsd) = self.statsd.take() {
+            let _ = statsd.stop.send(());
+            statsd::wake(statsd.address);
+            let _ = statsd.handle.join();
         }
     }
 
@@ -189,7 +251,7 @@ impl Drop for Recorder {
     /// Without finish(): the threads stop and the log stays as a crash would leave it,
     /// without a footer, so that the finalizer says the recording ended early.
     fn drop(&mut self) {
-        self.stop_sampler();
+        self.stop_sources();
         let _ = self.join_writer();
     }
 }

@@ -1,0 +1,554 @@
+//! Aggregation of the task's metrics per sampling interval: whatever the number of
+//! samples, each series changed in an interval becomes one marker line at its end
+//! (SPEC.md, "Metric tracks"). Shared by every metric source, so that a metric ends in the
+//! same line whichever way it came.
+
+use serde_json::{json, Map, Value};
+use std::collections::hash_map::{DefaultHasher, Entry};
+use std::collections::{HashMap, HashSet};
+use std::hash::{Hash, Hasher};
+use tc_profile_format::metric::{self, MetricKind};
+use tc_profile_format::schema::category;
+use tc_profile_format::Marker;
+
+/// The longest series name, prefix excluded, after sanitizing.
+pub const MAX_NAME_BYTES: usize = 200;
+/// Tags per metric at most.
+pub const MAX_TAGS: usize = 16;
+/// The longest tag (`key:value`).
+pub const MAX_TAG_BYTES: usize = 200;
+/// Distinct set members kept per interval, over all sets: bounds the memory of sets.
+pub const MAX_SET_MEMBERS: usize = 100_000;
+/// Characters of a malformed line quoted in the "Metrics dropped" marker.
+const EXAMPLE_CHARS: usize = 100;
+
+/// Limits of what the task may send.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MetricLimits {
+    /// Every series name starts with it; the task cannot write outside it.
+    pub prefix: String,
+    /// Distinct series over the whole recording; metrics of further series are dropped.
+    pub max_series: usize,
+}
+
+impl Default for MetricLimits {
+    fn default() -> MetricLimits {
+        MetricLimits {
+            prefix: "task.".to_owned(),
+            max_series: 1000,
+        }
+    }
+}
+
+/// What one sample says.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SampleValue {
+    /// A counter increment, a timing, a histogram value, or a gauge's new value.
+    Number(f64),
+    /// A gauge change (`+3`, `-2`).
+    GaugeDelta(f64),
+    /// A set member.
+    Member(String),
+}
+
+/// One metric as a source parsed it, name and tags not yet sanitized.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sample {
+    pub kind: MetricKind,
+    pub name: String,
+    pub value: SampleValue,
+    /// The sample rate (0, 1]: a counter increment or a timing stands for 1/rate of them.
+    pub rate: f64,
+    pub tags: Vec<(String, String)>,
+}
+
+/// Why a metric was not taken.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Malformed {
+    #[error("not name:value|type")]
+    Syntax,
+    #[error("not UTF-8")]
+    NotUtf8,
+    #[error("unknown type {0:?}")]
+    UnknownType(String),
+    #[error("value is not a finite number")]
+    Value,
+    #[error("sample rate is not in (0, 1]")]
+    Rate,
+    #[error("name is empty once sanitized, or longer than {MAX_NAME_BYTES} bytes")]
+    Name,
+    #[error("more than {MAX_TAGS} tags, or a tag longer than {MAX_TAG_BYTES} bytes")]
+    Tags,
+}
+
+/// Input dropped in one interval, by reason.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Drops {
+    pub malformed: u64,
+    pub oversized: u64,
+    pub over_series_cap: u64,
+    pub over_set_cap: u64,
+    pub kernel_dropped: u64,
+    /// The first malformed line of the interval, cut to a hundred characters.
+    pub example: Option<String>,
+}
+
+impl Drops {
+    fn is_empty(&self) -> bool {
+        self.malformed
+            + self.oversized
+            + self.over_series_cap
+            + self.over_set_cap
+            + self.kernel_dropped
+            == 0
+    }
+
+    fn data(&self) -> Value {
+        let mut data = json!({
+            "type": metric::DROPPED_DATA_TYPE,
+            "malformed": self.malformed,
+            "oversized": self.oversized,
+            "overSeriesCap": self.over_series_cap,
+            "overSetCap": self.over_set_cap,
+            "kernelDropped": self.kernel_dropped,
+        });
+        if let Some(example) = &self.example {
+            data["example"] = json!(example);
+        }
+        data
+    }
+}
+
+/// The state of a series within the current interval.
+enum State {
+    Counter(f64),
+    /// A gauge's value lasts across intervals.
+    Gauge(f64),
+    Distribution {
+        count: f64,
+        sum: f64,
+        min: f64,
+        max: f64,
+    },
+    Set(HashSet<u64>),
+}
+
+struct Series {
+    kind: MetricKind,
+    metric: String,
+    tags: String,
+    state: State,
+    changed: bool,
+}
+
+/// Series by (kind, marker name), and what was dropped since the last flush.
+pub struct Aggregator {
+    limits: MetricLimits,
+    series: HashMap<(MetricKind, String), Series>,
+    set_members: usize,
+    pub drops: Drops,
+}
+
+impl Aggregator {
+    pub fn new(limits: MetricLimits) -> Aggregator {
+        Aggregator {
+            limits,
+            series: HashMap::new(),
+            set_members: 0,
+            drops: Drops::default(),
+        }
+    }
+
+    /// Takes a sample into its series, or counts why it was dropped.
+    pub fn record(&mut self, sample: Sample) {
+        let metric = match sanitize_name(&sample.name) {
+            Some(name) => format!("{}{name}", self.limits.prefix),
+            None => return self.malformed(&sample.name, Malformed::Name),
+        };
+        let Some(tags) = sanitize_tags(&sample.tags) else {
+            return self.malformed(&sample.name, Malformed::Tags);
+        };
+        let marker_name = if tags.is_empty() {
+            metric.clone()
+        } else {
+            format!("{metric} #{tags}")
+        };
+        let series_count = self.series.len();
+        let series = match self.series.entry((sample.kind, marker_name)) {
+            Entry::Occupied(entry) => entry.into_mut(),
+            Entry::Vacant(_) if series_count >= self.limits.max_series => {
+                self.drops.over_series_cap += 1;
+                return;
+            }
+            Entry::Vacant(entry) => entry.insert(Series {
+                kind: sample.kind,
+                metric,
+                tags,
+                state: State::new(sample.kind),
+                changed: false,
+            }),
+        };
+        let taken = series
+            .state
+            .take(&sample.value, sample.rate, &mut self.set_members);
+        if taken {
+            series.changed = true;
+        } else {
+            self.drops.over_set_cap += 1;
+        }
+    }
+
+    /// Counts a line that could not be parsed, keeping the first one as an example.
+    pub fn malformed(&mut self, line: &str, why: Malformed) {
+        self.drops.malformed += 1;
+        if self.drops.example.is_none() {
+            let line: String = line.chars().take(EXAMPLE_CHARS).collect();
+            self.drops.example = Some(format!("{line} ({why})"));
+        }
+    }
+
+    /// One marker per series changed in the interval `start..end`, sorted by name, and a
+    /// "Metrics dropped" marker when input was dropped; then starts the next interval.
+    pub fn flush(&mut self, start: f64, end: f64) -> Vec<Marker> {
+        let mut markers: Vec<Marker> = self
+            .series
+            .iter_mut()
+            .filter(|(_, series)| series.changed)
+            .map(|((_, name), series)| {
+                Marker::interval(name.as_str(), start, end)
+                    .with_category(category::USER)
+                    .with_data(series.data())
+            })
+            .collect();
+        markers.sort_by(|a, b| a.name.cmp(&b.name));
+        for series in self.series.values_mut() {
+            series.state.reset();
+            series.changed = false;
+        }
+        self.set_members = 0;
+        let drops = std::mem::take(&mut self.drops);
+        if !drops.is_empty() {
+            markers.push(
+                Marker::interval(metric::DROPPED_MARKER, start, end)
+                    .with_category(category::RECORDER)
+                    .with_data(drops.data()),
+            );
+        }
+        markers
+    }
+}
+
+impl State {
+    fn new(kind: MetricKind) -> State {
+        match kind {
+            MetricKind::Counter => State::Counter(0.0),
+            MetricKind::Gauge => State::Gauge(0.0),
+            MetricKind::Timer | MetricKind::Histogram => State::Distribution {
+                count: 0.0,
+                sum: 0.0,
+                min: f64::INFINITY,
+                max: f64::NEG_INFINITY,
+            },
+            MetricKind::Set => State::Set(HashSet::new()),
+        }
+    }
+
+    /// Applies a sample; false when a set member is over the set cap.
+    fn take(&mut self, value: &SampleValue, rate: f64, set_members: &mut usize) -> bool {
+        match (self, value) {
+            (State::Counter(sum), SampleValue::Number(v)) => *sum += v / rate,
+            (State::Gauge(gauge), SampleValue::Number(v)) => *gauge = *v,
+            (State::Gauge(gauge), SampleValue::GaugeDelta(d)) => *gauge += d,
+            (
+                State::Distribution {
+                    count,
+                    sum,
+                    min,
+                    max,
+                },
+                SampleValue::Number(v),
+            ) => {
+                *count += 1.0 / rate;
+                *sum += v / rate;
+                *min = min.min(*v);
+                *max = max.max(*v);
+            }
+            (State::Set(members), SampleValue::Member(member)) => {
+                let mut hasher = DefaultHasher::new();
+                member.hash(&mut hasher);
+                let hash = hasher.finish();
+                if !members.contains(&hash) {
+                    if *set_members >= MAX_SET_MEMBERS {
+                        return false;
+                    }
+                    members.insert(hash);
+                    *set_members += 1;
+                }
+            }
+            // Parsers give each kind its own value shape; any other pairing is ignored.
+            _ => {}
+        }
+        true
+    }
+
+    fn reset(&mut self) {
+        match self {
+            State::Counter(sum) => *sum = 0.0,
+            State::Gauge(_) => {}
+            State::Distribution { .. } => *self = State::new(MetricKind::Timer),
+            State::Set(members) => members.clear(),
+        }
+    }
+}
+
+impl Series {
+    fn data(&self) -> Value {
+        let mut data = Map::new();
+        data.insert("type".to_owned(), json!(self.kind.data_type()));
+        data.insert(metric::key::METRIC.to_owned(), json!(self.metric));
+        if !self.tags.is_empty() {
+            data.insert(metric::key::TAGS.to_owned(), json!(self.tags));
+        }
+        let values: Vec<f64> = match &self.state {
+            State::Counter(v) | State::Gauge(v) => vec![*v],
+            State::Distribution {
+                count,
+                sum,
+                min,
+                max,
+            } => vec![*count, sum / count, *min, *max],
+            State::Set(members) => vec![members.len() as f64],
+        };
+        let keys = match self.kind {
+            // count, mean, min, max in that order, as computed above.
+            MetricKind::Timer | MetricKind::Histogram => &["count", "mean", "min", "max"][..],
+            kind => kind.value_keys(),
+        };
+        for (key, value) in keys.iter().zip(values) {
+            data.insert((*key).to_owned(), json!(round(value)));
+        }
+        Value::Object(data)
+    }
+}
+
+/// Six significant decimals are plenty for a graph and keep lines short.
+fn round(value: f64) -> f64 {
+    (value * 1e6).round() / 1e6
+}
+
+/// A series name the task cannot use to leave its prefix: ASCII letters, digits, `_` and
+/// `-` kept, `.` separating non-empty segments, everything else turned into `_`. None when
+/// nothing is left or the result is longer than [`MAX_NAME_BYTES`].
+pub fn sanitize_name(name: &str) -> Option<String> {
+    let cleaned: String = name
+        .chars()
+        .map(|c| match c {
+            'a'..='z' | 'A'..='Z' | '0'..='9' | '_' | '-' | '.' => c,
+            _ => '_',
+        })
+        .collect();
+    let joined = cleaned
+        .split('.')
+        .filter(|segment| !segment.is_empty())
+        .collect::<Vec<_>>()
+        .join(".");
+    (!joined.is_empty() && joined.len() <= MAX_NAME_BYTES).then_some(joined)
+}
+
+/// Tags as `key:value` pairs sorted by key, joined by commas; a key given twice keeps its
+/// last value. Keys keep ASCII letters, digits, `_ - . /`; values any printable ASCII but
+/// `,` and space; everything else becomes `_`. None when over [`MAX_TAGS`] or
+/// [`MAX_TAG_BYTES`].
+fn sanitize_tags(tags: &[(String, String)]) -> Option<String> {
+    if tags.len() > MAX_TAGS {
+        return None;
+    }
+    let mut sorted: Vec<(String, String)> = Vec::with_capacity(tags.len());
+    for (key, value) in tags {
+        if key.len() + value.len() + 1 > MAX_TAG_BYTES {
+            return None;
+        }
+        let key: String = key
+            .chars()
+            .map(|c| match c {
+                'a'..='z' | 'A'..='Z' | '0'..='9' | '_' | '-' | '.' | '/' => c,
+                _ => '_',
+            })
+            .collect();
+        let value: String = value
+            .chars()
+            .map(|c| {
+                if c.is_ascii_graphic() && c != ',' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        if key.is_empty() {
+            continue;
+        }
+        sorted.retain(|(k, _)| *k != key);
+        sorted.push((key, value));
+    }
+    sorted.sort();
+    Some(
+        sorted
+            .iter()
+            .map(|(k, v)| {
+                if v.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{k}:{v}")
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(","),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(kind: MetricKind, name: &str, value: SampleValue) -> Sample {
+        Sample {
+            kind,
+            name: name.to_owned(),
+            value,
+            rate: 1.0,
+            tags: Vec::new(),
+        }
+    }
+
+    fn number(kind: MetricKind, name: &str, value: f64) -> Sample {
+        sample(kind, name, SampleValue::Number(value))
+    }
+
+    #[test]
+    fn names_cannot_leave_the_prefix() {
+        assert_eq!(sanitize_name("../../etc/passwd").unwrap(), "_._etc_passwd");
+        assert_eq!(sanitize_name(".worker.cpu").unwrap(), "worker.cpu");
+        assert_eq!(sanitize_name("a b\u{e9}\n").unwrap(), "a_b__");
+        assert_eq!(sanitize_name("..."), None);
+        assert_eq!(sanitize_name(&"x".repeat(MAX_NAME_BYTES + 1)), None);
+    }
+
+    #[test]
+    fn a_hundred_thousand_increments_are_one_line_per_interval() {
+        let mut aggregator = Aggregator::new(MetricLimits::default());
+        for _ in 0..100_000 {
+            aggregator.record(number(MetricKind::Counter, "hits", 1.0));
+        }
+        let markers = aggregator.flush(0.0, 100.0);
+        assert_eq!(markers.len(), 1);
+        assert_eq!(markers[0].name, "task.hits");
+        assert_eq!(markers[0].data.as_ref().unwrap()["value"], 100_000.0);
+        assert!(
+            aggregator.flush(100.0, 200.0).is_empty(),
+            "no change, no line"
+        );
+    }
+
+    #[test]
+    fn gauges_keep_their_value_and_take_deltas() {
+        let mut aggregator = Aggregator::new(MetricLimits::default());
+        aggregator.record(number(MetricKind::Gauge, "depth", 10.0));
+        aggregator.record(sample(
+            MetricKind::Gauge,
+            "depth",
+            SampleValue::GaugeDelta(-3.0),
+        ));
+        assert_eq!(
+            aggregator.flush(0.0, 1.0)[0].data.as_ref().unwrap()["value"],
+            7.0
+        );
+        aggregator.record(sample(
+            MetricKind::Gauge,
+            "depth",
+            SampleValue::GaugeDelta(5.0),
+        ));
+        assert_eq!(
+            aggregator.flush(1.0, 2.0)[0].data.as_ref().unwrap()["value"],
+            12.0
+        );
+    }
+
+    #[test]
+    fn timers_give_count_min_mean_max_with_sample_rates() {
+        let mut aggregator = Aggregator::new(MetricLimits::default());
+        for value in [10.0, 20.0, 60.0] {
+            aggregator.record(Sample {
+                rate: 0.5,
+                ..number(MetricKind::Timer, "build", value)
+            });
+        }
+        let data = aggregator.flush(0.0, 1.0)[0].data.clone().unwrap();
+        assert_eq!(data["type"], "Timer");
+        assert_eq!(
+            (&data["count"], &data["min"], &data["mean"], &data["max"]),
+            (&json!(6.0), &json!(10.0), &json!(30.0), &json!(60.0))
+        );
+    }
+
+    #[test]
+    fn sets_count_distinct_members_per_interval() {
+        let mut aggregator = Aggregator::new(MetricLimits::default());
+        for member in ["a", "b", "a", "c"] {
+            aggregator.record(sample(
+                MetricKind::Set,
+                "users",
+                SampleValue::Member(member.into()),
+            ));
+        }
+        assert_eq!(
+            aggregator.flush(0.0, 1.0)[0].data.as_ref().unwrap()["distinct"],
+            3.0
+        );
+    }
+
+    #[test]
+    fn tags_are_sorted_and_name_their_own_series() {
+        let mut aggregator = Aggregator::new(MetricLimits::default());
+        let tagged = |tags: &[(&str, &str)]| Sample {
+            tags: tags
+                .iter()
+                .map(|(k, v)| ((*k).into(), (*v).into()))
+                .collect(),
+            ..number(MetricKind::Counter, "req", 1.0)
+        };
+        aggregator.record(tagged(&[("route", "/a b"), ("code", "200")]));
+        aggregator.record(tagged(&[("code", "200"), ("route", "/a b")]));
+        aggregator.record(tagged(&[]));
+        let markers = aggregator.flush(0.0, 1.0);
+        let names: Vec<&str> = markers.iter().map(|m| m.name.as_str()).collect();
+        assert_eq!(names, ["task.req", "task.req #code:200,route:/a_b"]);
+        let data = markers[1].data.as_ref().unwrap();
+        assert_eq!(
+            (&data["metric"], &data["value"]),
+            (&json!("task.req"), &json!(2.0))
+        );
+    }
+
+    #[test]
+    fn series_over_the_cap_are_dropped_and_counted() {
+        let mut aggregator = Aggregator::new(MetricLimits {
+            max_series: 2,
+            ..MetricLimits::default()
+        });
+        for name in ["a", "b", "c", "a", "d"] {
+            aggregator.record(number(MetricKind::Counter, name, 1.0));
+        }
+        aggregator.malformed("garbage", Malformed::Syntax);
+        let markers = aggregator.flush(0.0, 1.0);
+        assert_eq!(markers.len(), 3);
+        let drops = markers[2].data.as_ref().unwrap();
+        assert_eq!(markers[2].name, metric::DROPPED_MARKER);
+        assert_eq!(
+            (&drops["overSeriesCap"], &drops["malformed"]),
+            (&json!(2), &json!(1))
+        );
+        assert_eq!(drops["example"], "garbage (not name:value|type)");
+    }
+}

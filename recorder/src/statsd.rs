@@ -1,0 +1,336 @@
+//! The statsd listener: a UDP socket on the loopback interface that takes the statsd line
+//! protocol and DogStatsD tags from the task. Packets are parsed and aggregated on this
+//! source's own thread; each interval becomes a few encoded lines for the writer.
+
+use crate::metrics::{Aggregator, Malformed, MetricLimits, Sample, SampleValue};
+use crate::MarkerSink;
+use crossbeam_channel::Receiver;
+use std::io;
+use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::MetadataExt;
+use std::time::{Duration, Instant};
+use tc_profile_format::metric::MetricKind;
+
+/// Packets longer than this are dropped whole. Far above the 1,432 bytes that statsd
+/// clients put in one packet, and short enough that a packet never costs much to parse.
+pub const MAX_PACKET_BYTES: usize = 8192;
+/// The receive buffer asked of the kernel, so that a burst waits for the thread instead
+/// of being dropped (Linux caps it at net.core.rmem_max unless the recorder is root).
+const RECEIVE_BUFFER_BYTES: libc::c_int = 8 << 20;
+
+/// Parses one statsd line: `name:value|type[|@rate][|#tag:value,...]`. Other sections
+/// (DogStatsD's container id `|c:` and timestamp `|T`) are ignored.
+pub fn parse_line(line: &str) -> Result<Sample, Malformed> {
+    let mut sections = line.split('|');
+    let head = sections.next().unwrap_or_default();
+    let (name, value) = head.split_once(':').ok_or(Malformed::Syntax)?;
+    let type_code = sections.next().ok_or(Malformed::Syntax)?;
+    if name.is_empty() || value.is_empty() {
+        return Err(Malformed::Syntax);
+    }
+    let kind = match type_code {
+        "c" => MetricKind::Counter,
+        "g" => MetricKind::Gauge,
+        "ms" => MetricKind::Timer,
+        "h" | "d" => MetricKind::Histogram,
+        "s" => MetricKind::Set,
+        other => return Err(Malformed::UnknownType(other.chars().take(10).collect())),
+    };
+    let mut rate = 1.0;
+    let mut tags = Vec::new();
+    for section in sections {
+        if let Some(text) = section.strip_prefix('@') {
+            rate = text
+                .parse::<f64>()
+                .ok()
+                .filter(|r| *r > 0.0 && *r <= 1.0)
+                .ok_or(Malformed::Rate)?;
+        } else if let Some(text) = section.strip_prefix('#') {
+            tags = text
+                .split(',')
+                .filter(|tag| !tag.is_empty())
+                .map(|tag| match tag.split_once(':') {
+                    Some((key, value)) => (key.to_owned(), value.to_owned()),
+                    None => (tag.to_owned(), String::new()),
+                })
+                .collect();
+        }
+    }
+    let number = |text: &str| {
+        text.parse::<f64>()
+            .ok()
+            .filter(|v| v.is_finite())
+            .ok_or(Malformed::Value)
+    };
+    let value = match kind {
+        MetricKind::Set => SampleValue::Member(value.to_owned()),
+        // As in Etsy's statsd: a sign makes a gauge value a change of the current value.
+        MetricKind::Gauge if value.starts_with(['+', '-']) => {
+            SampleValue::GaugeDelta(number(value)?)
+        }
+        _ => SampleValue::Number(number(value)?),
+    };
+    Ok(Sample {
+        kind,
+        name: name.to_owned(),
+        value,
+        rate,
+        tags,
+    })
+}
+
+/// Binds the listener on 127.0.0.1, on a port the kernel picks.
+pub(crate) fn bind() -> io::Result<UdpSocket> {
+    let socket = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0))?;
+    for option in [libc::SO_RCVBUFFORCE, libc::SO_RCVBUF] {
+        // SAFETY: a valid socket, and a pointer to a c_int of the length passed.
+        let done = unsafe {
+            libc::setsockopt(
+                socket.as_raw_fd(),
+                libc::SOL_SOCKET,
+                option,
+                (&RECEIVE_BUFFER_BYTES as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        // SO_RCVBUFFORCE needs CAP_NET_ADMIN; SO_RCVBUF is capped by rmem_max. A small
+        // buffer only means that bursts may lose packets, as with any statsd.
+        if done == 0 {
+            break;
+        }
+    }
+    Ok(socket)
+}
+
+/// Wakes the listener thread so that it sees the stop request without waiting out its
+/// timeout.
+pub(crate) fn wake(address: SocketAddr) {
+    if let Ok(socket) = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)) {
+        let _ = socket.send_to(&[], address);
+    }
+}
+
+/// The listener thread's state.
+pub(crate) struct Listener {
+    socket: UdpSocket,
+    aggregator: Aggregator,
+    markers: MarkerSink,
+    interval: Duration,
+    kernel_drops: KernelDrops,
+}
+
+impl Listener {
+    pub(crate) fn new(
+        socket: UdpSocket,
+        limits: MetricLimits,
+        markers: MarkerSink,
+        interval: Duration,
+    ) -> Listener {
+        Listener {
+            kernel_drops: KernelDrops::of(&socket),
+            socket,
+            aggregator: Aggregator::new(limits),
+            markers,
+            interval,
+        }
+    }
+
+    /// Receives until `stop`, flushing once per interval; then takes what is still
+    /// queued in the socket and flushes the last, partial interval.
+    pub(crate) fn run(mut self, stop: Receiver<()>) {
+        let mut buffer = vec![0u8; MAX_PACKET_BYTES + 1];
+        let mut interval_start = self.markers.now();
+        let mut next_flush = Instant::now() + self.interval;
+        loop {
+            let now = Instant::now();
+            if now >= next_flush {
+                interval_start = self.flush(interval_start);
+                next_flush += self.interval;
+                // After a stall, skip the missed intervals.
+                if next_flush < now {
+                    next_flush = now + self.interval;
+                }
+            }
+            let wait = next_flush.saturating_duration_since(Instant::now());
+            let _ = self
+                .socket
+                .set_read_timeout(Some(wait.max(Duration::from_micros(100))));
+            let received = self.socket.recv(&mut buffer);
+            if stop.try_recv().is_ok() {
+                break;
+            }
+            if let Ok(length) = received {
+                self.take_packet(&buffer[..length]);
+                self.take_queued(&mut buffer, Some(next_flush));
+            }
+        }
+        self.take_queued(&mut buffer, None);
+        self.flush(interval_start);
+    }
+
+    /// Takes the packets already queued, one syscall each, until none is left or the
+    /// deadline has passed (checked every few hundred packets).
+    fn take_queued(&mut self, buffer: &mut [u8], deadline: Option<Instant>) {
+        for taken in 1u64.. {
+            // SAFETY: the buffer is valid for writes of its length.
+            let length = unsafe {
+                libc::recv(
+                    self.socket.as_raw_fd(),
+                    buffer.as_mut_ptr().cast(),
+                    buffer.len(),
+                    libc::MSG_DONTWAIT,
+                )
+            };
+            let Ok(length) = usize::try_from(length) else {
+                return;
+            };
+            self.take_packet(&buffer[..length]);
+            if taken % 256 == 0 && deadline.is_some_and(|d| Instant::now() >= d) {
+                return;
+            }
+        }
+    }
+
+    fn take_packet(&mut self, packet: &[u8]) {
+        if packet.len() > MAX_PACKET_BYTES {
+            self.aggregator.drops.oversized += 1;
+            return;
+        }
+        self.kernel_drops.traffic = true;
+        for line in packet.split(|&b| b == b'\n') {
+            let line = line.strip_suffix(b"\r").unwrap_or(line);
+            if line.is_empty() {
+                continue;
+            }
+            match std::str::from_utf8(line) {
+                Ok(text) => match parse_line(text) {
+                    Ok(sample) => self.aggregator.record(sample),
+                    Err(why) => self.aggregator.malformed(text, why),
+                },
+                Err(_) => self
+                    .aggregator
+                    .malformed(&String::from_utf8_lossy(line), Malformed::NotUtf8),
+            }
+        }
+    }
+
+    /// Sends the interval's lines; returns the start of the next interval.
+    fn flush(&mut self, start: f64) -> f64 {
+        self.aggregator.drops.kernel_dropped += self.kernel_drops.since_last();
+        let end = self.markers.now();
+        for marker in self.aggregator.flush(start, end) {
+            self.markers.marker(&marker);
+        }
+        end
+    }
+}
+
+/// The kernel's count of packets it dropped for this socket (its receive buffer was
+/// full), from /proc/net/udp; read only after an interval that had traffic.
+struct KernelDrops {
+    inode: Option<u64>,
+    seen: u64,
+    traffic: bool,
+}
+
+impl KernelDrops {
+    fn of(socket: &UdpSocket) -> KernelDrops {
+        let inode = std::fs::metadata(format!("/proc/self/fd/{}", socket.as_raw_fd()))
+            .ok()
+            .map(|m| m.ino());
+        KernelDrops {
+            inode,
+            seen: 0,
+            traffic: false,
+        }
+    }
+
+    fn since_last(&mut self) -> u64 {
+        let (Some(inode), true) = (self.inode, std::mem::take(&mut self.traffic)) else {
+            return 0;
+        };
+        let Ok(table) = std::fs::read_to_string("/proc/net/udp") else {
+            return 0;
+        };
+        let total = socket_drops(&table, inode).unwrap_or(self.seen);
+        let new = total.saturating_sub(self.seen);
+        self.seen = total;
+        new
+    }
+}
+
+/// The `drops` column of the socket with this inode in /proc/net/udp.
+fn socket_drops(table: &str, inode: u64) -> Option<u64> {
+    table.lines().skip(1).find_map(|line| {
+        let fields: Vec<&str> = line.split_ascii_whitespace().collect();
+        let matches = fields.get(9)?.parse::<u64>().ok()? == inode;
+        matches.then(|| fields.get(12)?.parse().ok()).flatten()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(line: &str) -> Sample {
+        parse_line(line).unwrap_or_else(|e| panic!("{line}: {e}"))
+    }
+
+    #[test]
+    fn every_statsd_type_parses() {
+        let kinds = [
+            ("a:1|c", MetricKind::Counter),
+            ("a:1|g", MetricKind::Gauge),
+            ("a:1|ms", MetricKind::Timer),
+            ("a:1|h", MetricKind::Histogram),
+            ("a:1|d", MetricKind::Histogram),
+            ("a:x|s", MetricKind::Set),
+        ];
+        for (line, kind) in kinds {
+            assert_eq!(parse(line).kind, kind, "{line}");
+        }
+    }
+
+    #[test]
+    fn signed_gauges_are_deltas_and_rates_and_tags_are_read() {
+        assert_eq!(parse("q:-4|g").value, SampleValue::GaugeDelta(-4.0));
+        assert_eq!(parse("q:+4|g").value, SampleValue::GaugeDelta(4.0));
+        assert_eq!(parse("q:-4|c").value, SampleValue::Number(-4.0));
+        let sample = parse("hits:3|c|@0.25|#env:ci,fast|c:abc123");
+        assert_eq!(sample.rate, 0.25);
+        assert_eq!(
+            sample.tags,
+            [
+                ("env".to_owned(), "ci".to_owned()),
+                ("fast".to_owned(), String::new())
+            ]
+        );
+    }
+
+    #[test]
+    fn malformed_lines_say_why() {
+        let cases = [
+            ("no-colon", Malformed::Syntax),
+            ("a:1", Malformed::Syntax),
+            (":1|c", Malformed::Syntax),
+            ("a:|c", Malformed::Syntax),
+            ("a:1|x", Malformed::UnknownType("x".into())),
+            ("a:one|c", Malformed::Value),
+            ("a:inf|ms", Malformed::Value),
+            ("a:1|c|@0", Malformed::Rate),
+            ("a:1|c|@2", Malformed::Rate),
+        ];
+        for (line, why) in cases {
+            assert_eq!(parse_line(line), Err(why), "{line}");
+        }
+    }
+
+    #[test]
+    fn drops_are_read_from_the_sockets_line() {
+        let table = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode ref pointer drops\n\
+            1: 0100007F:A1B2 00000000:0000 07 00000000:00000000 00:00000000 00000000     0        0 4242 2 0000000000000000 17\n";
+        assert_eq!(socket_drops(table, 4242), Some(17));
+        assert_eq!(socket_drops(table, 1), None);
+    }
+}
