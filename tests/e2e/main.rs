@@ -4,5 +4,7 @@ mod util;
 
 /// `finalize`: kills, truncation at every byte, Mozilla's stream, bad input.
 mod finalize;
+/// Metrics: the statsd listener, its aggregation into tracks, scoping under the prefix.
+mod metrics;
 /// `run`: what a recording of a real command holds, against the profiler's constraints.
 mod run;
