@@ -9,7 +9,7 @@ use std::time::Duration;
     name = "tc-profile",
     version,
     about = "Records a CI task's resources and markers into a crash-safe log, and turns it into a Firefox Profiler profile.",
-    after_help = "Examples:\n  tc-profile run -- make -j8\n  tc-profile finalize profile_resource-usage.jsonl"
+    after_help = "Examples:\n  tc-profile run -- make -j8\n  tc-profile finalize profile_resource-usage.jsonl\n  tc-profile recover --state-dir /var/lib/tc-profile"
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -32,6 +32,16 @@ pub enum Command {
         flagged as cut off. The log is removed once the profile is durable, unless --keep-log."
     )]
     Finalize(FinalizeArgs),
+    /// Finalize every log in a state directory whose recorder is gone (after a crash or a
+    /// reboot).
+    #[command(
+        after_help = "Example:\n  tc-profile recover --state-dir /var/lib/tc-profile\n\n\
+        Each log whose recorder died becomes a profile beside it (NAME.jsonl to NAME.json),\n\
+        once: a running recorder and a recoverer at work hold a lock on their log, which\n\
+        others leave alone. One line per log says what was done. Exits 2 if a log could not\n\
+        be finalized."
+    )]
+    Recover(RecoverArgs),
 }
 
 #[derive(Args, Debug)]
@@ -45,8 +55,12 @@ pub struct RecordingArgs {
     )]
     pub output: PathBuf,
     /// Where to keep the log while recording [default: the output with .json replaced by .jsonl].
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, value_name = "PATH", conflicts_with = "state_dir")]
     pub log: Option<PathBuf>,
+    /// Keep the log in DIR (created if missing) under a unique name, after recovering what
+    /// dead recorders left there (see `tc-profile recover`).
+    #[arg(long, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
     /// Seconds between samples of CPU, memory, disk and network (0.01 to 3600).
     #[arg(long, value_name = "SECONDS", default_value = "0.1", value_parser = parse_interval)]
     pub interval: Duration,
@@ -87,6 +101,13 @@ pub struct FinalizeArgs {
     /// Keep the log after the profile is written.
     #[arg(long)]
     pub keep_log: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct RecoverArgs {
+    /// The directory whose logs to recover; the profiles are written there.
+    #[arg(long, value_name = "DIR")]
+    pub state_dir: PathBuf,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]

@@ -2,6 +2,8 @@
 //! finalizer crates. Exit codes are decided here alone.
 
 mod cli;
+mod recover;
+mod report;
 mod run;
 
 use anyhow::Result;
@@ -28,6 +30,7 @@ fn dispatch(command: Command) -> Result<u8> {
     match command {
         Command::Run(args) => run::run(args),
         Command::Finalize(args) => finalize_log(args),
+        Command::Recover(args) => recover::recover_command(args),
     }
 }
 
@@ -39,26 +42,6 @@ fn finalize_log(args: FinalizeArgs) -> Result<u8> {
             keep_log: args.keep_log,
         },
     )?;
-    let mut notes = Vec::new();
-    if report.compaction.ended_early {
-        notes.push(format!(
-            "recording ended early at {:.3} s, {} intervals cut off",
-            report.compaction.end_time / 1000.0,
-            report.compaction.cut_off
-        ));
-    }
-    if !report.damage.is_empty() {
-        notes.push(report.damage.summary());
-    }
-    let notes = if notes.is_empty() {
-        String::new()
-    } else {
-        format!("; {}", notes.join("; "))
-    };
-    eprintln!(
-        "tc-profile: profile written to {} ({} markers){notes}",
-        report.output.display(),
-        report.markers
-    );
+    eprintln!("tc-profile: {}", report::describe_finalized(&report));
     Ok(0)
 }

@@ -1,6 +1,8 @@
 //! `tc-profile run`: records while a command runs, then finalizes its profile.
 
 use crate::cli::{RecordingArgs, RunArgs, SyncArg};
+use crate::recover::recover_state_dir;
+use crate::report::describe_finalized;
 use anyhow::{Context, Result};
 use serde_json::json;
 use signal_hook::consts::{SIGINT, SIGTERM};
@@ -12,7 +14,8 @@ use std::path::PathBuf;
 use std::process::{Command, ExitStatus};
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Arc;
-use tc_profile_finalizer::{finalize, FinalizeOptions};
+use std::time::{SystemTime, UNIX_EPOCH};
+use tc_profile_finalizer::{finalize_locked, FinalizeOptions, LockedLog};
 use tc_profile_format::schema::{category, data_type};
 use tc_profile_format::EndReason;
 use tc_profile_recorder::{MetricLimits, Recorder, RecorderConfig, SyncPolicy};
@@ -20,9 +23,11 @@ use tc_profile_recorder::{MetricLimits, Recorder, RecorderConfig, SyncPolicy};
 /// The longest command line kept in the profile; the rest is cut with an ellipsis.
 const COMMAND_TEXT_MAX: usize = 200;
 
-/// Runs the command and returns the exit code that tc-profile itself exits with.
+/// Runs the command and returns the exit code that tc-profile itself exits with: the
+/// command's, whatever happened to the recording.
 pub fn run(args: RunArgs) -> Result<u8> {
-    let recorder = Recorder::start(recorder_config(&args.recording))?;
+    let log = prepare_log(&args.recording)?;
+    let recorder = Recorder::start(recorder_config(&args.recording, log.clone()))?;
     let markers = recorder.markers();
     let command_text = describe_command(&args.command);
     let forwarding = SignalForwarding::install()?;
@@ -71,12 +76,33 @@ pub fn run(args: RunArgs) -> Result<u8> {
         }
     };
     forwarding.stop();
-    finish(recorder, &args.recording)?;
+    if let Err(error) = finish(recorder, log, &args.recording) {
+        eprintln!("tc-profile: error: {error:#}");
+    }
     Ok(exit_code)
 }
 
-pub fn recorder_config(args: &RecordingArgs) -> RecorderConfig {
-    let mut config = RecorderConfig::new(log_path(args));
+/// The log's path; with `--state-dir`, a unique name there, after the recovery of what
+/// dead recorders left in it.
+pub fn prepare_log(args: &RecordingArgs) -> Result<PathBuf> {
+    let Some(dir) = &args.state_dir else {
+        return Ok(log_path(args));
+    };
+    recover_state_dir(dir, false)?;
+    std::fs::create_dir_all(dir)
+        .with_context(|| format!("cannot create the state directory {}", dir.display()))?;
+    let started = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_millis();
+    Ok(dir.join(format!(
+        "profile_resource-usage-{started}-{}.jsonl",
+        std::process::id()
+    )))
+}
+
+pub fn recorder_config(args: &RecordingArgs, log: PathBuf) -> RecorderConfig {
+    let mut config = RecorderConfig::new(log);
     config.interval = args.interval;
     config.sync = match args.sync {
         SyncArg::Always => SyncPolicy::Always,
@@ -101,10 +127,11 @@ fn log_path(args: &RecordingArgs) -> PathBuf {
     })
 }
 
-/// Ends the recording cleanly and finalizes the log into the profile.
-pub fn finish(recorder: Recorder, args: &RecordingArgs) -> Result<()> {
-    let log = log_path(args);
-    let stats = recorder.finish(EndReason::CommandExited)?;
+/// Ends the recording cleanly and finalizes the log into the profile, holding the log's
+/// lock from the recording to its removal.
+pub fn finish(recorder: Recorder, log: PathBuf, args: &RecordingArgs) -> Result<()> {
+    let finished = recorder.finish(EndReason::CommandExited)?;
+    let stats = &finished.stats;
     if let Some(error) = &stats.first_error {
         eprintln!(
             "tc-profile: warning: {} lines could not be written to {}: {error}",
@@ -112,18 +139,14 @@ pub fn finish(recorder: Recorder, args: &RecordingArgs) -> Result<()> {
             log.display()
         );
     }
-    let report = finalize(
-        &log,
+    let report = finalize_locked(
+        &LockedLog::held(log, finished.log),
         &FinalizeOptions {
             output: Some(args.output.clone()),
             keep_log: args.keep_log,
         },
     )?;
-    eprintln!(
-        "tc-profile: profile written to {} ({} markers)",
-        report.output.display(),
-        report.markers
-    );
+    eprintln!("tc-profile: {}", describe_finalized(&report));
     Ok(())
 }
 

@@ -16,13 +16,16 @@
 mod output;
 mod profile;
 mod reader;
+mod recover;
 
 pub use output::write_atomically;
-pub use profile::{compact, Compaction, Profile, ENDED_EARLY, LOG_DAMAGE};
+pub use profile::{compact, Compaction, Profile, DATA_MISSING, ENDED_EARLY, LOG_DAMAGE};
 pub use reader::{read_log, Damage, DropReason, ReadError, Recording};
+pub use recover::{recover, Recovery};
 
-use std::fs::File;
-use std::io::{self, BufReader};
+use std::fs::{self, File, TryLockError};
+use std::io::{self, BufReader, Seek, SeekFrom};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 /// How to finalize.
@@ -59,6 +62,68 @@ pub enum FinalizeError {
     Write { path: PathBuf, source: io::Error },
     #[error("{path}: the profile is written, but the log could not be removed: {source}")]
     RemoveLog { path: PathBuf, source: io::Error },
+    #[error(
+        "{path} is locked by a running tc-profile (a recorder, or another finalize); stop it \
+         first, or finalize a copy of the log"
+    )]
+    Busy { path: PathBuf },
+    #[error("{path} was finalized and removed by another tc-profile meanwhile")]
+    Gone { path: PathBuf },
+}
+
+/// A log under its exclusive lock (SPEC.md, "Locking and recovery"): while it is held, no
+/// recorder appends to the log and no other finalizer reads it.
+pub struct LockedLog {
+    path: PathBuf,
+    file: File,
+}
+
+impl LockedLog {
+    /// Locks the log at `path` without waiting.
+    pub fn try_lock(path: &Path) -> Result<LockedLog, FinalizeError> {
+        let open_error = |source| FinalizeError::Open {
+            path: path.to_owned(),
+            source,
+        };
+        let file = File::open(path).map_err(open_error)?;
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(TryLockError::WouldBlock) => {
+                return Err(FinalizeError::Busy {
+                    path: path.to_owned(),
+                })
+            }
+            Err(TryLockError::Error(source)) => return Err(open_error(source)),
+        }
+        // Another finalizer may have removed it between the open and the lock.
+        if !names_file(path, &file) {
+            return Err(FinalizeError::Gone {
+                path: path.to_owned(),
+            });
+        }
+        Ok(LockedLog {
+            path: path.to_owned(),
+            file,
+        })
+    }
+
+    /// A log whose lock the caller already holds through `file`, opened for reading: the
+    /// recorder hands over its own, so that no recoverer can take the log in between.
+    pub fn held(path: PathBuf, file: File) -> LockedLog {
+        LockedLog { path, file }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// Whether `path` still names the open `file` (it was neither removed nor replaced).
+fn names_file(path: &Path, file: &File) -> bool {
+    match (fs::metadata(path), file.metadata()) {
+        (Ok(named), Ok(open)) => named.dev() == open.dev() && named.ino() == open.ino(),
+        _ => false,
+    }
 }
 
 /// The default profile path of a log: `.jsonl` replaced by `.json`, else `.json` added.
@@ -73,8 +138,20 @@ pub fn default_output(log: &Path) -> PathBuf {
     }
 }
 
-/// Reads `log`, writes the profile atomically, then removes the log unless asked to keep it.
+/// Locks `log`, reads it, writes the profile atomically, then removes the log unless asked
+/// to keep it.
 pub fn finalize(log: &Path, options: &FinalizeOptions) -> Result<FinalizeReport, FinalizeError> {
+    finalize_locked(&LockedLog::try_lock(log)?, options)
+}
+
+/// [`finalize`] of a log already locked. The log is read through the locked handle, so a
+/// log deleted from under its recorder is still finalized whole; it is removed only if its
+/// path still names it.
+pub fn finalize_locked(
+    locked: &LockedLog,
+    options: &FinalizeOptions,
+) -> Result<FinalizeReport, FinalizeError> {
+    let log = locked.path.as_path();
     let output = options
         .output
         .clone()
@@ -82,10 +159,12 @@ pub fn finalize(log: &Path, options: &FinalizeOptions) -> Result<FinalizeReport,
     if output == log {
         return Err(FinalizeError::OutputIsLog { path: output });
     }
-    let file = File::open(log).map_err(|source| FinalizeError::Open {
-        path: log.to_owned(),
-        source,
-    })?;
+    let mut file = &locked.file;
+    file.seek(SeekFrom::Start(0))
+        .map_err(|source| FinalizeError::Open {
+            path: log.to_owned(),
+            source,
+        })?;
     let recording =
         read_log(BufReader::with_capacity(1 << 20, file)).map_err(|source| match source {
             ReadError::Io(source) => FinalizeError::Open {
@@ -106,7 +185,8 @@ pub fn finalize(log: &Path, options: &FinalizeOptions) -> Result<FinalizeReport,
         path: output.clone(),
         source,
     })?;
-    if !options.keep_log {
+    let remove = !options.keep_log && names_file(log, &locked.file);
+    if remove {
         output::remove_durably(log).map_err(|source| FinalizeError::RemoveLog {
             path: log.to_owned(),
             source,
@@ -118,6 +198,6 @@ pub fn finalize(log: &Path, options: &FinalizeOptions) -> Result<FinalizeReport,
         markers: profile.markers().len(),
         compaction,
         damage,
-        log_removed: !options.keep_log,
+        log_removed: remove,
     })
 }

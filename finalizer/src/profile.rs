@@ -13,6 +13,8 @@ use tc_profile_format::Marker;
 pub const ENDED_EARLY: &str = "Recording ended early";
 /// Name of the instant marker that says what the reader dropped.
 pub const LOG_DAMAGE: &str = "Log damage";
+/// Name of the interval marker over a span whose lines did not reach the log.
+pub const DATA_MISSING: &str = "Data missing";
 
 /// Value of `data.cutOff` on an interval closed by the finalizer.
 const CUT_OFF: &str = "yes: still open when the recording ended";
@@ -24,6 +26,8 @@ pub struct Compaction {
     pub cut_off: usize,
     /// Whether the log lacks its clean-end footer.
     pub ended_early: bool,
+    /// Spans whose lines did not reach the log, each now a "Data missing" interval.
+    pub data_missing: usize,
     /// `meta.profilingEndTime`.
     pub end_time: f64,
 }
@@ -63,6 +67,19 @@ pub fn compact(mut recording: Recording) -> (Profile, Compaction) {
         );
         markers.push(note(ENDED_EARLY, end_time, text));
     }
+    let data_missing = recording.gaps.len();
+    for gap in std::mem::take(&mut recording.gaps) {
+        let text = if gap.lines == 0 {
+            gap.reason
+        } else {
+            format!("{} lines lost: {}", gap.lines, gap.reason)
+        };
+        markers.push(
+            Marker::interval(DATA_MISSING, gap.start_time, gap.end_time)
+                .with_category(category::RECORDER)
+                .with_data(json!({"type": data_type::TEXT, "text": text})),
+        );
+    }
     if !recording.damage.is_empty() {
         markers.push(note(LOG_DAMAGE, end_time, recording.damage.summary()));
     }
@@ -81,6 +98,7 @@ pub fn compact(mut recording: Recording) -> (Profile, Compaction) {
     let compaction = Compaction {
         cut_off,
         ended_early,
+        data_missing,
         end_time,
     };
     (profile, compaction)

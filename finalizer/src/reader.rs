@@ -6,7 +6,7 @@
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::io::{self, BufRead};
-use tc_profile_format::{decode_line, Footer, Line, Marker, OpenInterval, META_PREFIX};
+use tc_profile_format::{decode_line, Footer, Gap, Line, Marker, OpenInterval, META_PREFIX};
 
 /// Why bytes of a log were not used.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -87,6 +87,8 @@ pub struct Recording {
     /// Intervals opened and never ended, by id.
     pub open: BTreeMap<u64, OpenInterval>,
     pub footer: Option<Footer>,
+    /// Spans whose lines did not reach the log.
+    pub gaps: Vec<Gap>,
     /// The latest time any line mentions.
     pub last_time: f64,
     pub damage: Damage,
@@ -114,6 +116,9 @@ pub fn read_log(mut input: impl BufRead) -> Result<Recording, ReadError> {
     let mut recording = Recording::default();
 
     let meta = next_line(&mut input, &mut buffer)?.ok_or(ReadError::Empty)?;
+    if !meta.terminated && META_PREFIX.starts_with(meta.bytes) {
+        return Err(ReadError::BadMeta);
+    }
     if !meta.bytes.starts_with(META_PREFIX) {
         return Err(ReadError::NoMetaPrefix);
     }
@@ -174,6 +179,10 @@ impl Recording {
             Line::Footer(footer) => {
                 self.see(footer.end_time);
                 self.footer = Some(footer);
+            }
+            Line::Gap(gap) => {
+                self.see(gap.end_time);
+                self.gaps.push(gap);
             }
             Line::Meta(_) | Line::Thread(_) => return Err(DropReason::ExtraHeader),
             Line::Unknown => {}

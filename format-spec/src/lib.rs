@@ -2,9 +2,9 @@
 //! decoder that the recorder and the finalizer share.
 //!
 //! A log is JSON Lines that the Firefox Profiler opens as a streamed profile: a `meta` line,
-//! one `thread` line, then `marker` lines, with extension lines of our own (`open`, `footer`)
-//! that the front-end skips. [`SPEC.md`](../SPEC.md) is the normative description; this
-//! crate follows it and is pointed at by it.
+//! one `thread` line, then `marker` lines, with extension lines of our own (`open`,
+//! `footer`, `gap`) that the front-end skips. [`SPEC.md`](../SPEC.md) is the normative
+//! description; this crate follows it and is pointed at by it.
 //!
 //! Main types: [`Line`] (every line kind), [`Marker`], [`OpenInterval`], [`Footer`], the
 //! builders [`meta_line`] and [`thread_line`], the schemas in [`schema`], and the metric
@@ -25,7 +25,7 @@ pub mod metric;
 pub mod schema;
 
 pub use lines::{
-    decode_line, encode_line, DecodeError, EndReason, Footer, Line, Marker, OpenInterval,
+    decode_line, encode_line, DecodeError, EndReason, Footer, Gap, Line, Marker, OpenInterval,
 };
 pub use meta::{meta_line, thread_line, Machine, MetaInfo, StatsdInfo, TaskInfo};
 

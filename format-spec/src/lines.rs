@@ -17,6 +17,8 @@ pub enum Line {
     Open(OpenInterval),
     /// The clean-end footer (ours): the recording ended on purpose.
     Footer(Footer),
+    /// A span in which lines could not be written or made durable (ours).
+    Gap(Gap),
     /// A line kind this reader does not know: skipped.
     #[serde(other)]
     Unknown,
@@ -120,6 +122,22 @@ pub struct Footer {
     pub reason: EndReason,
 }
 
+/// A span of the recording whose lines did not reach the log (the disk was full, failed,
+/// or read-only, or the writer fell behind), written once lines reach it again.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Gap {
+    /// When the first line was lost (ms).
+    #[serde(rename = "startTime")]
+    pub start_time: f64,
+    /// When lines reached the log again (ms).
+    #[serde(rename = "endTime")]
+    pub end_time: f64,
+    /// Lines lost in the span; 0 when lines were written but may not be durable.
+    pub lines: u64,
+    /// The error, as the operating system words it.
+    pub reason: String,
+}
+
 /// A line that is not valid JSON of a known shape.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -186,6 +204,19 @@ mod tests {
     fn foreign_marker_keys_are_ignored() {
         let line = decode_line(br#"{"type":"marker","name":"a","startTime":1,"extra":true}"#);
         assert_eq!(line.unwrap(), Line::Marker(Marker::instant("a", 1.0)));
+    }
+
+    #[test]
+    fn gap_round_trips() {
+        let line = Line::Gap(Gap {
+            start_time: 1.5,
+            end_time: 2.5,
+            lines: 3,
+            reason: "No space left on device (os error 28)".into(),
+        });
+        let bytes = encode_line(&line);
+        assert!(bytes.starts_with(br#"{"type":"gap","startTime":1.5,"endTime":2.5,"lines":3,"#));
+        assert_eq!(decode_line(&bytes[..bytes.len() - 1]).unwrap(), line);
     }
 
     #[test]

@@ -16,7 +16,8 @@
 //!     // ... work ...
 //! } // the "compile" interval ends here
 //! markers.instant("tests passed", category::TASK, None);
-//! let stats = recorder.finish(EndReason::Stopped)?;
+//! let finished = recorder.finish(EndReason::Stopped)?;
+//! println!("{} lines written", finished.stats.lines);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
@@ -34,11 +35,12 @@ pub use metrics::{
     MAX_SET_MEMBERS, MAX_TAGS, MAX_TAG_BYTES,
 };
 pub use statsd::{parse_line as parse_statsd_line, MAX_PACKET_BYTES};
-pub use writer::{LogSink, SyncPolicy, WriterStats};
+pub use writer::{LogSink, Place, SyncPolicy, WriterStats};
 
 use crossbeam_channel::{bounded, Receiver, Sender, TrySendError};
 use serde_json::Value;
 use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -50,7 +52,7 @@ use tc_profile_format::{
     encode_line, meta_line, thread_line, EndReason, Footer, Line, Marker, MetaInfo, OpenInterval,
     StatsdInfo, TaskInfo,
 };
-use writer::{Message, Writer};
+use writer::{LogFile, Message, Writer};
 
 /// Lines waiting for the writer at most. Past this, sources drop lines (counted) rather
 /// than block the task or grow memory while the disk is stuck.
@@ -109,11 +111,20 @@ pub enum RecorderError {
     WriterPanicked,
 }
 
+/// What a recording ended with: the writer's statistics and the log, still open and still
+/// locked, so that finalizing it leaves no moment in which a recoverer could take it.
+#[must_use = "the log stays locked until this is dropped"]
+pub struct Finished {
+    pub stats: WriterStats,
+    /// The log, opened for reading and appending, holding its exclusive lock.
+    pub log: File,
+}
+
 /// A running recording. Call [`Recorder::finish`] to end it with a clean-end footer.
 #[must_use = "a recorder ends cleanly only through finish()"]
 pub struct Recorder {
     markers: MarkerSink,
-    writer: Option<JoinHandle<WriterStats>>,
+    writer: Option<JoinHandle<(WriterStats, LogFile)>>,
     sampler: Option<(Sender<()>, JoinHandle<()>)>,
     statsd: Option<StatsdThread>,
 }
@@ -125,8 +136,8 @@ struct StatsdThread {
 }
 
 impl Recorder {
-    /// Creates the log (never over an existing one), makes its meta and thread lines
-    /// durable, and starts the writer and the sampler.
+    /// Creates the log (never over an existing one) and locks it for the recording's whole
+    /// life, makes its meta and thread lines durable, and starts the writer and the sampler.
     pub fn start(config: RecorderConfig) -> Result<Recorder, RecorderError> {
         let clock = Clock::start();
         let mut sampler = config.sample_system.then(SystemSampler::new);
@@ -160,18 +171,41 @@ impl Recorder {
             recorder: format!("tc-profile {}", env!("CARGO_PKG_VERSION")),
             statsd: statsd_info,
         });
-        let file = create_log(&config.log_path, &[meta, thread_line("tc-profile")])?;
+        let headers = [meta, thread_line("tc-profile")].map(|line| encode_line(&line));
+        let path = &config.log_path;
+        let file = create_log(path, |file| {
+            headers.iter().try_for_each(|h| file.write_all(h))
+        })
+        .map_err(|source| {
+            if source.kind() == io::ErrorKind::AlreadyExists {
+                RecorderError::LogExists { path: path.clone() }
+            } else {
+                RecorderError::CreateLog {
+                    path: path.clone(),
+                    source,
+                }
+            }
+        })?;
 
         let (sender, receiver) = bounded(BACKLOG_LINES);
-        let writer = spawn("tc-profile-writer", {
-            let writer = Writer::new(file, config.sync);
-            move || writer.run(receiver)
-        })?;
+        let dropped = Arc::new(AtomicU64::new(0));
+        let writer = Writer::new(
+            LogFile {
+                path: path.clone(),
+                file,
+            },
+            path.display().to_string(),
+            headers.iter().map(|h| h.len() as u64).sum(),
+            config.sync,
+            clock,
+            Arc::clone(&dropped),
+        );
+        let writer = spawn("tc-profile-writer", move || writer.run(receiver))?;
         let markers = MarkerSink {
             sender,
             clock,
             next_id: Arc::new(AtomicU64::new(1)),
-            dropped: Arc::new(AtomicU64::new(0)),
+            dropped,
         };
         let mut recorder = Recorder {
             markers: markers.clone(),
@@ -212,15 +246,19 @@ impl Recorder {
     }
 
     /// Takes a last sample, appends the clean-end footer, makes the log durable and joins
-    /// the threads.
-    pub fn finish(mut self, reason: EndReason) -> Result<WriterStats, RecorderError> {
+    /// the threads. The log stays locked in the returned [`Finished`].
+    pub fn finish(mut self, reason: EndReason) -> Result<Finished, RecorderError> {
         self.stop_sources();
         let footer = Line::Footer(Footer {
             end_time: self.markers.now(),
             reason,
         });
         self.markers.send(encode_line(&footer), true);
-        self.join_writer()
+        let (stats, log) = self.join_writer()?.ok_or(RecorderError::WriterPanicked)?;
+        Ok(Finished {
+            stats,
+            log: log.file,
+        })
     }
 
     fn stop_sources(&mut self) {
@@ -235,15 +273,15 @@ impl Recorder {
         }
     }
 
-    fn join_writer(&mut self) -> Result<WriterStats, RecorderError> {
+    fn join_writer(&mut self) -> Result<Option<(WriterStats, LogFile)>, RecorderError> {
         let Some(writer) = self.writer.take() else {
-            return Ok(WriterStats::default());
+            return Ok(None);
         };
         // Shutdown travels behind every line already queued, so none is left behind.
         let _ = self.markers.sender.send(Message::Shutdown);
-        let mut stats = writer.join().map_err(|_| RecorderError::WriterPanicked)?;
+        let (mut stats, log) = writer.join().map_err(|_| RecorderError::WriterPanicked)?;
         stats.lines_lost += self.markers.dropped.load(Ordering::Relaxed);
-        Ok(stats)
+        Ok(Some((stats, log)))
     }
 }
 
@@ -269,36 +307,26 @@ fn spawn<T: Send + 'static>(
         })
 }
 
-/// Creates the log with its first lines, durable, and its directory entry durable too.
-fn create_log(path: &Path, lines: &[Line]) -> Result<File, RecorderError> {
-    let create_error = |source: std::io::Error| {
-        if source.kind() == std::io::ErrorKind::AlreadyExists {
-            RecorderError::LogExists {
-                path: path.to_owned(),
-            }
-        } else {
-            RecorderError::CreateLog {
-                path: path.to_owned(),
-                source,
-            }
-        }
-    };
+/// Creates a log that `fill` starts, durable, with its directory entry durable too, and
+/// locked. The lock is taken before the first byte: a recoverer that wins the race to it
+/// finds an empty file, which it leaves alone (SPEC.md, "Locking and recovery").
+pub(crate) fn create_log(
+    path: &Path,
+    fill: impl FnOnce(&mut File) -> io::Result<()>,
+) -> io::Result<File> {
     let mut file = OpenOptions::new()
+        .read(true)
         .append(true)
         .create_new(true)
-        .open(path)
-        .map_err(create_error)?;
-    for line in lines {
-        file.append(&encode_line(line)).map_err(create_error)?;
-    }
-    file.sync_all().map_err(create_error)?;
+        .open(path)?;
+    file.lock()?;
+    fill(&mut file)?;
+    file.sync_all()?;
     let parent = match path.parent() {
         Some(dir) if !dir.as_os_str().is_empty() => dir,
         _ => Path::new("."),
     };
-    File::open(parent)
-        .and_then(|dir| dir.sync_all())
-        .map_err(create_error)?;
+    File::open(parent)?.sync_all()?;
     Ok(file)
 }
 

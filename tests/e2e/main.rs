@@ -6,5 +6,9 @@ mod util;
 mod finalize;
 /// Metrics: the statsd listener, its aggregation into tracks, scoping under the prefix.
 mod metrics;
+/// `recover` and `--state-dir`: logs of dead recorders finalized once, live ones left alone.
+mod recover;
+/// The log deleted or its directory removed while recording.
+mod resilience;
 /// `run`: what a recording of a real command holds, against the profiler's constraints.
 mod run;

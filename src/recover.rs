@@ -1,0 +1,49 @@
+//! `tc-profile recover`, and the recovery that `run --state-dir` does before it records.
+
+use crate::cli::RecoverArgs;
+use crate::report::describe_finalized;
+use anyhow::{bail, Context, Result};
+use std::path::Path;
+use tc_profile_finalizer::{recover, Recovery};
+
+pub fn recover_command(args: RecoverArgs) -> Result<u8> {
+    let failed = recover_state_dir(&args.state_dir, true)?;
+    if failed > 0 {
+        bail!(
+            "{failed} logs in {} could not be recovered (see above)",
+            args.state_dir.display()
+        );
+    }
+    Ok(0)
+}
+
+/// Recovers `dir`, one line per log (logs in use only when `show_in_use`); returns how many
+/// logs failed.
+pub fn recover_state_dir(dir: &Path, show_in_use: bool) -> Result<usize> {
+    let outcomes = recover(dir)
+        .with_context(|| format!("cannot list the state directory {}", dir.display()))?;
+    let mut failed = 0;
+    for (log, outcome) in outcomes {
+        let log = log.display();
+        match outcome {
+            Recovery::Finalized(report) => {
+                eprintln!(
+                    "tc-profile: recovered {log}: {}",
+                    describe_finalized(&report)
+                )
+            }
+            Recovery::InUse if show_in_use => {
+                eprintln!("tc-profile: {log} is being recorded (locked); left alone")
+            }
+            Recovery::RemovedEmpty => {
+                eprintln!("tc-profile: removed {log}: its recorder died before recording")
+            }
+            Recovery::Failed(error) => {
+                failed += 1;
+                eprintln!("tc-profile: error: {error:#}; left as it is")
+            }
+            _ => {}
+        }
+    }
+    Ok(failed)
+}

@@ -1,0 +1,30 @@
+//! What tc-profile says about a profile it wrote.
+
+use tc_profile_finalizer::FinalizeReport;
+
+/// "profile written to P (N markers); recording ended early at ...; ...".
+pub fn describe_finalized(report: &FinalizeReport) -> String {
+    let mut text = format!(
+        "profile written to {} ({} markers)",
+        report.output.display(),
+        report.markers
+    );
+    let compaction = &report.compaction;
+    if compaction.ended_early {
+        text.push_str(&format!(
+            "; recording ended early at {:.3} s, {} intervals cut off",
+            compaction.end_time / 1000.0,
+            compaction.cut_off
+        ));
+    }
+    if compaction.data_missing > 0 {
+        text.push_str(&format!(
+            "; {} spans of missing data",
+            compaction.data_missing
+        ));
+    }
+    if !report.damage.is_empty() {
+        text.push_str(&format!("; {}", report.damage.summary()));
+    }
+    text
+}
