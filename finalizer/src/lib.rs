@@ -13,15 +13,22 @@
 //! # Ok::<(), tc_profile_finalizer::FinalizeError>(())
 //! ```
 
+mod markers;
 mod output;
+mod problems;
 mod profile;
 mod reader;
 mod recover;
 
+pub use markers::{merge_profile_dir, profile_dir_of};
 pub use output::write_atomically;
-pub use profile::{compact, Compaction, Profile, DATA_MISSING, ENDED_EARLY, LOG_DAMAGE};
+pub use problems::{ProblemCount, Problems};
+pub use profile::{
+    compact, Compaction, Profile, DATA_MISSING, ENDED_EARLY, LOG_DAMAGE, MARKER_FILES,
+};
 pub use reader::{read_log, Damage, DropReason, ReadError, Recording};
 pub use recover::{recover, Recovery};
+use tc_profile_format::marker_file::Limits;
 
 use std::fs::{self, File, TryLockError};
 use std::io::{self, BufReader, Seek, SeekFrom};
@@ -35,6 +42,11 @@ pub struct FinalizeOptions {
     pub output: Option<PathBuf>,
     /// Keep the log after the profile is durable.
     pub keep_log: bool,
+    /// The profile directory whose marker files to merge; default: the log's
+    /// `meta.tcProfile.profileDir`, when it still exists.
+    pub profile_dir: Option<PathBuf>,
+    /// Caps on reading the profile directory.
+    pub limits: Limits,
 }
 
 /// What finalizing did.
@@ -46,6 +58,10 @@ pub struct FinalizeReport {
     pub markers: usize,
     pub compaction: Compaction,
     pub damage: Damage,
+    /// The profile directory merged, if any.
+    pub profile_dir: Option<PathBuf>,
+    /// What was dropped from its marker files (by the recorder and here).
+    pub marker_problems: Problems,
     pub log_removed: bool,
 }
 
@@ -58,6 +74,8 @@ pub enum FinalizeError {
     NotALog { path: PathBuf, source: ReadError },
     #[error("the output {path} would overwrite the log; choose another -o")]
     OutputIsLog { path: PathBuf },
+    #[error("cannot read the profile directory {path}: {source}; check --profile-dir")]
+    ProfileDir { path: PathBuf, source: io::Error },
     #[error("cannot write {path}: {source}; choose a writable place with -o")]
     Write { path: PathBuf, source: io::Error },
     #[error("{path}: the profile is written, but the log could not be removed: {source}")]
@@ -165,7 +183,7 @@ pub fn finalize_locked(
             path: log.to_owned(),
             source,
         })?;
-    let recording =
+    let mut recording =
         read_log(BufReader::with_capacity(1 << 20, file)).map_err(|source| match source {
             ReadError::Io(source) => FinalizeError::Open {
                 path: log.to_owned(),
@@ -176,7 +194,9 @@ pub fn finalize_locked(
                 source,
             },
         })?;
+    let profile_dir = merge_markers(&mut recording, options)?;
     let damage = recording.damage.clone();
+    let marker_problems = recording.problems.clone();
     let (profile, compaction) = compact(recording);
     let bytes_written = write_atomically(&output, |out| {
         serde_json::to_writer(&mut *out, &profile).map_err(io::Error::other)
@@ -198,6 +218,34 @@ pub fn finalize_locked(
         markers: profile.markers().len(),
         compaction,
         damage,
+        profile_dir,
+        marker_problems,
         log_removed: remove,
     })
+}
+
+/// Merges the marker files the recorder had not taken; returns the directory read. A
+/// directory named only by the log and gone since is skipped, and the unfinished batch,
+/// which cannot be read again, is used as it is.
+fn merge_markers(
+    recording: &mut Recording,
+    options: &FinalizeOptions,
+) -> Result<Option<PathBuf>, FinalizeError> {
+    let dir = match &options.profile_dir {
+        Some(dir) => dir.clone(),
+        None => match profile_dir_of(recording).filter(|dir| dir.is_dir()) {
+            Some(dir) => dir,
+            None => {
+                recording.use_unfinished_batch();
+                return Ok(None);
+            }
+        },
+    };
+    merge_profile_dir(recording, &dir, &options.limits).map_err(|source| {
+        FinalizeError::ProfileDir {
+            path: dir.clone(),
+            source,
+        }
+    })?;
+    Ok(Some(dir))
 }

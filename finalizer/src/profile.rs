@@ -6,8 +6,9 @@ use crate::reader::Recording;
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
+use tc_profile_format::marker_file::Problem;
 use tc_profile_format::schema::{category, data_type};
-use tc_profile_format::Marker;
+use tc_profile_format::{Dropped, Marker};
 
 /// Name of the instant marker that says a recording has no clean-end footer.
 pub const ENDED_EARLY: &str = "Recording ended early";
@@ -15,6 +16,8 @@ pub const ENDED_EARLY: &str = "Recording ended early";
 pub const LOG_DAMAGE: &str = "Log damage";
 /// Name of the interval marker over a span whose lines did not reach the log.
 pub const DATA_MISSING: &str = "Data missing";
+/// Name of the instant marker that says what was dropped from marker files.
+pub const MARKER_FILES: &str = "Marker files";
 
 /// Value of `data.cutOff` on an interval closed by the finalizer.
 const CUT_OFF: &str = "yes: still open when the recording ended";
@@ -52,6 +55,7 @@ pub fn compact(mut recording: Recording) -> (Profile, Compaction) {
         .as_ref()
         .map_or(recording.last_time, |f| f.end_time.max(recording.last_time));
     let mut markers = std::mem::take(&mut recording.markers);
+    match_closes(&mut recording, &mut markers);
     let cut_off = recording.open.len();
     for open in std::mem::take(&mut recording.open).into_values() {
         let mut marker = open.close(end_time, None);
@@ -83,10 +87,14 @@ pub fn compact(mut recording: Recording) -> (Profile, Compaction) {
     if !recording.damage.is_empty() {
         markers.push(note(LOG_DAMAGE, end_time, recording.damage.summary()));
     }
+    if !recording.problems.is_empty() {
+        markers.push(note(MARKER_FILES, end_time, recording.problems.summary()));
+    }
     markers.sort_by(|a, b| a.start_time.total_cmp(&b.start_time));
 
     let mut meta = recording.meta;
     meta.insert("profilingEndTime".to_owned(), json!(end_time));
+    add_schemas(&mut meta, recording.schemas);
     let mut thread = recording.thread;
     thread.remove("markers");
     thread.remove("stringArray");
@@ -102,6 +110,47 @@ pub fn compact(mut recording: Recording) -> (Profile, Compaction) {
         end_time,
     };
     (profile, compaction)
+}
+
+/// Ends, with each `close` in time order, the latest open interval of its key begun at or
+/// before it; a close without one is counted as an end without its begin.
+fn match_closes(recording: &mut Recording, markers: &mut Vec<Marker>) {
+    let mut closes = std::mem::take(&mut recording.closes);
+    closes.sort_by(|a, b| a.time.total_cmp(&b.time));
+    for close in closes {
+        let begun = recording
+            .open
+            .values()
+            .filter(|open| open.key.as_deref() == Some(&close.key) && open.start_time <= close.time)
+            .max_by(|a, b| a.start_time.total_cmp(&b.start_time))
+            .map(|open| open.id);
+        match begun.and_then(|id| recording.open.remove(&id)) {
+            Some(open) => {
+                let mut marker = open.close(close.time, close.data);
+                marker.open_id = None;
+                markers.push(marker);
+            }
+            None => recording.problems.add(&Dropped {
+                file: close.key,
+                problem: Problem::EndWithoutBegin,
+                count: 1,
+                bytes: 0,
+            }),
+        }
+    }
+}
+
+/// Appends the marker files' schemas whose names `meta.markerSchema` lacks.
+fn add_schemas(meta: &mut Map<String, Value>, schemas: Vec<Map<String, Value>>) {
+    let Some(Value::Array(known)) = meta.get_mut("markerSchema") else {
+        return;
+    };
+    for schema in schemas {
+        let name = schema.get("name");
+        if !known.iter().any(|k| k.get("name") == name) {
+            known.push(Value::Object(schema));
+        }
+    }
 }
 
 fn flag_cut_off(marker: &mut Marker) {

@@ -3,10 +3,13 @@
 //! reason, and reading resumes at the next newline. Only a log without a whole meta line
 //! and thread line cannot be read.
 
+use crate::problems::Problems;
 use serde_json::{Map, Value};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::{self, BufRead};
-use tc_profile_format::{decode_line, Footer, Gap, Line, Marker, OpenInterval, META_PREFIX};
+use tc_profile_format::{
+    decode_line, Close, FileProgress, Footer, Gap, Line, Marker, OpenInterval, META_PREFIX,
+};
 
 /// Why bytes of a log were not used.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -92,6 +95,18 @@ pub struct Recording {
     /// The latest time any line mentions.
     pub last_time: f64,
     pub damage: Damage,
+    /// How far each marker file was taken, by (device, inode), from checkpointed batches.
+    pub progress: HashMap<(u64, u64), FileProgress>,
+    /// Ends of marker-file intervals still to match with an open line.
+    pub closes: Vec<Close>,
+    /// Schemas declared by marker files.
+    pub schemas: Vec<Map<String, Value>>,
+    /// What was dropped from marker files.
+    pub problems: Problems,
+    /// The lines of a batch without its checkpoint (the recorder was cut off writing it).
+    pub unfinished_batch: Option<Vec<Line>>,
+    /// The largest `open` id seen.
+    pub max_open_id: u64,
 }
 
 /// Why a log cannot be read at all.
@@ -162,11 +177,41 @@ pub fn read_log(mut input: impl BufRead) -> Result<Recording, ReadError> {
 }
 
 impl Recording {
+    /// Takes a line in log order: lines of a batch wait for its checkpoint.
     fn take(&mut self, line: Line) -> Result<(), DropReason> {
+        match (line, &mut self.unfinished_batch) {
+            // A batch never checkpointed (its write failed) is not used.
+            (Line::Ingest, batch) => *batch = Some(Vec::new()),
+            (Line::Checkpoint(checkpoint), batch) => {
+                for line in batch.take().unwrap_or_default() {
+                    self.apply(line)?;
+                }
+                for file in checkpoint.files {
+                    self.progress.insert((file.dev, file.ino), file);
+                }
+            }
+            (line, Some(batch)) => batch.push(line),
+            (line, None) => self.apply(line)?,
+        }
+        Ok(())
+    }
+
+    /// Uses the lines of the batch that has no checkpoint, when its marker files cannot
+    /// be read again.
+    pub fn use_unfinished_batch(&mut self) {
+        for line in self.unfinished_batch.take().unwrap_or_default() {
+            // Only extra header lines are refused, and a batch holds none.
+            let _ = self.apply(line);
+        }
+    }
+
+    /// Adds a line's content to the recording.
+    pub fn apply(&mut self, line: Line) -> Result<(), DropReason> {
         match line {
             Line::Marker(marker) => {
                 if let Some(id) = marker.open_id {
                     self.open.remove(&id);
+                    self.max_open_id = self.max_open_id.max(id);
                 }
                 self.see(marker.start_time);
                 self.see(marker.end_time.unwrap_or(marker.start_time));
@@ -174,8 +219,16 @@ impl Recording {
             }
             Line::Open(open) => {
                 self.see(open.start_time);
+                self.max_open_id = self.max_open_id.max(open.id);
                 self.open.insert(open.id, open);
             }
+            Line::Close(close) => {
+                self.see(close.time);
+                self.closes.push(close);
+            }
+            Line::Schema(schema) => self.schemas.push(schema),
+            Line::Dropped(dropped) => self.problems.add(&dropped),
+            Line::Ingest | Line::Checkpoint(_) => {}
             Line::Footer(footer) => {
                 self.see(footer.end_time);
                 self.footer = Some(footer);

@@ -8,7 +8,10 @@
 //!
 //! Main types: [`Line`] (every line kind), [`Marker`], [`OpenInterval`], [`Footer`], the
 //! builders [`meta_line`] and [`thread_line`], the schemas in [`schema`], and the metric
-//! kinds in [`metric`].
+//! kinds in [`metric`]. Marker files (what task processes write to
+//! `$TASKCLUSTER_PROFILE_DIR`): their lines and caps in [`marker_file`], the hardened
+//! directory reader in [`profile_dir`], and [`Merger`], which turns their lines into log
+//! lines.
 //!
 //! ```
 //! use tc_profile_format::{decode_line, encode_line, Line, Marker};
@@ -20,13 +23,18 @@
 //! ```
 
 mod lines;
+pub mod marker_file;
+mod merge;
 mod meta;
 pub mod metric;
+pub mod profile_dir;
 pub mod schema;
 
 pub use lines::{
-    decode_line, encode_line, DecodeError, EndReason, Footer, Gap, Line, Marker, OpenInterval,
+    decode_line, encode_line, encode_line_into, Checkpoint, Close, DecodeError, Dropped,
+    EndReason, FileProgress, Footer, Gap, Line, Marker, OpenInterval,
 };
+pub use merge::{log_time, Batch, Merger};
 pub use meta::{meta_line, thread_line, Machine, MetaInfo, StatsdInfo, TaskInfo};
 
 /// Version of the log's own extension lines (`meta.tcProfile.logVersion`). Readers accept

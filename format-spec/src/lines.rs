@@ -1,5 +1,6 @@
 //! Line kinds of the log (SPEC.md, "Line kinds").
 
+use crate::marker_file::Problem;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -19,6 +20,16 @@ pub enum Line {
     Footer(Footer),
     /// A span in which lines could not be written or made durable (ours).
     Gap(Gap),
+    /// Starts a batch of lines taken from marker files (ours); its `checkpoint` ends it.
+    Ingest,
+    /// Ends a batch: how far each file it read has been taken (ours).
+    Checkpoint(Checkpoint),
+    /// What a batch dropped from one marker file, and why (ours).
+    Dropped(Dropped),
+    /// A marker schema declared by a marker file, for `meta.markerSchema` (ours).
+    Schema(Map<String, Value>),
+    /// The end of an interval whose begin was not open when the end was read (ours).
+    Close(Close),
     /// A line kind this reader does not know: skipped.
     #[serde(other)]
     Unknown,
@@ -88,6 +99,9 @@ pub struct OpenInterval {
     pub category: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data: Option<Value>,
+    /// The begin/end key of an interval from a marker file (`id:ID` or `file:FILE:NAME`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
 }
 
 impl OpenInterval {
@@ -138,6 +152,45 @@ pub struct Gap {
     pub reason: String,
 }
 
+/// How far one marker file has been taken: `offset` bytes, all whole lines.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct FileProgress {
+    /// The file's name in the profile directory when it was read.
+    pub name: String,
+    pub dev: u64,
+    pub ino: u64,
+    pub offset: u64,
+    /// Nothing more is read from this file (rejected, truncated, or over its cap).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub done: bool,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct Checkpoint {
+    /// The files whose progress changed in this batch.
+    pub files: Vec<FileProgress>,
+}
+
+/// Lines or files of one marker file dropped for one reason.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct Dropped {
+    pub file: String,
+    pub problem: Problem,
+    /// Lines, or 1 for a whole file.
+    pub count: u64,
+    pub bytes: u64,
+}
+
+/// An `end` read while no `begin` with its key was open; the finalizer matches it.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Close {
+    pub key: String,
+    pub name: String,
+    pub time: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+}
+
 /// A line that is not valid JSON of a known shape.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -150,10 +203,15 @@ pub enum DecodeError {
 /// into the log in a single write.
 pub fn encode_line(line: &Line) -> Vec<u8> {
     let mut bytes = Vec::with_capacity(160);
-    // A Line holds only strings, numbers and JSON values: serializing it cannot fail.
-    serde_json::to_writer(&mut bytes, line).unwrap_or_else(|e| unreachable!("encode: {e}"));
-    bytes.push(b'\n');
+    encode_line_into(&mut bytes, line);
     bytes
+}
+
+/// Appends the encoded line, newline included, to `bytes` (to batch lines in one buffer).
+pub fn encode_line_into(bytes: &mut Vec<u8>, line: &Line) {
+    // A Line holds only strings, numbers and JSON values: serializing it cannot fail.
+    serde_json::to_writer(&mut *bytes, line).unwrap_or_else(|e| unreachable!("encode: {e}"));
+    bytes.push(b'\n');
 }
 
 /// Decodes one line, without its newline.
@@ -183,6 +241,7 @@ mod tests {
             start_time: 3.0,
             category: Some(2),
             data: Some(json!({"type": "Text", "text": "make"})),
+            key: None,
         };
         let encoded = encode_line(&Line::Open(open.clone()));
         assert!(encoded.starts_with(br#"{"type":"open","id":7,"#));

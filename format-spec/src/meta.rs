@@ -63,6 +63,8 @@ pub struct MetaInfo {
     pub recorder: String,
     /// The statsd listener, when one is on.
     pub statsd: Option<StatsdInfo>,
+    /// The profile directory whose marker files are merged, as an absolute path.
+    pub profile_dir: Option<String>,
 }
 
 /// The meta line: what the profiler needs at version 47, plus our `tcProfile` object.
@@ -108,6 +110,9 @@ pub fn meta_line(info: &MetaInfo) -> Line {
     });
     if let Some(statsd) = &info.statsd {
         tc_profile["statsd"] = json!(statsd);
+    }
+    if let Some(dir) = &info.profile_dir {
+        tc_profile["profileDir"] = json!(dir);
     }
     put("tcProfile", tc_profile);
     Line::Meta(meta)

@@ -3,18 +3,26 @@
 //! is named after the series; its `data.type` is one of the fixed schemas here, so that the
 //! meta line, written once at the start, declares every schema a recording may use.
 
-/// What kind of statsd metric a series is; each kind has its own schema.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+use serde::{Deserialize, Serialize};
+
+/// What kind of statsd metric a series is; each kind has its own schema. Serialized as
+/// its statsd code (the `kind` of a marker file's `metric` line).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum MetricKind {
     /// Statsd `c`: the sum of the increments in the interval.
+    #[serde(rename = "c")]
     Counter,
     /// Statsd `g`: the value at the end of the interval.
+    #[serde(rename = "g")]
     Gauge,
     /// Statsd `ms`: count, min, mean and max of the timings in the interval.
+    #[serde(rename = "ms")]
     Timer,
     /// Statsd `h` (and DogStatsD `d`): as a timer, without a unit.
+    #[serde(rename = "h")]
     Histogram,
     /// Statsd `s`: the number of distinct members in the interval.
+    #[serde(rename = "s")]
     Set,
 }
 

@@ -24,6 +24,7 @@
 mod clock;
 mod machine;
 mod metrics;
+mod profile_dir;
 mod statsd;
 mod system;
 mod writer;
@@ -34,10 +35,12 @@ pub use metrics::{
     sanitize_name, Aggregator, Drops, Malformed, MetricLimits, Sample, SampleValue, MAX_NAME_BYTES,
     MAX_SET_MEMBERS, MAX_TAGS, MAX_TAG_BYTES,
 };
+pub use profile_dir::ProfileDirConfig;
 pub use statsd::{parse_line as parse_statsd_line, MAX_PACKET_BYTES};
 pub use writer::{LogSink, Place, SyncPolicy, WriterStats};
 
 use crossbeam_channel::{bounded, Receiver, Sender, TrySendError};
+use profile_dir::Ingester;
 use serde_json::Value;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
@@ -57,6 +60,11 @@ use writer::{LogFile, Message, Writer};
 /// Lines waiting for the writer at most. Past this, sources drop lines (counted) rather
 /// than block the task or grow memory while the disk is stuck.
 const BACKLOG_LINES: usize = 1 << 16;
+/// Batches of marker-file lines waiting for the writer at most, and how long a batch waits
+/// for room: the files keep what is not taken yet, so waiting loses nothing and bounds the
+/// memory while the disk is slow.
+const BACKLOG_BATCHES: usize = 8;
+const BATCH_WAIT: Duration = Duration::from_secs(10);
 
 /// How to record.
 #[derive(Clone, Debug)]
@@ -70,6 +78,8 @@ pub struct RecorderConfig {
     pub sample_system: bool,
     /// The statsd listener's limits, or None for no listener.
     pub statsd: Option<MetricLimits>,
+    /// The profile directory to follow, if any.
+    pub profile_dir: Option<ProfileDirConfig>,
 }
 
 impl RecorderConfig {
@@ -84,6 +94,7 @@ impl RecorderConfig {
             task: task_from_env(),
             sample_system: true,
             statsd: Some(MetricLimits::default()),
+            profile_dir: None,
         }
     }
 }
@@ -107,6 +118,11 @@ pub enum RecorderError {
         thread: &'static str,
         source: std::io::Error,
     },
+    #[error("{path}: cannot use it as the profile directory: {source}")]
+    ProfileDir {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("the writer thread panicked; the log ends at its last complete line")]
     WriterPanicked,
 }
@@ -127,6 +143,7 @@ pub struct Recorder {
     writer: Option<JoinHandle<(WriterStats, LogFile)>>,
     sampler: Option<(Sender<()>, JoinHandle<()>)>,
     statsd: Option<StatsdThread>,
+    ingester: Option<Ingester>,
 }
 
 struct StatsdThread {
@@ -140,6 +157,10 @@ impl Recorder {
     /// life, makes its meta and thread lines durable, and starts the writer and the sampler.
     pub fn start(config: RecorderConfig) -> Result<Recorder, RecorderError> {
         let clock = Clock::start();
+        let profile_dir = match &config.profile_dir {
+            Some(dir) => Some(profile_dir::prepare(&dir.path)?),
+            None => None,
+        };
         let mut sampler = config.sample_system.then(SystemSampler::new);
         let mut sources = sampler.as_mut().map(|s| s.sources()).unwrap_or_default();
         let statsd_socket = match &config.statsd {
@@ -170,7 +191,9 @@ impl Recorder {
             sync_policy: config.sync.name(),
             recorder: format!("tc-profile {}", env!("CARGO_PKG_VERSION")),
             statsd: statsd_info,
+            profile_dir: profile_dir.map(|dir| dir.to_string_lossy().into_owned()),
         });
+        let schemas = schema_names(&meta);
         let headers = [meta, thread_line("tc-profile")].map(|line| encode_line(&line));
         let path = &config.log_path;
         let file = create_log(path, |file| {
@@ -212,7 +235,11 @@ impl Recorder {
             writer: Some(writer),
             sampler: None,
             statsd: None,
+            ingester: None,
         };
+        if let Some(dir) = &config.profile_dir {
+            recorder.ingester = Some(Ingester::start(dir, markers.clone(), schemas)?);
+        }
         if let (Some(socket), Some(limits)) = (statsd_socket, config.statsd) {
             let address = socket.local_addr().map_err(RecorderError::Statsd)?;
             let (stop, stopped) = bounded(1);
@@ -271,6 +298,9 @@ impl Recorder {
             statsd::wake(statsd.address);
             let _ = statsd.handle.join();
         }
+        if let Some(ingester) = self.ingester.take() {
+            ingester.stop();
+        }
     }
 
     fn join_writer(&mut self) -> Result<Option<(WriterStats, LogFile)>, RecorderError> {
@@ -294,7 +324,20 @@ impl Drop for Recorder {
     }
 }
 
-fn spawn<T: Send + 'static>(
+/// The `name` of every schema in a meta line.
+fn schema_names(meta: &Line) -> Vec<String> {
+    let Line::Meta(meta) = meta else {
+        return Vec::new();
+    };
+    let schemas = meta.get("markerSchema").and_then(Value::as_array);
+    schemas
+        .into_iter()
+        .flatten()
+        .filter_map(|schema| Some(schema.get("name")?.as_str()?.to_owned()))
+        .collect()
+}
+
+pub(crate) fn spawn<T: Send + 'static>(
     name: &'static str,
     body: impl FnOnce() -> T + Send + 'static,
 ) -> Result<JoinHandle<T>, RecorderError> {
@@ -362,7 +405,7 @@ fn run_sampler(
 pub struct MarkerSink {
     sender: Sender<Message>,
     clock: Clock,
-    next_id: Arc<AtomicU64>,
+    pub(crate) next_id: Arc<AtomicU64>,
     dropped: Arc<AtomicU64>,
 }
 
@@ -402,6 +445,7 @@ impl MarkerSink {
             start_time: self.now(),
             category: Some(category),
             data,
+            key: None,
         };
         self.send(encode_line(&Line::Open(open.clone())), true);
         IntervalGuard {
@@ -410,12 +454,39 @@ impl MarkerSink {
         }
     }
 
+    /// Appends any line of the log format (for sources with lines of their own).
+    pub fn line(&self, line: &Line, urgent: bool) {
+        self.send(encode_line(line), urgent);
+    }
+
     fn send(&self, bytes: Vec<u8>, urgent: bool) {
-        match self.sender.try_send(Message::Line { bytes, urgent }) {
+        let message = Message::Line {
+            bytes,
+            count: 1,
+            urgent,
+        };
+        match self.sender.try_send(message) {
             Ok(()) => {}
             Err(TrySendError::Full(_)) | Err(TrySendError::Disconnected(_)) => {
                 self.dropped.fetch_add(1, Ordering::Relaxed);
             }
+        }
+    }
+
+    /// Sends `count` encoded lines for one write. Unlike a marker, a batch waits for room
+    /// (up to [`BATCH_WAIT`]) instead of being dropped.
+    pub(crate) fn send_batch(&self, bytes: Vec<u8>, count: u64, urgent: bool) {
+        let deadline = Instant::now() + BATCH_WAIT;
+        while self.sender.len() >= BACKLOG_BATCHES && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let message = Message::Line {
+            bytes,
+            count,
+            urgent,
+        };
+        if self.sender.send(message).is_err() {
+            self.dropped.fetch_add(count, Ordering::Relaxed);
         }
     }
 }

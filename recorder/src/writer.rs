@@ -37,8 +37,8 @@ impl SyncPolicy {
 /// Where the writer appends. A trait so that tests can keep a "written" and a "durable"
 /// image and fail at the Nth operation.
 pub trait LogSink: Send {
-    /// Appends one whole line (newline included) in a single write.
-    fn append(&mut self, line: &[u8]) -> io::Result<()>;
+    /// Appends whole lines (newlines included) in a single write.
+    fn append(&mut self, lines: &[u8]) -> io::Result<()>;
     /// Makes everything appended so far durable.
     fn sync(&mut self) -> io::Result<()>;
     /// Cuts the log back to its first `length` bytes: drops the partial line that a failed
@@ -106,8 +106,13 @@ impl LogSink for LogFile {
 
 /// What travels from the sources to the writer.
 pub(crate) enum Message {
-    /// An encoded line; `urgent` lines are made durable at once (lifecycle markers).
-    Line { bytes: Vec<u8>, urgent: bool },
+    /// `count` encoded lines (a batch of marker-file lines, or one line), written with one
+    /// write; `urgent` ones are made durable at once (lifecycle markers).
+    Line {
+        bytes: Vec<u8>,
+        count: u64,
+        urgent: bool,
+    },
     /// Make everything durable and stop. Sent after the footer.
     Shutdown,
 }
@@ -211,8 +216,12 @@ impl<S: LogSink> Writer<S> {
             let mut shutdown = false;
             for message in std::iter::once(first).chain(receiver.try_iter()) {
                 match message {
-                    Message::Line { bytes, urgent: u } => {
-                        self.append(&bytes);
+                    Message::Line {
+                        bytes,
+                        count,
+                        urgent: u,
+                    } => {
+                        self.append(&bytes, count);
                         urgent |= u;
                     }
                     Message::Shutdown => {
@@ -240,8 +249,8 @@ impl<S: LogSink> Writer<S> {
         (self.stats, self.sink)
     }
 
-    /// Appends a line, after the gap line that an outage left.
-    fn append(&mut self, line: &[u8]) {
+    /// Appends `count` lines, after the gap line that an outage left.
+    fn append(&mut self, lines: &[u8], count: u64) {
         if let Some(outage) = &self.outage {
             let gap = Gap {
                 start_time: outage.since,
@@ -249,29 +258,29 @@ impl<S: LogSink> Writer<S> {
                 lines: outage.lines,
                 reason: outage.reason.clone(),
             };
-            if let Err(error) = self.write(&encode_line(&Line::Gap(gap))) {
-                return self.lose_line(&error);
+            if let Err(error) = self.write(&encode_line(&Line::Gap(gap)), 1) {
+                return self.lose_lines(&error, count);
             }
             self.stats.gaps += 1;
             if let Some(outage) = self.outage.take() {
                 self.note_resumed(&outage);
             }
         }
-        if let Err(error) = self.write(line) {
-            self.lose_line(&error);
+        if let Err(error) = self.write(lines, count) {
+            self.lose_lines(&error, count);
         }
     }
 
     /// One write, after the cut of a partial line that an earlier one left; on failure the
     /// partial line it may leave is cut at once if possible.
-    fn write(&mut self, line: &[u8]) -> io::Result<()> {
+    fn write(&mut self, line: &[u8], count: u64) -> io::Result<()> {
         if self.torn {
             self.sink.cut(self.length)?;
             self.torn = false;
         }
         match self.sink.append(line) {
             Ok(()) => {
-                self.stats.lines += 1;
+                self.stats.lines += count;
                 self.stats.bytes += line.len() as u64;
                 self.length += line.len() as u64;
                 self.dirty = true;
@@ -284,8 +293,8 @@ impl<S: LogSink> Writer<S> {
         }
     }
 
-    fn lose_line(&mut self, error: &io::Error) {
-        self.stats.lines_lost += 1;
+    fn lose_lines(&mut self, error: &io::Error, count: u64) {
+        self.stats.lines_lost += count;
         self.record_error(error);
         let since = self.clock.now_ms();
         let outage = self.outage.get_or_insert_with(|| Outage {
@@ -293,7 +302,7 @@ impl<S: LogSink> Writer<S> {
             lines: 0,
             reason: error.to_string(),
         });
-        outage.lines += 1;
+        outage.lines += count;
         if !self.warned {
             self.warned = true;
             eprintln!(
@@ -333,7 +342,7 @@ impl<S: LogSink> Writer<S> {
             reason: "the log's disk was too slow: lines were dropped waiting for it".to_owned(),
         };
         self.dropped_noted = dropped;
-        if self.write(&encode_line(&Line::Gap(gap))).is_ok() {
+        if self.write(&encode_line(&Line::Gap(gap)), 1).is_ok() {
             self.stats.gaps += 1;
         }
     }
@@ -433,7 +442,7 @@ impl<S: LogSink> Writer<S> {
             lines: 0,
             reason: format!("fdatasync failed ({error}): these lines may not be on the disk"),
         };
-        if self.write(&encode_line(&Line::Gap(gap))).is_ok() {
+        if self.write(&encode_line(&Line::Gap(gap)), 1).is_ok() {
             self.stats.gaps += 1;
         }
     }
@@ -530,6 +539,7 @@ mod tests {
     fn line(text: &str, urgent: bool) -> Message {
         Message::Line {
             bytes: format!("{text}\n").into_bytes(),
+            count: 1,
             urgent,
         }
     }
@@ -553,6 +563,7 @@ mod tests {
             let bytes = encode_line(&Line::Marker(marker));
             tx.send(Message::Line {
                 bytes,
+                count: 1,
                 urgent: false,
             })
             .unwrap();

@@ -1,0 +1,84 @@
+//! Merges what a recorder had not yet taken from the marker files of its profile directory
+//! (SPEC.md, "Exactly once"): each file from its last checkpointed offset.
+
+use crate::reader::Recording;
+use serde_json::Value;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+use tc_profile_format::marker_file::{Limits, Problem};
+use tc_profile_format::profile_dir::DirReader;
+use tc_profile_format::Merger;
+
+/// The profile directory named in the log's meta.
+pub fn profile_dir_of(recording: &Recording) -> Option<PathBuf> {
+    let dir = recording
+        .meta
+        .get("tcProfile")?
+        .get("profileDir")?
+        .as_str()?;
+    Some(PathBuf::from(dir))
+}
+
+/// Reads every marker file of `dir` past its checkpoint into the recording. The batch
+/// the recorder did not finish is dropped first: it is read again from the files.
+pub fn merge_profile_dir(recording: &mut Recording, dir: &Path, limits: &Limits) -> io::Result<()> {
+    let mut reader = DirReader::open(dir, limits.clone())?;
+    recording.unfinished_batch = None;
+    for progress in recording.progress.values() {
+        reader.resume(progress);
+    }
+    reader.resume_excess(recording.problems.count(Problem::TooManyFiles));
+    let start = recording
+        .meta
+        .get("startTime")
+        .and_then(Value::as_f64)
+        .unwrap_or_default();
+    let mut next_id = recording.max_open_id;
+    let mut merger = Merger::new(
+        start,
+        limits.clone(),
+        schema_names(recording),
+        Box::new(move || {
+            next_id += 1;
+            next_id
+        }),
+    );
+    for open in recording.open.values() {
+        merger.adopt(open.clone());
+    }
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_secs_f64()
+        * 1000.0;
+    loop {
+        let batch = merger.read_batch(&mut reader, true, now)?;
+        for line in batch.lines {
+            // Marker-file lines are never headers: apply refuses nothing here.
+            let _ = recording.apply(line);
+        }
+        for dropped in &batch.dropped {
+            recording.problems.add(dropped);
+        }
+        if !batch.scan.more {
+            return Ok(());
+        }
+    }
+}
+
+/// Names in `meta.markerSchema` and those the log's schema lines declared.
+fn schema_names(recording: &Recording) -> Vec<String> {
+    let ours = recording
+        .meta
+        .get("markerSchema")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|schema| schema.get("name")?.as_str());
+    let declared = recording
+        .schemas
+        .iter()
+        .filter_map(|schema| schema.get("name")?.as_str());
+    ours.chain(declared).map(str::to_owned).collect()
+}

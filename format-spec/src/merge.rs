@@ -1,0 +1,376 @@
+//! Turns marker-file lines into log lines (SPEC.md, "Marker files"): epoch times into the
+//! log's time base, begin/end pairs into `open` lines and the markers that end them. The
+//! recorder runs it live; the finalizer runs it on what a killed recorder had not taken.
+
+use crate::marker_file::{decode_file_line, interval_key, Category, FileLine, Limits, Problem};
+use crate::profile_dir::{DirReader, Item, Scan};
+use crate::{Close, Dropped, Line, Marker, OpenInterval};
+use serde_json::{Map, Value};
+use std::collections::{HashMap, HashSet};
+use std::io;
+
+/// The log time of a Unix epoch time in milliseconds: milliseconds since `meta.startTime`,
+/// rounded to the microsecond.
+pub fn log_time(epoch_ms: f64, start_epoch_ms: f64) -> f64 {
+    ((epoch_ms - start_epoch_ms) * 1000.0).round() / 1000.0
+}
+
+/// Converts marker-file lines, keeping the intervals that have begun and not yet ended.
+pub struct Merger {
+    start_epoch_ms: f64,
+    limits: Limits,
+    open: HashMap<String, Vec<OpenInterval>>,
+    open_count: usize,
+    schemas: HashSet<String>,
+    file_schemas: usize,
+    next_id: Box<dyn FnMut() -> u64 + Send>,
+}
+
+impl Merger {
+    /// `schemas` are the names already in `meta.markerSchema` (a file cannot redefine them);
+    /// `next_id` hands out `open` ids unique in the log.
+    pub fn new(
+        start_epoch_ms: f64,
+        limits: Limits,
+        schemas: impl IntoIterator<Item = String>,
+        next_id: Box<dyn FnMut() -> u64 + Send>,
+    ) -> Merger {
+        Merger {
+            start_epoch_ms,
+            limits,
+            open: HashMap::new(),
+            open_count: 0,
+            schemas: schemas.into_iter().collect(),
+            file_schemas: 0,
+            next_id,
+        }
+    }
+
+    /// Takes over an interval opened from a marker file and still open in the log.
+    pub fn adopt(&mut self, open: OpenInterval) {
+        if let Some(key) = open.key.clone() {
+            self.open.entry(key).or_default().push(open);
+            self.open_count += 1;
+        }
+    }
+
+    /// Takes over a schema already declared in the log.
+    pub fn adopt_schema(&mut self, name: &str) {
+        if self.schemas.insert(name.to_owned()) {
+            self.file_schemas += 1;
+        }
+    }
+
+    /// Reads what is new in the directory and converts it: the log lines of one batch, in
+    /// time order across files, and what was dropped, per file and problem.
+    pub fn read_batch(
+        &mut self,
+        reader: &mut DirReader,
+        take_unterminated: bool,
+        now_epoch_ms: f64,
+    ) -> io::Result<Batch> {
+        let mut decoded: Vec<(String, FileLine)> = Vec::new();
+        let mut dropped = DroppedCounts::default();
+        let scan = reader.scan(take_unterminated, &mut |item| match item {
+            Item::Line { file, bytes } => match decode_file_line(bytes, &self.limits) {
+                Ok(line) => decoded.push((file.to_owned(), line)),
+                Err(problem) => dropped.add(file, problem, 1, bytes.len() as u64 + 1),
+            },
+            Item::Problem {
+                file,
+                problem,
+                count,
+                bytes,
+            } => dropped.add(file, problem, count, bytes),
+        })?;
+        // An end in one file may follow a begin in another that was listed after it.
+        decoded.sort_by(|a, b| a.1.time().total_cmp(&b.1.time()));
+        let mut lines = Vec::with_capacity(decoded.len());
+        for (file, line) in decoded {
+            match self.take(&file, line, now_epoch_ms) {
+                Ok(Some(line)) => lines.push(line),
+                Ok(None) => {}
+                Err(problem) => dropped.add(&file, problem, 1, 0),
+            }
+        }
+        Ok(Batch {
+            lines,
+            dropped: dropped.into_lines(),
+            scan,
+        })
+    }
+
+    /// Converts one line of `file`; `now_epoch_ms` bounds the times accepted. Returns the
+    /// log line to append, if any (a schema already known and a metric give none).
+    pub fn take(
+        &mut self,
+        file: &str,
+        line: FileLine,
+        now_epoch_ms: f64,
+    ) -> Result<Option<Line>, Problem> {
+        let time = |epoch_ms: f64| self.to_log_time(epoch_ms, now_epoch_ms);
+        Ok(match line {
+            FileLine::Marker(marker) => {
+                let start_time = time(marker.start_time)?;
+                let end_time = marker.end_time.map(time).transpose()?;
+                Some(Line::Marker(Marker {
+                    name: marker.name,
+                    start_time,
+                    end_time,
+                    category: Some(Category::index(marker.category)),
+                    data: marker.data.map(Value::Object),
+                    open_id: None,
+                }))
+            }
+            FileLine::Begin(begin) => {
+                let start_time = time(begin.time)?;
+                if self.open_count >= self.limits.open_intervals {
+                    return Err(Problem::TooManyOpen);
+                }
+                let key = interval_key(file, &begin.name, begin.id.as_deref());
+                let open = OpenInterval {
+                    id: (self.next_id)(),
+                    name: begin.name,
+                    start_time,
+                    category: Some(Category::index(begin.category)),
+                    data: begin.data.map(Value::Object),
+                    key: Some(key.clone()),
+                };
+                self.open.entry(key).or_default().push(open.clone());
+                self.open_count += 1;
+                Some(Line::Open(open))
+            }
+            FileLine::End(end) => {
+                let end_time = time(end.time)?;
+                let key = interval_key(file, &end.name, end.id.as_deref());
+                let data = end.data.map(Value::Object);
+                Some(match self.pop_open(&key) {
+                    Some(open) => Line::Marker(open.close(end_time, data)),
+                    None => Line::Close(Close {
+                        key,
+                        name: end.name,
+                        time: end_time,
+                        data,
+                    }),
+                })
+            }
+            FileLine::Schema(schema) => self.declare(schema)?,
+            // Metrics get their log lines from the metrics source.
+            FileLine::Metric(metric) => {
+                time(metric.time)?;
+                None
+            }
+            FileLine::Unknown => return Err(Problem::UnknownType),
+        })
+    }
+
+    fn to_log_time(&self, epoch_ms: f64, now_epoch_ms: f64) -> Result<f64, Problem> {
+        let slack = self.limits.time_slack_ms;
+        if epoch_ms < self.start_epoch_ms - slack || epoch_ms > now_epoch_ms + slack {
+            return Err(Problem::BadTime);
+        }
+        Ok(log_time(epoch_ms, self.start_epoch_ms))
+    }
+
+    /// The latest interval begun with this key and still open.
+    fn pop_open(&mut self, key: &str) -> Option<OpenInterval> {
+        let stack = self.open.get_mut(key)?;
+        let open = stack.pop()?;
+        if stack.is_empty() {
+            self.open.remove(key);
+        }
+        self.open_count -= 1;
+        Some(open)
+    }
+
+    /// A new schema name becomes a `schema` line; a known one (ours, or declared before)
+    /// is ignored: the first declaration wins.
+    fn declare(&mut self, schema: Map<String, Value>) -> Result<Option<Line>, Problem> {
+        let name = schema
+            .get("name")
+            .and_then(Value::as_str)
+            .ok_or(Problem::BadSchema)?;
+        if self.schemas.contains(name) {
+            return Ok(None);
+        }
+        if self.file_schemas >= self.limits.schemas {
+            return Err(Problem::TooManySchemas);
+        }
+        self.adopt_schema(name);
+        Ok(Some(Line::Schema(schema)))
+    }
+}
+
+/// What one [`Merger::read_batch`] produced.
+#[derive(Debug, Default)]
+pub struct Batch {
+    pub lines: Vec<Line>,
+    pub dropped: Vec<Dropped>,
+    pub scan: Scan,
+}
+
+impl Batch {
+    /// Whether the batch holds nothing to log.
+    pub fn is_empty(&self) -> bool {
+        self.lines.is_empty() && self.dropped.is_empty() && self.scan.bytes == 0
+    }
+}
+
+#[derive(Default)]
+struct DroppedCounts(HashMap<(String, Problem), (u64, u64)>);
+
+impl DroppedCounts {
+    fn add(&mut self, file: &str, problem: Problem, count: u64, bytes: u64) {
+        let entry = self.0.entry((file.to_owned(), problem)).or_default();
+        entry.0 += count;
+        entry.1 += bytes;
+    }
+
+    fn into_lines(self) -> Vec<Dropped> {
+        self.0
+            .into_iter()
+            .map(|((file, problem), (count, bytes))| Dropped {
+                file,
+                problem,
+                count,
+                bytes,
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::marker_file::decode_file_line;
+
+    const START: f64 = 1_800_000_000_000.0;
+
+    fn merger() -> Merger {
+        let mut id = 0;
+        Merger::new(
+            START,
+            Limits::default(),
+            ["Text".to_owned()],
+            Box::new(move || {
+                id += 1;
+                id
+            }),
+        )
+    }
+
+    fn take(merger: &mut Merger, file: &str, text: &str) -> Result<Option<Line>, Problem> {
+        let line = decode_file_line(text.as_bytes(), &Limits::default())?;
+        merger.take(file, line, START + 60_000.0)
+    }
+
+    #[test]
+    fn times_become_milliseconds_since_the_start() {
+        let line = take(
+            &mut merger(),
+            "1.jsonl",
+            r#"{"type":"marker","name":"a","startTime":1800000001000.5,"endTime":1800000002000}"#,
+        );
+        match line.unwrap().unwrap() {
+            Line::Marker(m) => {
+                assert_eq!((m.start_time, m.end_time), (1000.5, Some(2000.0)));
+                assert_eq!(m.category, Some(crate::schema::category::USER));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn times_far_outside_the_recording_are_refused() {
+        let mut merger = merger();
+        for time in ["1", "1800000000000e3", "-5"] {
+            let text = format!(r#"{{"type":"marker","name":"a","startTime":{time}}}"#);
+            assert_eq!(take(&mut merger, "1.jsonl", &text), Err(Problem::BadTime));
+        }
+    }
+
+    #[test]
+    fn nested_begins_end_in_reverse_order_and_ids_match_across_files() {
+        let mut merger = merger();
+        let begin = |name: &str, t: u32| {
+            format!(
+                r#"{{"type":"begin","name":"{name}","time":{}}}"#,
+                START + t as f64
+            )
+        };
+        let end = |name: &str, t: u32| {
+            format!(
+                r#"{{"type":"end","name":"{name}","time":{}}}"#,
+                START + t as f64
+            )
+        };
+        let mut opened = Vec::new();
+        for text in [begin("a", 1), begin("a", 2)] {
+            match take(&mut merger, "1.jsonl", &text).unwrap().unwrap() {
+                Line::Open(open) => opened.push(open.id),
+                other => panic!("{other:?}"),
+            }
+        }
+        let ends: Vec<(Option<u64>, f64)> = [end("a", 3), end("a", 4)]
+            .iter()
+            .map(
+                |text| match take(&mut merger, "1.jsonl", text).unwrap().unwrap() {
+                    Line::Marker(m) => (m.open_id, m.start_time),
+                    other => panic!("{other:?}"),
+                },
+            )
+            .collect();
+        assert_eq!(ends, [(Some(opened[1]), 2.0), (Some(opened[0]), 1.0)]);
+
+        let by_id = r#"{"type":"begin","name":"x","id":"j","time":1800000000001}"#;
+        take(&mut merger, "1.jsonl", by_id).unwrap();
+        let end_elsewhere = r#"{"type":"end","name":"x","id":"j","time":1800000000002}"#;
+        assert!(matches!(
+            take(&mut merger, "2.jsonl", end_elsewhere),
+            Ok(Some(Line::Marker(_)))
+        ));
+    }
+
+    #[test]
+    fn an_end_of_another_file_by_name_only_is_left_to_the_finalizer() {
+        let mut merger = merger();
+        take(
+            &mut merger,
+            "1.jsonl",
+            r#"{"type":"begin","name":"b","time":1800000000001}"#,
+        )
+        .unwrap();
+        let line = take(
+            &mut merger,
+            "2.jsonl",
+            r#"{"type":"end","name":"b","time":1800000000002}"#,
+        );
+        assert!(matches!(line, Ok(Some(Line::Close(c))) if c.key == "file:2.jsonl:b"));
+    }
+
+    #[test]
+    fn ours_and_the_first_declaration_of_a_schema_win() {
+        let mut merger = merger();
+        let schema =
+            |name: &str| format!(r#"{{"type":"schema","name":"{name}","display":[],"data":[]}}"#);
+        assert_eq!(take(&mut merger, "1.jsonl", &schema("Text")), Ok(None));
+        assert!(matches!(
+            take(&mut merger, "1.jsonl", &schema("Test")),
+            Ok(Some(Line::Schema(_)))
+        ));
+        assert_eq!(take(&mut merger, "2.jsonl", &schema("Test")), Ok(None));
+    }
+
+    #[test]
+    fn open_intervals_are_capped() {
+        let mut merger = merger();
+        merger.limits.open_intervals = 2;
+        let begin = r#"{"type":"begin","name":"b","time":1800000000001}"#;
+        take(&mut merger, "1.jsonl", begin).unwrap();
+        take(&mut merger, "1.jsonl", begin).unwrap();
+        assert_eq!(
+            take(&mut merger, "1.jsonl", begin),
+            Err(Problem::TooManyOpen)
+        );
+    }
+}

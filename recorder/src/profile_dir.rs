@@ -1,0 +1,194 @@
+//! The profile-directory source: follows the marker files that task and worker processes
+//! write to `$TASKCLUSTER_PROFILE_DIR` and appends their new whole lines to the log as
+//! batches that end in a checkpoint (SPEC.md, "Marker files", "Exactly once"). Woken by
+//! inotify (the `notify` crate), with a rescan every second; every poll interval where
+//! inotify is not available.
+
+use crate::{MarkerSink, RecorderError};
+use crossbeam_channel::{bounded, select, Receiver, Sender};
+use notify::{RecursiveMode, Watcher};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::thread::JoinHandle;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use tc_profile_format::marker_file::Limits;
+use tc_profile_format::profile_dir::DirReader;
+use tc_profile_format::schema::category;
+use tc_profile_format::{encode_line_into, Batch, Checkpoint, Line, Merger};
+
+/// The rescan period while inotify events arrive, in case one is missed (an overflowing
+/// event queue, a file system that does not report every write).
+const RESCAN_WITH_EVENTS: Duration = Duration::from_secs(1);
+
+/// Where the marker files are, and how to read them.
+#[derive(Clone, Debug)]
+pub struct ProfileDirConfig {
+    /// Created when missing; never followed through a symbolic link.
+    pub path: PathBuf,
+    pub limits: Limits,
+    /// Use inotify; without it, or where it fails, rescan every `poll_interval`.
+    pub watch: bool,
+    pub poll_interval: Duration,
+}
+
+impl ProfileDirConfig {
+    pub fn new(path: PathBuf) -> ProfileDirConfig {
+        ProfileDirConfig {
+            path,
+            limits: Limits::default(),
+            watch: true,
+            poll_interval: Duration::from_millis(100),
+        }
+    }
+}
+
+/// Creates the directory when missing; returns its absolute path for the meta line.
+pub(crate) fn prepare(path: &Path) -> Result<PathBuf, RecorderError> {
+    let error = |source| RecorderError::ProfileDir {
+        path: path.to_owned(),
+        source,
+    };
+    match std::fs::create_dir(path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(error(e)),
+    }
+    std::path::absolute(path).map_err(error)
+}
+
+/// The running source; [`Ingester::stop`] takes what is left and ends it.
+pub(crate) struct Ingester {
+    stop: Sender<()>,
+    handle: JoinHandle<()>,
+}
+
+impl Ingester {
+    pub(crate) fn start(
+        config: &ProfileDirConfig,
+        sink: MarkerSink,
+        schemas: Vec<String>,
+    ) -> Result<Ingester, RecorderError> {
+        let reader = DirReader::open(&config.path, config.limits.clone()).map_err(|source| {
+            RecorderError::ProfileDir {
+                path: config.path.clone(),
+                source,
+            }
+        })?;
+        let ids = sink.next_id.clone();
+        let merger = Merger::new(
+            sink.clock.start_epoch_ms(),
+            config.limits.clone(),
+            schemas,
+            Box::new(move || ids.fetch_add(1, Ordering::Relaxed)),
+        );
+        let (wake, woken) = bounded(1);
+        let watcher = config.watch.then(|| watch(&config.path, wake)).flatten();
+        let period = match watcher {
+            Some(_) => RESCAN_WITH_EVENTS,
+            None => config.poll_interval,
+        };
+        let (stop, stopped) = bounded(1);
+        let mut source = Source {
+            reader,
+            merger,
+            sink,
+        };
+        let handle = crate::spawn("tc-profile-markers", move || {
+            let _watcher = watcher;
+            source.run(&woken, &stopped, period);
+        })?;
+        Ok(Ingester { stop, handle })
+    }
+
+    /// Takes every whole line written so far, then stops.
+    pub(crate) fn stop(self) {
+        let _ = self.stop.send(());
+        let _ = self.handle.join();
+    }
+}
+
+/// An inotify watch that wakes the source; `None` where inotify is not available.
+fn watch(path: &Path, wake: Sender<()>) -> Option<notify::RecommendedWatcher> {
+    let mut watcher = notify::recommended_watcher(move |_event| {
+        // A wake-up already pending covers this event too.
+        let _ = wake.try_send(());
+    })
+    .ok()?;
+    watcher.watch(path, RecursiveMode::NonRecursive).ok()?;
+    Some(watcher)
+}
+
+struct Source {
+    reader: DirReader,
+    merger: Merger,
+    sink: MarkerSink,
+}
+
+impl Source {
+    fn run(&mut self, woken: &Receiver<()>, stopped: &Receiver<()>, period: Duration) {
+        loop {
+            self.take_all();
+            select! {
+                recv(stopped) -> _ => break,
+                recv(woken) -> _ => {}
+                default(period) => {}
+            }
+        }
+        self.take_all();
+    }
+
+    /// Sends batches until nothing new is left.
+    fn take_all(&mut self) {
+        loop {
+            let Ok(batch) = self
+                .merger
+                .read_batch(&mut self.reader, false, now_epoch_ms())
+            else {
+                return; // The directory is gone or unreadable: nothing to take.
+            };
+            let more = batch.scan.more;
+            self.send(batch);
+            if !more {
+                return;
+            }
+        }
+    }
+
+    /// One write: `ingest`, the lines, what was dropped, and the checkpoint.
+    fn send(&mut self, batch: Batch) {
+        let files = self.reader.take_progress();
+        if batch.is_empty() && files.is_empty() {
+            return;
+        }
+        let urgent = batch.lines.iter().any(is_lifecycle);
+        let mut bytes = Vec::with_capacity(160 * (batch.lines.len() + 2));
+        encode_line_into(&mut bytes, &Line::Ingest);
+        let count = batch.lines.len() + batch.dropped.len() + 2;
+        for line in &batch.lines {
+            encode_line_into(&mut bytes, line);
+        }
+        for dropped in batch.dropped {
+            encode_line_into(&mut bytes, &Line::Dropped(dropped));
+        }
+        encode_line_into(&mut bytes, &Line::Checkpoint(Checkpoint { files }));
+        self.sink.send_batch(bytes, count as u64, urgent);
+    }
+}
+
+/// Worker lifecycle lines are made durable at once, like the recorder's own.
+fn is_lifecycle(line: &Line) -> bool {
+    let category = match line {
+        Line::Marker(marker) => marker.category,
+        Line::Open(open) => open.category,
+        _ => None,
+    };
+    category == Some(category::WORKER)
+}
+
+fn now_epoch_ms() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_secs_f64()
+        * 1000.0
+}
