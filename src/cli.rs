@@ -3,13 +3,16 @@
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 use std::time::Duration;
+use tc_profile_format::marker_file::{Category, Limits};
 
 #[derive(Parser, Debug)]
 #[command(
     name = "tc-profile",
     version,
     about = "Records a CI task's resources and markers into a crash-safe log, and turns it into a Firefox Profiler profile.",
-    after_help = "Examples:\n  tc-profile run -- make -j8\n  tc-profile finalize profile_resource-usage.jsonl\n  tc-profile recover --state-dir /var/lib/tc-profile"
+    after_help = "Examples:\n  tc-profile run -- make -j8\n  tc-profile record --ready-file ready.txt\n  \
+        tc-profile begin build; make; tc-profile end build\n  \
+        tc-profile finalize profile_resource-usage.jsonl\n  tc-profile recover --state-dir /var/lib/tc-profile"
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -25,6 +28,14 @@ pub enum Command {
         sent to tc-profile are forwarded to the command."
     )]
     Run(RunArgs),
+    /// Record until SIGTERM or SIGINT (a worker's sidecar), then write the profile.
+    #[command(
+        after_help = "Example:\n  tc-profile record --profile-dir /builds/profile --ready-file /builds/ready\n\n\
+        Once recording, it prints the profile directory (or writes it to --ready-file): start\n\
+        the task then, with TASKCLUSTER_PROFILE_DIR set to it. On SIGTERM or SIGINT it takes\n\
+        the last marker lines, writes the profile and exits 0."
+    )]
+    Record(RecordArgs),
     /// Turn a log (complete, or left by a killed recorder) into a profile.
     #[command(
         after_help = "Example:\n  tc-profile finalize profile_resource-usage.jsonl -o profile.json\n\n\
@@ -42,6 +53,23 @@ pub enum Command {
         be finalized."
     )]
     Recover(RecoverArgs),
+    /// Add an instant marker to $TASKCLUSTER_PROFILE_DIR.
+    #[command(
+        after_help = "Example:\n  tc-profile mark 'cache restored' --text \"3.2 GB\"\n\n\
+        Appends to $TASKCLUSTER_PROFILE_DIR/<PPID>.jsonl, PPID being the calling shell's pid."
+    )]
+    Mark(MarkArgs),
+    /// Begin an interval marker; `end` with the same NAME (or --id) ends it.
+    #[command(
+        after_help = "Example:\n  tc-profile begin build --category task\n  make\n  \
+        tc-profile end build\n\n\
+        Without --id, begin and end match by NAME among the calls of one shell (one file);\n\
+        with --id, across all processes."
+    )]
+    Begin(BeginArgs),
+    /// End the latest interval begun with NAME (or --id).
+    #[command(after_help = "Example:\n  tc-profile end build --text 'exit 0'")]
+    End(EndArgs),
 }
 
 #[derive(Args, Debug)]
@@ -68,9 +96,15 @@ pub struct RecordingArgs {
     /// sampling interval, at once for lifecycle markers), never (left to the kernel).
     #[arg(long, value_name = "POLICY", default_value = "interval")]
     pub sync: SyncArg,
-    /// Keep the log after the profile is written.
+    /// Keep the log, and a profile directory it created, after the profile is written.
     #[arg(long)]
     pub keep_log: bool,
+    /// The directory the task writes marker files to, exported as TASKCLUSTER_PROFILE_DIR;
+    /// created if missing [default: the output with .json replaced by .markers].
+    #[arg(long, value_name = "DIR")]
+    pub profile_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub limits: LimitArgs,
     /// Do not listen for statsd metrics (nor export STATSD_HOST, STATSD_PORT and
     /// TASKCLUSTER_STATSD_ADDR).
     #[arg(long)]
@@ -79,6 +113,35 @@ pub struct RecordingArgs {
     /// segments each followed by a dot.
     #[arg(long, value_name = "PREFIX", default_value = "task.", value_parser = parse_prefix)]
     pub metric_prefix: String,
+}
+
+#[derive(Args, Debug)]
+pub struct LimitArgs {
+    /// A cap on reading marker files, repeatable: line-bytes, file-bytes, files, depth,
+    /// open-intervals, schemas, time-slack (seconds); defaults in SPEC.md.
+    #[arg(long = "limit", value_name = "NAME=VALUE", value_parser = parse_limit)]
+    pub limits: Vec<String>,
+}
+
+impl LimitArgs {
+    pub fn limits(&self) -> Limits {
+        let mut limits = Limits::default();
+        for assignment in &self.limits {
+            // Each one passed parse_limit already.
+            let _ = limits.set(assignment);
+        }
+        limits
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct RecordArgs {
+    #[command(flatten)]
+    pub recording: RecordingArgs,
+    /// Write the profile directory's path to this file (atomically) once recording,
+    /// instead of printing it.
+    #[arg(long, value_name = "PATH")]
+    pub ready_file: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -101,6 +164,67 @@ pub struct FinalizeArgs {
     /// Keep the log after the profile is written.
     #[arg(long)]
     pub keep_log: bool,
+    /// Merge the marker files of this directory that the recorder had not taken
+    /// [default: the directory named in the log, if it still exists].
+    #[arg(long, value_name = "DIR")]
+    pub profile_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub limits: LimitArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct MarkArgs {
+    /// The marker's name.
+    pub name: String,
+    /// A description shown with the marker.
+    #[arg(long, value_name = "TEXT")]
+    pub text: Option<String>,
+    #[arg(long, value_name = "CATEGORY", default_value = "user")]
+    pub category: CategoryArg,
+}
+
+#[derive(Args, Debug)]
+pub struct BeginArgs {
+    /// The interval's name.
+    pub name: String,
+    /// Match the end by this id, from any process, instead of by name in this shell.
+    #[arg(long, value_name = "ID")]
+    pub id: Option<String>,
+    /// A description shown with the interval.
+    #[arg(long, value_name = "TEXT")]
+    pub text: Option<String>,
+    #[arg(long, value_name = "CATEGORY", default_value = "user")]
+    pub category: CategoryArg,
+}
+
+#[derive(Args, Debug)]
+pub struct EndArgs {
+    /// The name given to begin.
+    pub name: String,
+    /// The id given to begin, if any.
+    #[arg(long, value_name = "ID")]
+    pub id: Option<String>,
+    /// A description that replaces begin's.
+    #[arg(long, value_name = "TEXT")]
+    pub text: Option<String>,
+}
+
+/// worker: the worker's lifecycle steps; task: the task's phases; user: anything else.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CategoryArg {
+    Worker,
+    Task,
+    User,
+}
+
+impl From<CategoryArg> for Category {
+    fn from(category: CategoryArg) -> Category {
+        match category {
+            CategoryArg::Worker => Category::Worker,
+            CategoryArg::Task => Category::Task,
+            CategoryArg::User => Category::User,
+        }
+    }
 }
 
 #[derive(Args, Debug)]
@@ -135,6 +259,11 @@ fn parse_prefix(text: &str) -> Result<String, String> {
              each segment followed by a dot)"
         ));
     }
+    Ok(text.to_owned())
+}
+
+fn parse_limit(text: &str) -> Result<String, String> {
+    Limits::default().set(text)?;
     Ok(text.to_owned())
 }
 

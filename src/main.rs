@@ -2,6 +2,9 @@
 //! finalizer crates. Exit codes are decided here alone.
 
 mod cli;
+mod mark;
+mod record;
+mod recording;
 mod recover;
 mod report;
 mod run;
@@ -29,8 +32,12 @@ fn main() -> ExitCode {
 fn dispatch(command: Command) -> Result<u8> {
     match command {
         Command::Run(args) => run::run(args),
+        Command::Record(args) => record::record(args),
         Command::Finalize(args) => finalize_log(args),
         Command::Recover(args) => recover::recover_command(args),
+        Command::Mark(args) => mark::mark(args),
+        Command::Begin(args) => mark::begin(args),
+        Command::End(args) => mark::end(args),
     }
 }
 
@@ -40,6 +47,8 @@ fn finalize_log(args: FinalizeArgs) -> Result<u8> {
         &FinalizeOptions {
             output: args.output,
             keep_log: args.keep_log,
+            profile_dir: args.profile_dir,
+            limits: args.limits.limits(),
         },
     )?;
     eprintln!("tc-profile: {}", report::describe_finalized(&report));

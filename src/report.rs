@@ -26,5 +26,8 @@ pub fn describe_finalized(report: &FinalizeReport) -> String {
     if !report.damage.is_empty() {
         text.push_str(&format!("; {}", report.damage.summary()));
     }
+    if !report.marker_problems.is_empty() {
+        text.push_str(&format!("; {}", report.marker_problems.summary()));
+    }
     text
 }

@@ -1,8 +1,7 @@
 //! `tc-profile run`: records while a command runs, then finalizes its profile.
 
-use crate::cli::{RecordingArgs, RunArgs, SyncArg};
-use crate::recover::recover_state_dir;
-use crate::report::describe_finalized;
+use crate::cli::RunArgs;
+use crate::recording;
 use anyhow::{Context, Result};
 use serde_json::json;
 use signal_hook::consts::{SIGINT, SIGTERM};
@@ -10,15 +9,11 @@ use signal_hook::iterator::exfiltrator::WithOrigin;
 use signal_hook::iterator::SignalsInfo;
 use signal_hook::low_level::siginfo::Cause;
 use std::os::unix::process::ExitStatusExt;
-use std::path::PathBuf;
 use std::process::{Command, ExitStatus};
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
-use tc_profile_finalizer::{finalize_locked, FinalizeOptions, LockedLog};
 use tc_profile_format::schema::{category, data_type};
 use tc_profile_format::EndReason;
-use tc_profile_recorder::{MetricLimits, Recorder, RecorderConfig, SyncPolicy};
 
 /// The longest command line kept in the profile; the rest is cut with an ellipsis.
 const COMMAND_TEXT_MAX: usize = 200;
@@ -26,15 +21,15 @@ const COMMAND_TEXT_MAX: usize = 200;
 /// Runs the command and returns the exit code that tc-profile itself exits with: the
 /// command's, whatever happened to the recording.
 pub fn run(args: RunArgs) -> Result<u8> {
-    let log = prepare_log(&args.recording)?;
-    let recorder = Recorder::start(recorder_config(&args.recording, log.clone()))?;
-    let markers = recorder.markers();
+    let session = recording::start(&args.recording)?;
+    let markers = session.recorder.markers();
     let command_text = describe_command(&args.command);
     let forwarding = SignalForwarding::install()?;
 
     let mut command = Command::new(&args.command[0]);
     command.args(&args.command[1..]);
-    if let Some(address) = recorder.statsd_address() {
+    command.env("TASKCLUSTER_PROFILE_DIR", &session.profile_dir);
+    if let Some(address) = session.recorder.statsd_address() {
         command
             .env("STATSD_HOST", address.ip().to_string())
             .env("STATSD_PORT", address.port().to_string())
@@ -76,78 +71,10 @@ pub fn run(args: RunArgs) -> Result<u8> {
         }
     };
     forwarding.stop();
-    if let Err(error) = finish(recorder, log, &args.recording) {
+    if let Err(error) = recording::finish(session, &args.recording, EndReason::CommandExited) {
         eprintln!("tc-profile: error: {error:#}");
     }
     Ok(exit_code)
-}
-
-/// The log's path; with `--state-dir`, a unique name there, after the recovery of what
-/// dead recorders left in it.
-pub fn prepare_log(args: &RecordingArgs) -> Result<PathBuf> {
-    let Some(dir) = &args.state_dir else {
-        return Ok(log_path(args));
-    };
-    recover_state_dir(dir, false)?;
-    std::fs::create_dir_all(dir)
-        .with_context(|| format!("cannot create the state directory {}", dir.display()))?;
-    let started = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default()
-        .as_millis();
-    Ok(dir.join(format!(
-        "profile_resource-usage-{started}-{}.jsonl",
-        std::process::id()
-    )))
-}
-
-pub fn recorder_config(args: &RecordingArgs, log: PathBuf) -> RecorderConfig {
-    let mut config = RecorderConfig::new(log);
-    config.interval = args.interval;
-    config.sync = match args.sync {
-        SyncArg::Always => SyncPolicy::Always,
-        SyncArg::Interval => SyncPolicy::Interval(args.interval),
-        SyncArg::Never => SyncPolicy::Never,
-    };
-    config.statsd = (!args.no_statsd).then(|| MetricLimits {
-        prefix: args.metric_prefix.clone(),
-        ..MetricLimits::default()
-    });
-    config
-}
-
-fn log_path(args: &RecordingArgs) -> PathBuf {
-    args.log.clone().unwrap_or_else(|| {
-        let mut log = args.output.clone().into_os_string();
-        log.push("l");
-        match args.output.extension() {
-            Some(ext) if ext == "json" => PathBuf::from(log),
-            _ => args.output.with_extension("jsonl"),
-        }
-    })
-}
-
-/// Ends the recording cleanly and finalizes the log into the profile, holding the log's
-/// lock from the recording to its removal.
-pub fn finish(recorder: Recorder, log: PathBuf, args: &RecordingArgs) -> Result<()> {
-    let finished = recorder.finish(EndReason::CommandExited)?;
-    let stats = &finished.stats;
-    if let Some(error) = &stats.first_error {
-        eprintln!(
-            "tc-profile: warning: {} lines could not be written to {}: {error}",
-            stats.lines_lost,
-            log.display()
-        );
-    }
-    let report = finalize_locked(
-        &LockedLog::held(log, finished.log),
-        &FinalizeOptions {
-            output: Some(args.output.clone()),
-            keep_log: args.keep_log,
-        },
-    )?;
-    eprintln!("tc-profile: {}", describe_finalized(&report));
-    Ok(())
 }
 
 fn describe_command(command: &[std::ffi::OsString]) -> String {

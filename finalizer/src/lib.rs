@@ -196,8 +196,8 @@ pub fn finalize_locked(
         })?;
     let profile_dir = merge_markers(&mut recording, options)?;
     let damage = recording.damage.clone();
-    let marker_problems = recording.problems.clone();
     let (profile, compaction) = compact(recording);
+    let marker_problems = compaction.marker_problems.clone();
     let bytes_written = write_atomically(&output, |out| {
         serde_json::to_writer(&mut *out, &profile).map_err(io::Error::other)
     })

@@ -2,13 +2,14 @@
 //! profiler's JSON Lines importer would build from the log, with open intervals closed and
 //! flagged, notes about damage and an early end, and `meta.profilingEndTime`.
 
+use crate::problems::Problems;
 use crate::reader::Recording;
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 use tc_profile_format::marker_file::Problem;
 use tc_profile_format::schema::{category, data_type};
-use tc_profile_format::{Dropped, Marker};
+use tc_profile_format::{same_name_match, Dropped, Marker, OpenInterval};
 
 /// Name of the instant marker that says a recording has no clean-end footer.
 pub const ENDED_EARLY: &str = "Recording ended early";
@@ -33,6 +34,8 @@ pub struct Compaction {
     pub data_missing: usize,
     /// `meta.profilingEndTime`.
     pub end_time: f64,
+    /// What was dropped from marker files, ends without a begin included.
+    pub marker_problems: Problems,
 }
 
 /// The processed profile, ready to serialize.
@@ -108,6 +111,7 @@ pub fn compact(mut recording: Recording) -> (Profile, Compaction) {
         ended_early,
         data_missing,
         end_time,
+        marker_problems: recording.problems,
     };
     (profile, compaction)
 }
@@ -118,12 +122,20 @@ fn match_closes(recording: &mut Recording, markers: &mut Vec<Marker>) {
     let mut closes = std::mem::take(&mut recording.closes);
     closes.sort_by(|a, b| a.time.total_cmp(&b.time));
     for close in closes {
-        let begun = recording
-            .open
-            .values()
-            .filter(|open| open.key.as_deref() == Some(&close.key) && open.start_time <= close.time)
-            .max_by(|a, b| a.start_time.total_cmp(&b.start_time))
-            .map(|open| open.id);
+        let latest = |matches: &dyn Fn(&OpenInterval) -> bool| {
+            let begun = recording.open.values().filter(|open| matches(open));
+            begun
+                .max_by(|a, b| a.start_time.total_cmp(&b.start_time))
+                .map(|open| open.id)
+        };
+        let same_key = |open: &OpenInterval| {
+            open.key.as_deref() == Some(&close.key) && open.start_time <= close.time
+        };
+        let same_name = |open: &OpenInterval| {
+            let key = open.key.as_deref().unwrap_or_default();
+            close.key.starts_with("file:") && same_name_match(key, open, &close.name, close.time)
+        };
+        let begun = latest(&same_key).or_else(|| latest(&same_name));
         match begun.and_then(|id| recording.open.remove(&id)) {
             Some(open) => {
                 let mut marker = open.close(close.time, close.data);

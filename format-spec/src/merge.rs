@@ -144,7 +144,13 @@ impl Merger {
                 let end_time = time(end.time)?;
                 let key = interval_key(file, &end.name, end.id.as_deref());
                 let data = end.data.map(Value::Object);
-                Some(match self.pop_open(&key) {
+                let begun = match end.id {
+                    Some(_) => self.pop_open(&key),
+                    None => self
+                        .pop_open(&key)
+                        .or_else(|| self.pop_same_name(&end.name, end_time)),
+                };
+                Some(match begun {
                     Some(open) => Line::Marker(open.close(end_time, data)),
                     None => Line::Close(Close {
                         key,
@@ -183,6 +189,20 @@ impl Merger {
         Some(open)
     }
 
+    /// The latest interval begun by name (no id) in any file: a shell running its last
+    /// command with exec makes that command's parent, and so its file, another one.
+    fn pop_same_name(&mut self, name: &str, end_time: f64) -> Option<OpenInterval> {
+        let key = self
+            .open
+            .iter()
+            .filter_map(|(key, stack)| Some((key, stack.last()?)))
+            .filter(|(key, open)| same_name_match(key, open, name, end_time))
+            .max_by(|a, b| a.1.start_time.total_cmp(&b.1.start_time))?
+            .0
+            .clone();
+        self.pop_open(&key)
+    }
+
     /// A new schema name becomes a `schema` line; a known one (ours, or declared before)
     /// is ignored: the first declaration wins.
     fn declare(&mut self, schema: Map<String, Value>) -> Result<Option<Line>, Problem> {
@@ -199,6 +219,11 @@ impl Merger {
         self.adopt_schema(name);
         Ok(Some(Line::Schema(schema)))
     }
+}
+
+/// Whether an end by `name` at `end_time` from another file may end `open` (under `key`).
+pub fn same_name_match(key: &str, open: &OpenInterval, name: &str, end_time: f64) -> bool {
+    key.starts_with("file:") && open.name == name && open.start_time <= end_time
 }
 
 /// What one [`Merger::read_batch`] produced.
@@ -332,20 +357,26 @@ mod tests {
     }
 
     #[test]
-    fn an_end_of_another_file_by_name_only_is_left_to_the_finalizer() {
+    fn an_end_by_name_prefers_its_own_file_then_any_file() {
         let mut merger = merger();
-        take(
-            &mut merger,
-            "1.jsonl",
-            r#"{"type":"begin","name":"b","time":1800000000001}"#,
-        )
-        .unwrap();
-        let line = take(
-            &mut merger,
-            "2.jsonl",
-            r#"{"type":"end","name":"b","time":1800000000002}"#,
-        );
-        assert!(matches!(line, Ok(Some(Line::Close(c))) if c.key == "file:2.jsonl:b"));
+        let begin = |t: u32| {
+            format!(
+                r#"{{"type":"begin","name":"b","time":{}}}"#,
+                START + t as f64
+            )
+        };
+        let end = r#"{"type":"end","name":"b","time":1800000000009}"#;
+        let id_of = |line: Result<Option<Line>, Problem>| match line.unwrap().unwrap() {
+            Line::Open(open) => open.id,
+            Line::Marker(marker) => marker.open_id.unwrap(),
+            other => panic!("{other:?}"),
+        };
+        let in_1 = id_of(take(&mut merger, "1.jsonl", &begin(1)));
+        let in_2 = id_of(take(&mut merger, "2.jsonl", &begin(2)));
+        assert_eq!(id_of(take(&mut merger, "1.jsonl", end)), in_1);
+        assert_eq!(id_of(take(&mut merger, "3.jsonl", end)), in_2);
+        let line = take(&mut merger, "3.jsonl", end);
+        assert!(matches!(line, Ok(Some(Line::Close(c))) if c.key == "file:3.jsonl:b"));
     }
 
     #[test]

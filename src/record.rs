@@ -1,0 +1,46 @@
+//! `tc-profile record`: a worker's sidecar. Records until SIGTERM or SIGINT, then writes
+//! the profile.
+
+use crate::cli::RecordArgs;
+use crate::recording;
+use anyhow::{Context, Result};
+use signal_hook::consts::{SIGINT, SIGTERM};
+use signal_hook::iterator::Signals;
+use std::io::Write;
+use std::os::unix::ffi::OsStrExt;
+use tc_profile_finalizer::write_atomically;
+use tc_profile_format::EndReason;
+
+pub fn record(args: RecordArgs) -> Result<u8> {
+    // Installed first, so that a SIGTERM sent as soon as we are ready is never fatal.
+    let mut signals =
+        Signals::new([SIGINT, SIGTERM]).context("installing the SIGINT and SIGTERM handlers")?;
+    let session = recording::start(&args.recording)?;
+    announce_ready(&args, &session.profile_dir)?;
+    signals.forever().next();
+    recording::finish(session, &args.recording, EndReason::Stopped)?;
+    Ok(0)
+}
+
+/// Tells the worker that it may start the task: the profile directory's path on stdout, or
+/// in the ready file, which appears whole or not at all.
+fn announce_ready(args: &RecordArgs, dir: &std::path::Path) -> Result<()> {
+    let mut line = dir.as_os_str().as_bytes().to_vec();
+    line.push(b'\n');
+    match &args.ready_file {
+        Some(path) => {
+            write_atomically(path, |out| out.write_all(&line)).with_context(|| {
+                format!(
+                    "{}: cannot write the ready file; check --ready-file",
+                    path.display()
+                )
+            })?;
+        }
+        None => {
+            // A worker that does not read our stdout must not stop the recording.
+            let mut stdout = std::io::stdout().lock();
+            let _ = stdout.write_all(&line).and_then(|()| stdout.flush());
+        }
+    }
+    Ok(())
+}

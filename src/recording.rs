@@ -1,0 +1,128 @@
+//! What `run` and `record` share: the log's place, starting a recorder with its profile
+//! directory, and ending it into a profile.
+
+use crate::cli::{RecordingArgs, SyncArg};
+use crate::recover::recover_state_dir;
+use crate::report::describe_finalized;
+use anyhow::{Context, Result};
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+use tc_profile_finalizer::{finalize_locked, FinalizeOptions, LockedLog};
+use tc_profile_format::EndReason;
+use tc_profile_recorder::{MetricLimits, ProfileDirConfig, Recorder, RecorderConfig, SyncPolicy};
+
+/// A recording in progress.
+pub struct Session {
+    pub recorder: Recorder,
+    log: PathBuf,
+    /// The profile directory, absolute: what TASKCLUSTER_PROFILE_DIR is set to.
+    pub profile_dir: PathBuf,
+    /// Whether this session created the directory (and so removes it at the end).
+    created_dir: bool,
+}
+
+/// Creates the log and the profile directory, and starts recording into them.
+pub fn start(args: &RecordingArgs) -> Result<Session> {
+    let log = prepare_log(args)?;
+    let dir = args
+        .profile_dir
+        .clone()
+        .unwrap_or_else(|| with_suffix(&args.output, "markers"));
+    let created_dir = !dir.exists();
+    let recorder = Recorder::start(recorder_config(args, log.clone(), dir.clone()))?;
+    let profile_dir = std::path::absolute(&dir)
+        .with_context(|| format!("{}: cannot resolve the profile directory", dir.display()))?;
+    Ok(Session {
+        recorder,
+        log,
+        profile_dir,
+        created_dir,
+    })
+}
+
+/// The log's path; with `--state-dir`, a unique name there, after the recovery of what
+/// dead recorders left in it.
+fn prepare_log(args: &RecordingArgs) -> Result<PathBuf> {
+    let Some(dir) = &args.state_dir else {
+        return Ok(args
+            .log
+            .clone()
+            .unwrap_or_else(|| with_suffix(&args.output, "jsonl")));
+    };
+    recover_state_dir(dir, false)?;
+    std::fs::create_dir_all(dir)
+        .with_context(|| format!("cannot create the state directory {}", dir.display()))?;
+    let started = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_millis();
+    Ok(dir.join(format!(
+        "profile_resource-usage-{started}-{}.jsonl",
+        std::process::id()
+    )))
+}
+
+fn recorder_config(args: &RecordingArgs, log: PathBuf, profile_dir: PathBuf) -> RecorderConfig {
+    let mut config = RecorderConfig::new(log);
+    config.interval = args.interval;
+    config.sync = match args.sync {
+        SyncArg::Always => SyncPolicy::Always,
+        SyncArg::Interval => SyncPolicy::Interval(args.interval),
+        SyncArg::Never => SyncPolicy::Never,
+    };
+    config.statsd = (!args.no_statsd).then(|| MetricLimits {
+        prefix: args.metric_prefix.clone(),
+        ..MetricLimits::default()
+    });
+    let mut dir = ProfileDirConfig::new(profile_dir);
+    dir.limits = args.limits.limits();
+    dir.poll_interval = args.interval;
+    config.profile_dir = Some(dir);
+    config
+}
+
+/// `profile.json` becomes `profile.SUFFIX`; any other name gets `.SUFFIX` added.
+fn with_suffix(output: &Path, suffix: &str) -> PathBuf {
+    match output.extension() {
+        Some(ext) if ext == "json" => output.with_extension(suffix),
+        _ => {
+            let mut name = output.as_os_str().to_owned();
+            name.push(format!(".{suffix}"));
+            PathBuf::from(name)
+        }
+    }
+}
+
+/// Ends the recording cleanly and finalizes the log into the profile, holding the log's
+/// lock from the recording to its removal; then removes the profile directory if this
+/// session created it (unless the log is kept).
+pub fn finish(session: Session, args: &RecordingArgs, reason: EndReason) -> Result<()> {
+    let finished = session.recorder.finish(reason)?;
+    let stats = &finished.stats;
+    if let Some(error) = &stats.first_error {
+        eprintln!(
+            "tc-profile: warning: {} lines could not be written to {}: {error}",
+            stats.lines_lost,
+            session.log.display()
+        );
+    }
+    let report = finalize_locked(
+        &LockedLog::held(session.log, finished.log),
+        &FinalizeOptions {
+            output: Some(args.output.clone()),
+            keep_log: args.keep_log,
+            profile_dir: Some(session.profile_dir.clone()),
+            limits: args.limits.limits(),
+        },
+    )?;
+    eprintln!("tc-profile: {}", describe_finalized(&report));
+    if session.created_dir && !args.keep_log {
+        std::fs::remove_dir_all(&session.profile_dir).with_context(|| {
+            format!(
+                "the profile is written, but {} could not be removed",
+                session.profile_dir.display()
+            )
+        })?;
+    }
+    Ok(())
+}
