@@ -31,8 +31,8 @@ pub mod profile_dir;
 pub mod schema;
 
 pub use lines::{
-    decode_line, encode_line, encode_line_into, Checkpoint, Close, DecodeError, Dropped, EndReason,
-    FileProgress, Footer, Gap, Line, Marker, OpenInterval,
+    decode_line, encode_line, encode_line_into, encode_marker_line_into, Checkpoint, Close,
+    DecodeError, Dropped, EndReason, FileProgress, Footer, Gap, Line, Marker, OpenInterval,
 };
 pub use merge::{log_time, same_name_match, Batch, Merger};
 pub use meta::{meta_line, thread_line, Machine, MetaInfo, StatsdInfo, TaskInfo};

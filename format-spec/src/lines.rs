@@ -209,7 +209,43 @@ pub fn encode_line(line: &Line) -> Vec<u8> {
 
 /// Appends the encoded line, newline included, to `bytes` (to batch lines in one buffer).
 pub fn encode_line_into(bytes: &mut Vec<u8>, line: &Line) {
-    // A Line holds only strings, numbers and JSON values: serializing it cannot fail.
+    encode_into(bytes, line);
+}
+
+/// Appends a `marker` line whose `data` is a typed payload rather than a JSON value, for
+/// sources that write many lines of one shape (the system sampler): no map is built. The
+/// line is what [`encode_line`] gives for the same marker, `data`'s keys in its own order.
+pub fn encode_marker_line_into<D: Serialize>(
+    bytes: &mut Vec<u8>,
+    name: &str,
+    start_time: f64,
+    end_time: Option<f64>,
+    category: u32,
+    data: &D,
+) {
+    #[derive(Serialize)]
+    #[serde(tag = "type", rename = "marker")]
+    struct TypedMarker<'a, D> {
+        name: &'a str,
+        #[serde(rename = "startTime")]
+        start_time: f64,
+        #[serde(rename = "endTime")]
+        end_time: Option<f64>,
+        category: u32,
+        data: &'a D,
+    }
+    let marker = TypedMarker {
+        name,
+        start_time,
+        end_time,
+        category,
+        data,
+    };
+    encode_into(bytes, &marker);
+}
+
+fn encode_into(bytes: &mut Vec<u8>, line: &impl Serialize) {
+    // Lines hold only strings, numbers and JSON values: serializing them cannot fail.
     serde_json::to_writer(&mut *bytes, line).unwrap_or_else(|e| unreachable!("encode: {e}"));
     bytes.push(b'\n');
 }
@@ -276,6 +312,32 @@ mod tests {
         let bytes = encode_line(&line);
         assert!(bytes.starts_with(br#"{"type":"gap","startTime":1.5,"endTime":2.5,"lines":3,"#));
         assert_eq!(decode_line(&bytes[..bytes.len() - 1]).unwrap(), line);
+    }
+
+    #[test]
+    fn typed_marker_line_is_the_marker_line_with_that_data() {
+        #[derive(Serialize)]
+        struct Sample {
+            #[serde(rename = "type")]
+            kind: &'static str,
+            used: u64,
+        }
+        let mut typed = Vec::new();
+        encode_marker_line_into(
+            &mut typed,
+            "Memory",
+            1.5,
+            Some(2.5),
+            0,
+            &Sample {
+                kind: "Mem",
+                used: 7,
+            },
+        );
+        let marker = Marker::interval("Memory", 1.5, 2.5)
+            .with_category(0)
+            .with_data(json!({"type": "Mem", "used": 7}));
+        assert_eq!(typed, encode_line(&Line::Marker(marker)));
     }
 
     #[test]

@@ -39,14 +39,14 @@ pub use profile_dir::ProfileDirConfig;
 pub use statsd::{parse_line as parse_statsd_line, MAX_PACKET_BYTES};
 pub use writer::{LogSink, Place, SyncPolicy, WriterStats};
 
-use crossbeam_channel::{bounded, Receiver, Sender, TrySendError};
+use crossbeam_channel::{bounded, Sender, TrySendError};
 use profile_dir::Ingester;
 use serde_json::Value;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -141,7 +141,7 @@ pub struct Finished {
 pub struct Recorder {
     markers: MarkerSink,
     writer: Option<JoinHandle<(WriterStats, LogFile)>>,
-    sampler: Option<(Sender<()>, JoinHandle<()>)>,
+    sampler: Option<(Arc<AtomicBool>, JoinHandle<()>)>,
     statsd: Option<StatsdThread>,
     ingester: Option<Ingester>,
 }
@@ -252,10 +252,11 @@ impl Recorder {
             });
         }
         if let Some(sampler) = sampler {
-            let (stop, stopped) = bounded(1);
+            let stop = Arc::new(AtomicBool::new(false));
             let interval = config.interval;
-            let handle = spawn("tc-profile-sampler", move || {
-                run_sampler(sampler, markers, interval, stopped)
+            let handle = spawn("tc-profile-sampler", {
+                let stop = Arc::clone(&stop);
+                move || run_sampler(sampler, markers, interval, &stop)
             })?;
             recorder.sampler = Some((stop, handle));
         }
@@ -290,7 +291,8 @@ impl Recorder {
 
     fn stop_sources(&mut self) {
         if let Some((stop, handle)) = self.sampler.take() {
-            let _ = stop.send(());
+            stop.store(true, Ordering::Release);
+            handle.thread().unpark();
             let _ = handle.join();
         }
         if let Some(statsd) = self.statsd.take() {
@@ -373,16 +375,22 @@ pub(crate) fn create_log(
     Ok(file)
 }
 
+/// Samples every `interval` until `stop` is set, then once more.
 fn run_sampler(
     mut sampler: SystemSampler,
     markers: MarkerSink,
     interval: Duration,
-    stop: Receiver<()>,
+    stop: &AtomicBool,
 ) {
     let mut next = Instant::now();
     loop {
-        for marker in sampler.tick(markers.now()) {
-            markers.marker(&marker);
+        let mut lines = Vec::with_capacity(2048);
+        let count = sampler.tick(markers.now(), &mut lines);
+        if count > 0 {
+            markers.send_lines(lines, count, false);
+        }
+        if stop.load(Ordering::Acquire) {
+            return;
         }
         next += interval;
         // After a stall (a suspended VM, an overloaded host) skip the missed ticks.
@@ -390,12 +398,20 @@ fn run_sampler(
         if next < now {
             next = now + interval;
         }
-        if stop.recv_deadline(next).is_ok() {
-            for marker in sampler.tick(markers.now()) {
-                markers.marker(&marker);
-            }
+        sleep_until(next, stop);
+    }
+}
+
+/// Sleeps until `deadline`, or until `stop` is set and the thread unparked. Parking is one
+/// futex wait; a channel's receive with a deadline spins and yields a dozen times first,
+/// which at ten ticks a second cost more than the sampling.
+fn sleep_until(deadline: Instant, stop: &AtomicBool) {
+    loop {
+        let now = Instant::now();
+        if now >= deadline || stop.load(Ordering::Acquire) {
             return;
         }
+        std::thread::park_timeout(deadline - now);
     }
 }
 
@@ -460,15 +476,21 @@ impl MarkerSink {
     }
 
     fn send(&self, bytes: Vec<u8>, urgent: bool) {
+        self.send_lines(bytes, 1, urgent);
+    }
+
+    /// Sends `count` encoded lines for one write, or drops them (counted) when the writer
+    /// is that far behind.
+    fn send_lines(&self, bytes: Vec<u8>, count: u64, urgent: bool) {
         let message = Message::Line {
             bytes,
-            count: 1,
+            count,
             urgent,
         };
         match self.sender.try_send(message) {
             Ok(()) => {}
             Err(TrySendError::Full(_)) | Err(TrySendError::Disconnected(_)) => {
-                self.dropped.fetch_add(1, Ordering::Relaxed);
+                self.dropped.fetch_add(count, Ordering::Relaxed);
             }
         }
     }

@@ -2,12 +2,14 @@
 //! network. Each tick turns the difference from the previous tick into one interval marker
 //! per track ("CPU Use", "Memory", "IO", "NetIO"), as Mozilla's resource monitor draws them.
 
-use serde_json::json;
-use std::fs;
-use std::io::Read;
-use std::path::{Path, PathBuf};
+use serde::{Serialize, Serializer};
+use std::fmt;
+use std::fs::{self, File};
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+use tc_profile_format::encode_marker_line_into;
 use tc_profile_format::schema::{category, data_type, track};
-use tc_profile_format::Marker;
 
 /// Bytes per sector in /proc/diskstats, whatever the device's real sector size.
 const DISKSTATS_SECTOR: u64 = 512;
@@ -33,21 +35,100 @@ struct Snapshot {
     net: Option<Counters>,
 }
 
+// The `data` of each track (SPEC.md, "Categories and schemas"), typed so that a tick
+// encodes its lines without building JSON maps.
+
+#[derive(Serialize, Debug, PartialEq)]
+struct CpuData {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    #[serde(rename = "cpuPercent")]
+    cpu_percent: Percent,
+    nice: f64,
+    user: f64,
+    system: f64,
+    iowait: f64,
+    softirq: f64,
+    steal: f64,
+    nice_pct: Percent,
+    user_pct: Percent,
+    system_pct: Percent,
+    iowait_pct: Percent,
+    irq_pct: Percent,
+    steal_pct: Percent,
+    idle_pct: Percent,
+}
+
+#[derive(Serialize)]
+struct MemoryData {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    used: u64,
+    available: u64,
+    cached: u64,
+    buffers: u64,
+    swap: u64,
+}
+
+#[derive(Serialize)]
+struct IoData {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    read_bytes: u64,
+    read_count: u64,
+    write_bytes: u64,
+    write_count: u64,
+}
+
+#[derive(Serialize)]
+struct NetData {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    recv_bytes: u64,
+    recv_count: u64,
+    sent_bytes: u64,
+    sent_count: u64,
+}
+
+/// A fraction shown as a percentage with one decimal, "45.0%".
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Percent(f64);
+
+impl fmt::Display for Percent {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        // Integer tenths: exact-decimal float formatting costs more than the rest of a tick.
+        let tenths = (self.0.clamp(0.0, 1.0) * 1000.0).round() as u32;
+        write!(f, "{}.{}%", tenths / 10, tenths % 10)
+    }
+}
+
+impl Serialize for Percent {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
 pub(crate) struct SystemSampler {
-    proc_root: PathBuf,
+    stat: Option<ProcFile>,
+    meminfo: Option<ProcFile>,
+    diskstats: Option<ProcFile>,
+    net_dev: Option<ProcFile>,
     /// Whole disks (not partitions, loop or device-mapper devices): counting only these
     /// never counts a partition and its disk twice.
     disks: Vec<String>,
-    buffer: String,
+    buffer: Vec<u8>,
     previous: Option<Snapshot>,
 }
 
 impl SystemSampler {
     pub(crate) fn new() -> SystemSampler {
         SystemSampler {
-            proc_root: PathBuf::from("/proc"),
+            stat: ProcFile::open("stat"),
+            meminfo: ProcFile::open("meminfo"),
+            diskstats: ProcFile::open("diskstats"),
+            net_dev: ProcFile::open("net/dev"),
             disks: whole_disks(Path::new("/sys/block")),
-            buffer: String::with_capacity(8192),
+            buffer: vec![0; 16 * 1024],
             previous: None,
         }
     }
@@ -70,81 +151,122 @@ impl SystemSampler {
         sources
     }
 
-    /// Samples now; returns the markers for the interval since the previous tick (none on
-    /// the first tick, which only sets the baseline).
-    pub(crate) fn tick(&mut self, now: f64) -> Vec<Marker> {
+    /// Samples now and appends to `lines` one marker line per track for the interval since
+    /// the previous tick (none on the first tick, which only sets the baseline); returns
+    /// how many.
+    pub(crate) fn tick(&mut self, now: f64, lines: &mut Vec<u8>) -> u64 {
         let current = self.snapshot(now);
         let Some(previous) = self.previous.replace(current) else {
-            return Vec::new();
+            return 0;
         };
-        let (start, end) = (previous.time, now);
-        let interval = |name: &str, data| {
-            Marker::interval(name, start, end)
-                .with_category(category::OTHER)
-                .with_data(data)
+        let mut samples = Samples {
+            bytes: lines,
+            start: previous.time,
+            end: now,
+            count: 0,
         };
-        let mut markers = Vec::with_capacity(4);
         if let (Some(before), Some(after)) = (previous.cpu, current.cpu) {
-            markers.push(interval(track::CPU, cpu_data(before, after)));
+            samples.push(track::CPU, &cpu_data(before, after));
         }
         if let Some(memory) = self.memory_data() {
-            markers.push(interval(track::MEMORY, memory));
+            samples.push(track::MEMORY, &memory);
         }
         if let (Some(before), Some(after)) = (previous.disk, current.disk) {
             let d = after.since(before);
-            markers.push(interval(
+            samples.push(
                 track::IO,
-                json!({"type": data_type::IO, "read_bytes": d.read_bytes, "read_count": d.read_count,
-                       "write_bytes": d.write_bytes, "write_count": d.write_count}),
-            ));
+                &IoData {
+                    kind: data_type::IO,
+                    read_bytes: d.read_bytes,
+                    read_count: d.read_count,
+                    write_bytes: d.write_bytes,
+                    write_count: d.write_count,
+                },
+            );
         }
         if let (Some(before), Some(after)) = (previous.net, current.net) {
             let d = after.since(before);
-            markers.push(interval(
+            samples.push(
                 track::NET_IO,
-                json!({"type": data_type::NET_IO, "recv_bytes": d.read_bytes, "recv_count": d.read_count,
-                       "sent_bytes": d.write_bytes, "sent_count": d.write_count}),
-            ));
+                &NetData {
+                    kind: data_type::NET_IO,
+                    recv_bytes: d.read_bytes,
+                    recv_count: d.read_count,
+                    sent_bytes: d.write_bytes,
+                    sent_count: d.write_count,
+                },
+            );
         }
-        markers
+        samples.count
     }
 
     fn snapshot(&mut self, time: f64) -> Snapshot {
+        let buffer = &mut self.buffer;
         Snapshot {
             time,
-            cpu: self.read("stat").and_then(parse_cpu),
-            disk: self.read_diskstats(),
-            net: self.read("net/dev").map(parse_net_dev),
+            cpu: ProcFile::read(&self.stat, buffer).and_then(parse_cpu),
+            disk: ProcFile::read(&self.diskstats, buffer)
+                .map(|text| parse_diskstats(text, &self.disks)),
+            net: ProcFile::read(&self.net_dev, buffer).map(parse_net_dev),
         }
     }
 
-    fn memory_data(&mut self) -> Option<serde_json::Value> {
-        let info = parse_meminfo(self.read("meminfo")?)?;
-        Some(json!({
-            "type": data_type::MEMORY,
-            "used": info.total.saturating_sub(info.available),
-            "available": info.available,
-            "cached": info.cached,
-            "buffers": info.buffers,
-            "swap": info.swap_total.saturating_sub(info.swap_free),
-        }))
+    fn memory_data(&mut self) -> Option<MemoryData> {
+        let info = parse_meminfo(ProcFile::read(&self.meminfo, &mut self.buffer)?)?;
+        Some(MemoryData {
+            kind: data_type::MEMORY,
+            used: info.total.saturating_sub(info.available),
+            available: info.available,
+            cached: info.cached,
+            buffers: info.buffers,
+            swap: info.swap_total.saturating_sub(info.swap_free),
+        })
+    }
+}
+
+/// The lines of one tick: interval markers of the Other category over the same span.
+struct Samples<'a> {
+    bytes: &'a mut Vec<u8>,
+    start: f64,
+    end: f64,
+    count: u64,
+}
+
+impl Samples<'_> {
+    fn push(&mut self, name: &str, data: &impl Serialize) {
+        let (start, end) = (self.start, Some(self.end));
+        encode_marker_line_into(self.bytes, name, start, end, category::OTHER, data);
+        self.count += 1;
+    }
+}
+
+/// A /proc file kept open for the whole recording. Reading it again from offset 0 makes
+/// the kernel generate it afresh: two preads a tick, where opening it each time took six
+/// system calls (open, statx, lseek, two reads, close).
+struct ProcFile(File);
+
+impl ProcFile {
+    fn open(name: &str) -> Option<ProcFile> {
+        File::open(Path::new("/proc").join(name)).ok().map(ProcFile)
     }
 
-    fn read_diskstats(&mut self) -> Option<Counters> {
-        let disks = std::mem::take(&mut self.disks);
-        let counters = self
-            .read("diskstats")
-            .map(|text| parse_diskstats(text, &disks));
-        self.disks = disks;
-        counters
-    }
-
-    /// Reads a /proc file into the reused buffer.
-    fn read(&mut self, name: &str) -> Option<&str> {
-        self.buffer.clear();
-        let mut file = fs::File::open(self.proc_root.join(name)).ok()?;
-        file.read_to_string(&mut self.buffer).ok()?;
-        Some(&self.buffer)
+    /// The file's text now, in `buffer` (grown to fit). A read returns at most about a
+    /// page of a long file, so reading goes on until one returns nothing.
+    fn read<'b>(file: &Option<ProcFile>, buffer: &'b mut Vec<u8>) -> Option<&'b str> {
+        let file = &file.as_ref()?.0;
+        let mut filled = 0;
+        loop {
+            if filled == buffer.len() {
+                buffer.resize(buffer.len() * 2, 0);
+            }
+            match file.read_at(&mut buffer[filled..], filled as u64) {
+                Ok(0) => break,
+                Ok(n) => filled += n,
+                Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => return None,
+            }
+        }
+        std::str::from_utf8(&buffer[..filled]).ok()
     }
 }
 
@@ -161,34 +283,32 @@ impl Counters {
 
 /// Cumulative fractions of all cores, in Mozilla's stacking order: nice, then +user,
 /// +system, +iowait, +irq and softirq, +steal; so that bars drawn over each other stack.
-fn cpu_data(before: CpuTimes, after: CpuTimes) -> serde_json::Value {
-    let d: Vec<f64> = (0..8)
-        .map(|i| after.0[i].saturating_sub(before.0[i]) as f64)
-        .collect();
+fn cpu_data(before: CpuTimes, after: CpuTimes) -> CpuData {
+    let mut d = [0.0; 8];
+    for (slot, (after, before)) in d.iter_mut().zip(after.0.iter().zip(before.0)) {
+        *slot = after.saturating_sub(before) as f64;
+    }
     let total: f64 = d.iter().sum::<f64>().max(1.0);
-    let [user, nice, system, idle, iowait, irq, softirq, steal] =
-        [d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7]].map(|v| v / total);
+    let [user, nice, system, idle, iowait, irq, softirq, steal] = d.map(|v| v / total);
     let irqs = irq + softirq;
-    let busy = 1.0 - idle - iowait;
-    let pct = |v: f64| format!("{:.1}%", v * 100.0);
     let round = |v: f64| (v * 10000.0).round() / 10000.0;
-    json!({
-        "type": data_type::CPU,
-        "cpuPercent": pct(busy),
-        "nice": round(nice),
-        "user": round(nice + user),
-        "system": round(nice + user + system),
-        "iowait": round(nice + user + system + iowait),
-        "softirq": round(nice + user + system + iowait + irqs),
-        "steal": round(nice + user + system + iowait + irqs + steal),
-        "nice_pct": pct(nice),
-        "user_pct": pct(user),
-        "system_pct": pct(system),
-        "iowait_pct": pct(iowait),
-        "irq_pct": pct(irqs),
-        "steal_pct": pct(steal),
-        "idle_pct": pct(idle),
-    })
+    CpuData {
+        kind: data_type::CPU,
+        cpu_percent: Percent(1.0 - idle - iowait),
+        nice: round(nice),
+        user: round(nice + user),
+        system: round(nice + user + system),
+        iowait: round(nice + user + system + iowait),
+        softirq: round(nice + user + system + iowait + irqs),
+        steal: round(nice + user + system + iowait + irqs + steal),
+        nice_pct: Percent(nice),
+        user_pct: Percent(user),
+        system_pct: Percent(system),
+        iowait_pct: Percent(iowait),
+        irq_pct: Percent(irqs),
+        steal_pct: Percent(steal),
+        idle_pct: Percent(idle),
+    }
 }
 
 fn parse_cpu(stat: &str) -> Option<CpuTimes> {
@@ -212,41 +332,56 @@ struct MemInfo {
 }
 
 fn parse_meminfo(text: &str) -> Option<MemInfo> {
-    let value = |key: &str| -> Option<u64> {
-        let line = text.lines().find(|l| {
-            l.strip_prefix(key)
-                .is_some_and(|rest| rest.starts_with(':'))
-        })?;
-        let kib: u64 = line.split_ascii_whitespace().nth(1)?.parse().ok()?;
-        Some(kib * 1024)
-    };
-    let total = value("MemTotal")?;
-    let free = value("MemFree")?;
-    let buffers = value("Buffers").unwrap_or(0);
-    let cached = value("Cached").unwrap_or(0);
+    const KEYS: [&str; 7] = [
+        "MemTotal",
+        "MemFree",
+        "MemAvailable",
+        "Buffers",
+        "Cached",
+        "SwapTotal",
+        "SwapFree",
+    ];
+    let mut bytes = [None; KEYS.len()];
+    for line in text.lines() {
+        let Some((key, rest)) = line.split_once(':') else {
+            continue;
+        };
+        if let Some(slot) = KEYS.iter().position(|k| *k == key) {
+            let kib = rest.split_ascii_whitespace().next().map(str::parse::<u64>);
+            bytes[slot] = kib.and_then(Result::ok).map(|kib| kib * 1024);
+        }
+    }
+    let [total, free, available, buffers, cached, swap_total, swap_free] = bytes;
+    let (buffers, cached) = (buffers.unwrap_or(0), cached.unwrap_or(0));
     Some(MemInfo {
-        total,
+        total: total?,
         // Kernels before 3.14 lack MemAvailable: estimate it as psutil does.
-        available: value("MemAvailable").unwrap_or(free + buffers + cached),
+        available: available.unwrap_or(free? + buffers + cached),
         cached,
         buffers,
-        swap_total: value("SwapTotal").unwrap_or(0),
-        swap_free: value("SwapFree").unwrap_or(0),
+        swap_total: swap_total.unwrap_or(0),
+        swap_free: swap_free.unwrap_or(0),
     })
 }
 
 fn parse_diskstats(text: &str, disks: &[String]) -> Counters {
     let mut sum = Counters::default();
     for line in text.lines() {
-        let fields: Vec<&str> = line.split_ascii_whitespace().collect();
-        if fields.len() < 10 || !disks.iter().any(|d| d == fields[2]) {
+        // major minor name, then reads, reads merged, sectors read, ms reading, writes,
+        // writes merged, sectors written, ...
+        let mut fields = line.split_ascii_whitespace();
+        if !fields
+            .nth(2)
+            .is_some_and(|name| disks.iter().any(|d| d == name))
+        {
             continue;
         }
-        let number = |i: usize| fields[i].parse::<u64>().unwrap_or(0);
-        sum.read_count += number(3);
-        sum.read_bytes += number(5) * DISKSTATS_SECTOR;
-        sum.write_count += number(7);
-        sum.write_bytes += number(9) * DISKSTATS_SECTOR;
+        let numbers: [u64; 7] =
+            std::array::from_fn(|_| fields.next().and_then(|f| f.parse().ok()).unwrap_or(0));
+        sum.read_count += numbers[0];
+        sum.read_bytes += numbers[2] * DISKSTATS_SECTOR;
+        sum.write_count += numbers[4];
+        sum.write_bytes += numbers[6] * DISKSTATS_SECTOR;
     }
     sum
 }
@@ -261,17 +396,17 @@ fn parse_net_dev(text: &str) -> Counters {
         if name.trim() == "lo" {
             continue;
         }
-        let fields: Vec<u64> = numbers
-            .split_ascii_whitespace()
-            .map(|f| f.parse().unwrap_or(0))
-            .collect();
-        if fields.len() < 10 {
+        let mut fields = numbers.split_ascii_whitespace();
+        let numbers: [Option<u64>; 10] =
+            std::array::from_fn(|_| fields.next().map(|f| f.parse().unwrap_or(0)));
+        let [Some(recv_bytes), Some(recv_count), .., Some(sent_bytes), Some(sent_count)] = numbers
+        else {
             continue;
-        }
-        sum.read_bytes += fields[0];
-        sum.read_count += fields[1];
-        sum.write_bytes += fields[8];
-        sum.write_count += fields[9];
+        };
+        sum.read_bytes += recv_bytes;
+        sum.read_count += recv_count;
+        sum.write_bytes += sent_bytes;
+        sum.write_count += sent_count;
     }
     sum
 }
@@ -294,6 +429,7 @@ fn whole_disks(sys_block: &Path) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tc_profile_format::{decode_line, Line};
 
     #[test]
     fn cpu_fractions_stack_to_the_busy_share() {
@@ -301,12 +437,13 @@ mod tests {
         let after = CpuTimes([160, 10, 70, 900, 10, 0, 0, 0]);
         let data = cpu_data(before, after);
         // 200 jiffies: user 60, nice 10, system 20, idle 100, iowait 10.
-        assert_eq!(data["nice"], 0.05);
-        assert_eq!(data["user"], 0.35);
-        assert_eq!(data["system"], 0.45);
-        assert_eq!(data["iowait"], 0.5);
-        assert_eq!(data["steal"], 0.5);
-        assert_eq!(data["cpuPercent"], "45.0%");
+        assert_eq!(data.nice, 0.05);
+        assert_eq!(data.user, 0.35);
+        assert_eq!(data.system, 0.45);
+        assert_eq!(data.iowait, 0.5);
+        assert_eq!(data.steal, 0.5);
+        assert_eq!(data.cpu_percent.to_string(), "45.0%");
+        assert_eq!(data.idle_pct.to_string(), "50.0%");
     }
 
     #[test]
@@ -340,9 +477,18 @@ mod tests {
     #[test]
     fn live_ticks_produce_all_four_tracks() {
         let mut sampler = SystemSampler::new();
-        assert!(sampler.tick(0.0).is_empty());
+        assert_eq!(sampler.tick(0.0, &mut Vec::new()), 0);
         std::thread::sleep(std::time::Duration::from_millis(20));
-        let names: Vec<String> = sampler.tick(20.0).into_iter().map(|m| m.name).collect();
+        let mut lines = Vec::new();
+        assert_eq!(sampler.tick(20.0, &mut lines), 4);
+        let names: Vec<String> = lines
+            .split(|&b| b == b'\n')
+            .filter(|line| !line.is_empty())
+            .map(|line| match decode_line(line) {
+                Ok(Line::Marker(marker)) => marker.name,
+                other => panic!("not a marker line: {other:?}"),
+            })
+            .collect();
         assert!(names.contains(&"CPU Use".to_owned()), "{names:?}");
         assert!(names.contains(&"Memory".to_owned()), "{names:?}");
     }
