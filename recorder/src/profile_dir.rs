@@ -6,7 +6,8 @@
 
 use crate::{MarkerSink, RecorderError};
 use crossbeam_channel::{bounded, select, Receiver, Sender};
-use notify::{RecursiveMode, Watcher};
+use notify::event::{AccessKind, AccessMode};
+use notify::{EventKind, RecursiveMode, Watcher};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::thread::JoinHandle;
@@ -109,13 +110,25 @@ impl Ingester {
 
 /// An inotify watch that wakes the source; `None` where inotify is not available.
 fn watch(path: &Path, wake: Sender<()>) -> Option<notify::RecommendedWatcher> {
-    let mut watcher = notify::recommended_watcher(move |_event| {
-        // A wake-up already pending covers this event too.
-        let _ = wake.try_send(());
+    let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+        // An error (an overflowing event queue) may hide new lines: rescan. A wake-up
+        // already pending covers this event too.
+        if event.map_or(true, |event| may_add_lines(&event.kind)) {
+            let _ = wake.try_send(());
+        }
     })
     .ok()?;
     watcher.watch(path, RecursiveMode::NonRecursive).ok()?;
     Some(watcher)
+}
+
+/// Whether an event can mean lines to take. Not the opens, reads and closes after reading
+/// that the source's own scans cause: waking on those, it would scan for ever.
+fn may_add_lines(kind: &EventKind) -> bool {
+    match kind {
+        EventKind::Access(access) => *access == AccessKind::Close(AccessMode::Write),
+        _ => true,
+    }
 }
 
 struct Source {
@@ -191,4 +204,29 @@ fn now_epoch_ms() -> f64 {
         .unwrap_or_default()
         .as_secs_f64()
         * 1000.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use notify::event::{CreateKind, DataChange, ModifyKind, RenameMode};
+
+    #[test]
+    fn the_sources_own_reads_do_not_wake_it() {
+        for kind in [
+            AccessKind::Open(AccessMode::Read),
+            AccessKind::Read,
+            AccessKind::Close(AccessMode::Read),
+        ] {
+            assert!(!may_add_lines(&EventKind::Access(kind)), "{kind:?}");
+        }
+        for kind in [
+            EventKind::Create(CreateKind::File),
+            EventKind::Modify(ModifyKind::Data(DataChange::Any)),
+            EventKind::Modify(ModifyKind::Name(RenameMode::To)),
+            EventKind::Access(AccessKind::Close(AccessMode::Write)),
+        ] {
+            assert!(may_add_lines(&kind), "{kind:?}");
+        }
+    }
 }
