@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 use tc_profile_format::marker_file::{Limits, Problem};
 use tc_profile_format::profile_dir::DirReader;
-use tc_profile_format::Merger;
+use tc_profile_format::{Merger, MetricLimits};
 
 /// The profile directory named in the log's meta.
 pub fn profile_dir_of(recording: &Recording) -> Option<PathBuf> {
@@ -34,6 +34,11 @@ pub fn merge_profile_dir(recording: &mut Recording, dir: &Path, limits: &Limits)
         .get("startTime")
         .and_then(Value::as_f64)
         .unwrap_or_default();
+    let interval_ms = recording
+        .meta
+        .get("interval")
+        .and_then(Value::as_f64)
+        .unwrap_or(100.0);
     let mut next_id = recording.max_open_id;
     let mut merger = Merger::new(
         start,
@@ -43,7 +48,8 @@ pub fn merge_profile_dir(recording: &mut Recording, dir: &Path, limits: &Limits)
             next_id += 1;
             next_id
         }),
-    );
+    )
+    .with_metrics(metric_limits(recording), interval_ms);
     for open in recording.open.values() {
         merger.adopt(open.clone());
     }
@@ -64,6 +70,27 @@ pub fn merge_profile_dir(recording: &mut Recording, dir: &Path, limits: &Limits)
         if !batch.scan.more {
             return Ok(());
         }
+    }
+}
+
+/// The prefix and series cap the recorder used (`meta.tcProfile.statsd`), else the
+/// defaults, as the recorder does without a statsd listener.
+fn metric_limits(recording: &Recording) -> MetricLimits {
+    let statsd = recording
+        .meta
+        .get("tcProfile")
+        .and_then(|t| t.get("statsd"));
+    let defaults = MetricLimits::default();
+    let Some(statsd) = statsd else {
+        return defaults;
+    };
+    MetricLimits {
+        prefix: statsd["prefix"]
+            .as_str()
+            .map_or(defaults.prefix, str::to_owned),
+        max_series: statsd["maxSeries"]
+            .as_u64()
+            .map_or(defaults.max_series, |n| n as usize),
     }
 }
 

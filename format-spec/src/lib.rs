@@ -22,6 +22,7 @@
 //! assert_eq!(decode_line(&bytes[..bytes.len() - 1]).unwrap(), Line::Marker(marker));
 //! ```
 
+mod aggregate;
 mod lines;
 pub mod marker_file;
 mod merge;
@@ -30,6 +31,10 @@ pub mod metric;
 pub mod profile_dir;
 pub mod schema;
 
+pub use aggregate::{
+    sanitize_name, Aggregator, Drops, Malformed, MetricLimits, Sample, SampleValue, MAX_NAME_BYTES,
+    MAX_SET_MEMBERS, MAX_TAGS, MAX_TAG_BYTES,
+};
 pub use lines::{
     decode_line, encode_line, encode_line_into, encode_marker_line_into, Checkpoint, Close,
     DecodeError, Dropped, EndReason, FileProgress, Footer, Gap, Line, Marker, OpenInterval,

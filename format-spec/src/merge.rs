@@ -2,7 +2,11 @@
 //! log's time base, begin/end pairs into `open` lines and the markers that end them. The
 //! recorder runs it live; the finalizer runs it on what a killed recorder had not taken.
 
-use crate::marker_file::{decode_file_line, interval_key, Category, FileLine, Limits, Problem};
+use crate::aggregate::{Aggregator, MetricLimits, Sample, SampleValue};
+use crate::marker_file::{
+    decode_file_line, interval_key, Category, FileLine, Limits, Metric, Problem,
+};
+use crate::metric::MetricKind;
 use crate::profile_dir::{DirReader, Item, Scan};
 use crate::{Close, Dropped, Line, Marker, OpenInterval};
 use serde_json::{Map, Value};
@@ -24,6 +28,15 @@ pub struct Merger {
     schemas: HashSet<String>,
     file_schemas: usize,
     next_id: Box<dyn FnMut() -> u64 + Send>,
+    metrics: Option<FileMetrics>,
+}
+
+/// Metric lines, aggregated per sampling interval of the log within each batch into the
+/// same lines as the statsd listener's: a batch's metrics are in the log with the batch,
+/// before its checkpoint, so they are taken exactly once like markers.
+struct FileMetrics {
+    aggregator: Aggregator,
+    interval_ms: f64,
 }
 
 impl Merger {
@@ -43,7 +56,18 @@ impl Merger {
             schemas: schemas.into_iter().collect(),
             file_schemas: 0,
             next_id,
+            metrics: None,
         }
+    }
+
+    /// Records metric lines under these limits, per interval of `interval_ms` on the log's
+    /// time base; without this, they are checked and dropped.
+    pub fn with_metrics(mut self, limits: MetricLimits, interval_ms: f64) -> Merger {
+        self.metrics = Some(FileMetrics {
+            aggregator: Aggregator::new(limits),
+            interval_ms: interval_ms.max(1.0),
+        });
+        self
     }
 
     /// Takes over an interval opened from a marker file and still open in the log.
@@ -86,12 +110,23 @@ impl Merger {
         // An end in one file may follow a begin in another that was listed after it.
         decoded.sort_by(|a, b| a.1.time().total_cmp(&b.1.time()));
         let mut lines = Vec::with_capacity(decoded.len());
+        let mut samples = Vec::new();
         for (file, line) in decoded {
+            if let (FileLine::Metric(metric), Some(_)) = (&line, &self.metrics) {
+                match self.to_log_time(metric.time, now_epoch_ms) {
+                    Ok(time) => samples.push((time, sample(metric))),
+                    Err(problem) => dropped.add(&file, problem, 1, 0),
+                }
+                continue;
+            }
             match self.take(&file, line, now_epoch_ms) {
                 Ok(Some(line)) => lines.push(line),
                 Ok(None) => {}
                 Err(problem) => dropped.add(&file, problem, 1, 0),
             }
+        }
+        if let Some(metrics) = &mut self.metrics {
+            lines.extend(metrics.aggregate(samples).into_iter().map(Line::Marker));
         }
         Ok(Batch {
             lines,
@@ -161,7 +196,7 @@ impl Merger {
                 })
             }
             FileLine::Schema(schema) => self.declare(schema)?,
-            // Metrics get their log lines from the metrics source.
+            // Metrics get their log lines from read_batch, aggregated.
             FileLine::Metric(metric) => {
                 time(metric.time)?;
                 None
@@ -261,6 +296,48 @@ impl DroppedCounts {
                 bytes,
             })
             .collect()
+    }
+}
+
+impl FileMetrics {
+    /// One flush per interval that the samples (in time order) fall in.
+    fn aggregate(&mut self, samples: Vec<(f64, Sample)>) -> Vec<Marker> {
+        let mut markers = Vec::new();
+        let mut current: Option<f64> = None;
+        for (time, sample) in samples {
+            let interval = (time / self.interval_ms).floor();
+            if let Some(previous) = current.filter(|p| *p != interval) {
+                markers.extend(self.flush(previous));
+            }
+            current = Some(interval);
+            self.aggregator.record(sample);
+        }
+        if let Some(last) = current {
+            markers.extend(self.flush(last));
+        }
+        markers
+    }
+
+    fn flush(&mut self, interval: f64) -> Vec<Marker> {
+        let start = interval * self.interval_ms;
+        self.aggregator.flush(start, start + self.interval_ms)
+    }
+}
+
+/// A marker file's metric as a sample: its value absolute, never sampled.
+fn sample(metric: &Metric) -> Sample {
+    let value = match (&metric.value, metric.kind) {
+        (Value::String(member), _) => SampleValue::Member(member.clone()),
+        (value, MetricKind::Set) => SampleValue::Member(value.to_string()),
+        // decode_file_line has checked that any other value is a number.
+        (value, _) => SampleValue::Number(value.as_f64().unwrap_or_default()),
+    };
+    Sample {
+        kind: metric.kind,
+        name: metric.name.clone(),
+        value,
+        rate: 1.0,
+        tags: Vec::new(),
     }
 }
 

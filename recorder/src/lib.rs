@@ -23,7 +23,6 @@
 
 mod clock;
 mod machine;
-mod metrics;
 mod profile_dir;
 mod statsd;
 mod system;
@@ -31,12 +30,9 @@ mod writer;
 
 pub use clock::Clock;
 pub use machine::{machine, task_from_env};
-pub use metrics::{
-    sanitize_name, Aggregator, Drops, Malformed, MetricLimits, Sample, SampleValue, MAX_NAME_BYTES,
-    MAX_SET_MEMBERS, MAX_TAGS, MAX_TAG_BYTES,
-};
 pub use profile_dir::ProfileDirConfig;
 pub use statsd::{parse_line as parse_statsd_line, MAX_PACKET_BYTES};
+pub use tc_profile_format::{sanitize_name, MetricLimits};
 pub use writer::{LogSink, Place, SyncPolicy, WriterStats};
 
 use crossbeam_channel::{bounded, Sender, TrySendError};
@@ -238,7 +234,10 @@ impl Recorder {
             ingester: None,
         };
         if let Some(dir) = &config.profile_dir {
-            recorder.ingester = Some(Ingester::start(dir, markers.clone(), schemas)?);
+            // Metrics in marker files go under the statsd listener's prefix and caps.
+            let limits = config.statsd.clone().unwrap_or_default();
+            let metrics = (limits, config.interval);
+            recorder.ingester = Some(Ingester::start(dir, markers.clone(), schemas, metrics)?);
         }
         if let (Some(socket), Some(limits)) = (statsd_socket, config.statsd) {
             let address = socket.local_addr().map_err(RecorderError::Statsd)?;

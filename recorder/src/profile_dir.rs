@@ -15,7 +15,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tc_profile_format::marker_file::Limits;
 use tc_profile_format::profile_dir::DirReader;
 use tc_profile_format::schema::category;
-use tc_profile_format::{encode_line_into, Batch, Checkpoint, Line, Merger};
+use tc_profile_format::{encode_line_into, Batch, Checkpoint, Line, Merger, MetricLimits};
 
 /// The rescan period while inotify events arrive, in case one is missed (an overflowing
 /// event queue, a file system that does not report every write).
@@ -68,6 +68,7 @@ impl Ingester {
         config: &ProfileDirConfig,
         sink: MarkerSink,
         schemas: Vec<String>,
+        metrics: (MetricLimits, Duration),
     ) -> Result<Ingester, RecorderError> {
         let reader = DirReader::open(&config.path, config.limits.clone()).map_err(|source| {
             RecorderError::ProfileDir {
@@ -81,7 +82,8 @@ impl Ingester {
             config.limits.clone(),
             schemas,
             Box::new(move || ids.fetch_add(1, Ordering::Relaxed)),
-        );
+        )
+        .with_metrics(metrics.0, metrics.1.as_secs_f64() * 1000.0);
         let (wake, woken) = bounded(1);
         let watcher = config.watch.then(|| watch(&config.path, wake)).flatten();
         let period = match watcher {

@@ -2,7 +2,6 @@
 //! protocol and DogStatsD tags from the task. Packets are parsed and aggregated on this
 //! source's own thread; each interval becomes a few encoded lines for the writer.
 
-use crate::metrics::{Aggregator, Malformed, MetricLimits, Sample, SampleValue};
 use crate::MarkerSink;
 use crossbeam_channel::Receiver;
 use std::io;
@@ -11,6 +10,7 @@ use std::os::fd::AsRawFd;
 use std::os::unix::fs::MetadataExt;
 use std::time::{Duration, Instant};
 use tc_profile_format::metric::MetricKind;
+use tc_profile_format::{Aggregator, Malformed, MetricLimits, Sample, SampleValue};
 
 /// Packets longer than this are dropped whole. Far above the 1,432 bytes that statsd
 /// clients put in one packet, and short enough that a packet never costs much to parse.

@@ -225,3 +225,86 @@ fn a_bad_prefix_is_refused_and_no_statsd_exports_nothing() {
     assert!(!log.contains(r#""statsd""#));
     assert!(!Path::new(&sandbox.path("port")).exists());
 }
+
+/// Bash that appends `count` metric lines to the task's marker file.
+fn file_metrics(name: &str, kind: &str, value: &str, count: u32) -> String {
+    format!(
+        r#"t=$(date +%s%3N); for i in $(seq {count}); do echo "{{\"type\":\"metric\",\"name\":\"{name}\",\"kind\":\"{kind}\",\"value\":{value},\"time\":$t}}"; done >> "$TASKCLUSTER_PROFILE_DIR/$$.jsonl""#
+    )
+}
+
+#[test]
+fn metric_lines_in_marker_files_end_in_the_same_tracks_as_statsd() {
+    let sandbox = Sandbox::new();
+    let bash = [
+        file_metrics("same.counter", "c", "3", 1),
+        "send 'same.counter:2|c'".to_owned(),
+        file_metrics("depth", "g", "9", 1),
+        file_metrics("compile", "ms", "40", 2),
+        "send 'compile:10|ms'".to_owned(),
+        file_metrics("users", "s", r#"\"ann\""#, 3),
+        file_metrics("../escape", "c", "1", 1),
+    ]
+    .join("\n");
+    let (child, _) = start_task(&sandbox, &["run", "--interval", "600"], &task_script(&bash));
+    let profile = end_task(&sandbox, child);
+
+    let markers = profile_markers(&profile);
+    assert_eq!(sum_of(&markers, "task.same.counter", "value"), 5.0);
+    assert_eq!(series(&markers, "task.depth")["value"], json!(9.0));
+    assert_eq!(sum_of(&markers, "task.compile", "count"), 3.0);
+    let max_of = |name: &str, key: &str| {
+        markers
+            .iter()
+            .filter(|m| m.name == name)
+            .map(|m| m.data[key].as_f64().unwrap())
+            .fold(0.0, f64::max)
+    };
+    assert_eq!(max_of("task.compile", "max"), 40.0);
+    // A set counts members per interval and per batch of the marker files.
+    assert_eq!(max_of("task.users", "distinct"), 1.0);
+    assert_eq!(series(&markers, "task._escape")["type"], "Counter");
+}
+
+#[test]
+fn metric_lines_of_a_killed_recorder_are_taken_exactly_once_by_finalize() {
+    let sandbox = Sandbox::new();
+    let script = format!(
+        r#"echo $$ > task.pid
+{first}
+touch half
+while [ ! -e go ]; do sleep 0.02; done
+{second}
+touch written
+sleep 60"#,
+        first = file_metrics("file.count", "c", "1", 500),
+        second = file_metrics("file.count", "c", "1", 500),
+    );
+    let mut recorder = sandbox
+        .command(&["run", "--keep-log", "--", "bash", "-c", &script])
+        .spawn()
+        .unwrap();
+    wait_for(|| sandbox.path("half").exists());
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(recorder.id() as i32, libc::SIGKILL) };
+    recorder.wait().unwrap();
+    std::fs::write(sandbox.path("go"), "").unwrap();
+    wait_for(|| sandbox.path("written").exists());
+    let pid: i32 = std::fs::read_to_string(sandbox.path("task.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // SAFETY: kill(2) of the task, which outlived its recorder.
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+
+    sandbox.run_ok(&["finalize", "profile_resource-usage.jsonl"]);
+    let profile = read_json(&sandbox.path("profile_resource-usage.json"));
+    assert_processed_profile(&profile);
+    let markers = profile_markers(&profile);
+    assert_eq!(
+        sum_of(&markers, "task.file.count", "value"),
+        1000.0,
+        "each metric line counted once"
+    );
+}

@@ -1,15 +1,15 @@
 //! Aggregation of the task's metrics per sampling interval: whatever the number of
 //! samples, each series changed in an interval becomes one marker line at its end
-//! (SPEC.md, "Metric tracks"). Shared by every metric source, so that a metric ends in the
-//! same line whichever way it came.
+//! (SPEC.md, "Metric tracks"). Shared by the statsd listener and the marker-file merger,
+//! so that a metric ends in the same line whichever way it came.
 
+use crate::metric::{self, MetricKind};
+use crate::schema::category;
+use crate::Marker;
 use serde_json::{json, Map, Value};
 use std::collections::hash_map::{DefaultHasher, Entry};
 use std::collections::{HashMap, HashSet};
 use std::hash::{Hash, Hasher};
-use tc_profile_format::metric::{self, MetricKind};
-use tc_profile_format::schema::category;
-use tc_profile_format::Marker;
 
 /// The longest series name, prefix excluded, after sanitizing.
 pub const MAX_NAME_BYTES: usize = 200;
