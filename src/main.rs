@@ -49,6 +49,7 @@ fn finalize_log(args: FinalizeArgs) -> Result<u8> {
             keep_log: args.keep_log,
             profile_dir: args.profile_dir,
             limits: args.limits.limits(),
+            ..FinalizeOptions::default()
         },
     )?;
     eprintln!("tc-profile: {}", report::describe_finalized(&report));

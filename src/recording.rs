@@ -113,6 +113,7 @@ pub fn finish(session: Session, args: &RecordingArgs, reason: EndReason) -> Resu
             keep_log: args.keep_log,
             profile_dir: Some(session.profile_dir.clone()),
             limits: args.limits.limits(),
+            unwritten_gaps: stats.unwritten_gap.iter().cloned().collect(),
         },
     )?;
     eprintln!("tc-profile: {}", describe_finalized(&report));

@@ -30,10 +30,11 @@ pub use reader::{read_log, Damage, DropReason, ReadError, Recording};
 pub use recover::{recover, Recovery};
 use tc_profile_format::marker_file::Limits;
 
-use std::fs::{self, File, TryLockError};
+use output::names_file;
+use std::fs::{File, TryLockError};
 use std::io::{self, BufReader, Seek, SeekFrom};
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use tc_profile_format::Gap;
 
 /// How to finalize.
 #[derive(Clone, Debug, Default)]
@@ -47,6 +48,9 @@ pub struct FinalizeOptions {
     pub profile_dir: Option<PathBuf>,
     /// Caps on reading the profile directory.
     pub limits: Limits,
+    /// Spans missing from the log that its recorder knows of but could not write into it
+    /// (its disk still failed at the end).
+    pub unwritten_gaps: Vec<Gap>,
 }
 
 /// What finalizing did.
@@ -136,14 +140,6 @@ impl LockedLog {
     }
 }
 
-/// Whether `path` still names the open `file` (it was neither removed nor replaced).
-fn names_file(path: &Path, file: &File) -> bool {
-    match (fs::metadata(path), file.metadata()) {
-        (Ok(named), Ok(open)) => named.dev() == open.dev() && named.ino() == open.ino(),
-        _ => false,
-    }
-}
-
 /// The default profile path of a log: `.jsonl` replaced by `.json`, else `.json` added.
 pub fn default_output(log: &Path) -> PathBuf {
     match log.to_str().and_then(|s| s.strip_suffix(".jsonl")) {
@@ -196,6 +192,10 @@ pub fn finalize_locked(
         })?;
     let profile_dir = merge_markers(&mut recording, options)?;
     let damage = recording.damage.clone();
+    let mut recording = recording;
+    recording
+        .gaps
+        .extend(options.unwritten_gaps.iter().cloned());
     let (profile, compaction) = compact(recording);
     let marker_problems = compaction.marker_problems.clone();
     let bytes_written = write_atomically(&output, |out| {

@@ -1,9 +1,12 @@
 //! Atomic output: a temporary file in the same directory, fsync, rename over the final
 //! name, fsync of the directory. A kill at any moment leaves either the old file or the
-//! whole new one under the final name, never a part.
+//! whole new one under the final name, never a part. The temporary file has one name per
+//! output and is locked while written: a killed writer's leftover is taken over by the
+//! next, so leftovers never pile up, and two writers of one output never mix their bytes.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File, OpenOptions, TryLockError};
 use std::io::{self, BufWriter, Write};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 /// Writes `path` atomically with what `fill` writes; returns the bytes written.
@@ -13,11 +16,9 @@ pub fn write_atomically(
 ) -> io::Result<u64> {
     let directory = parent_directory(path);
     let temporary = temporary_path(path);
+    let file = lock_temporary(&temporary)?;
     let result = (|| {
-        let file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&temporary)?;
+        file.set_len(0)?;
         let mut counted = CountingWriter {
             inner: BufWriter::with_capacity(1 << 20, file),
             written: 0,
@@ -35,6 +36,39 @@ pub fn write_atomically(
     result
 }
 
+/// Opens and locks the temporary file, a leftover of a killed writer included.
+fn lock_temporary(temporary: &Path) -> io::Result<File> {
+    let file = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(temporary)?;
+    let busy = || {
+        io::Error::new(
+            io::ErrorKind::WouldBlock,
+            "another tc-profile is writing this file at the same time",
+        )
+    };
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(TryLockError::WouldBlock) => return Err(busy()),
+        Err(TryLockError::Error(error)) => return Err(error),
+    }
+    // The other writer renamed it to the final name between our open and our lock.
+    if !names_file(temporary, &file) {
+        return Err(busy());
+    }
+    Ok(file)
+}
+
+/// Whether `path` still names the open `file` (it was neither removed nor replaced).
+pub(crate) fn names_file(path: &Path, file: &File) -> bool {
+    match (fs::metadata(path), file.metadata()) {
+        (Ok(named), Ok(open)) => named.dev() == open.dev() && named.ino() == open.ino(),
+        _ => false,
+    }
+}
+
 /// Removes a file and makes the removal durable.
 pub fn remove_durably(path: &Path) -> io::Result<()> {
     fs::remove_file(path)?;
@@ -48,14 +82,14 @@ pub fn parent_directory(path: &Path) -> &Path {
     }
 }
 
-/// `.NAME.tmp.PID` beside the final file: same file system, so the rename is atomic, and
-/// a leading dot so that artifact uploads matching `profile_*.json` do not pick it up.
+/// `.NAME.tmp` beside the final file: same file system, so the rename is atomic, and a
+/// leading dot so that artifact uploads matching `profile_*.json` do not pick it up.
 fn temporary_path(path: &Path) -> PathBuf {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    parent_directory(path).join(format!(".{name}.tmp.{}", std::process::id()))
+    parent_directory(path).join(format!(".{name}.tmp"))
 }
 
 struct CountingWriter<W> {

@@ -332,7 +332,7 @@ fn bad_input_gets_a_one_line_error_and_no_output() {
     let leftovers: Vec<_> = std::fs::read_dir(sandbox.dir())
         .unwrap()
         .filter_map(Result::ok)
-        .filter(|e| e.file_name().to_string_lossy().contains(".tmp."))
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
         .collect();
     assert!(
         leftovers.is_empty(),

@@ -1,0 +1,211 @@
+//! Part 3: the log's file system fails under a running `tc-profile run`: a small tmpfs
+//! filled up and freed again (ENOSPC, then writing resumes), and an ext4 image that turns
+//! read-only on an error (EROFS, for good). The command's exit status is unchanged, the
+//! recorder warns once, the log holds only whole lines, and the profile shows the span of
+//! missing data. Needs root to mount; skipped with the reason otherwise.
+
+use crate::profile_check::check_profile;
+use crate::random::Random;
+use anyhow::{Context, Result};
+use serde_json::Value;
+use std::fmt;
+use std::path::Path;
+use std::process::Command;
+
+/// The command's exit status, which tc-profile must keep.
+const STATUS: i32 = 7;
+
+#[derive(Default)]
+pub struct FullDiskReport {
+    skipped: Option<String>,
+    runs: usize,
+    status_kept: usize,
+    warned_once: usize,
+    resumed: usize,
+    data_missing_marked: usize,
+    garbled_lines: usize,
+    failures: Vec<String>,
+}
+
+impl FullDiskReport {
+    pub fn passed(&self) -> bool {
+        self.failures.is_empty()
+    }
+}
+
+impl fmt::Display for FullDiskReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(reason) = &self.skipped {
+            return write!(f, "3. full file system: SKIPPED: {reason}");
+        }
+        write!(
+            f,
+            "3. full or read-only file system: {} runs; exit status kept: {}; warned once: {}; \
+             writing resumed after ENOSPC: {}; \"Data missing\" shown: {}; garbled log lines: {}",
+            self.runs,
+            self.status_kept,
+            self.warned_once,
+            self.resumed,
+            self.data_missing_marked,
+            self.garbled_lines
+        )?;
+        for failure in self.failures.iter().take(10) {
+            write!(f, "\n   FAILED {failure}")?;
+        }
+        Ok(())
+    }
+}
+
+pub fn run(bin: &Path, work: &Path, runs: usize, random: &mut Random) -> Result<FullDiskReport> {
+    let mut report = FullDiskReport::default();
+    // SAFETY: geteuid(2) has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        report.skipped = Some("not root: mounting a small file system needs root".into());
+        return Ok(report);
+    }
+    std::fs::create_dir_all(work)?;
+    let mount_point = work.join("mnt");
+    std::fs::create_dir_all(&mount_point)?;
+    if let Err(error) = sh(&format!(
+        "mount -t tmpfs -o size=4m tmpfs {}",
+        mount_point.display()
+    )) {
+        report.skipped = Some(format!("cannot mount a tmpfs: {error}"));
+        return Ok(report);
+    }
+    let result = (0..runs).try_for_each(|run| {
+        let fill_ms = 200 + random.below(600);
+        let full_ms = 200 + random.below(800);
+        let script = format!(
+            "sleep {}; cat /dev/zero > mnt/fill 2>/dev/null; sleep {}; rm mnt/fill; sleep 0.5; \
+             exit {STATUS}",
+            fill_ms as f64 / 1000.0,
+            full_ms as f64 / 1000.0
+        );
+        record_failing_disk(bin, work, run, &script, true, &mut report)
+    });
+    let _ = sh(&format!("umount {}", mount_point.display()));
+    result?;
+    read_only_ext4(bin, work, runs, &mut report)?;
+    Ok(report)
+}
+
+/// An ext4 image mounted with errors=remount-ro, turned read-only mid-run through its
+/// trigger_fs_error switch.
+fn read_only_ext4(bin: &Path, work: &Path, runs: usize, report: &mut FullDiskReport) -> Result<()> {
+    let image = work.join("ext4.img");
+    let mount_point = work.join("mnt");
+    for run in 0..runs.div_ceil(2) {
+        sh(&format!(
+            "rm -f {0} && truncate -s 16M {0} && mkfs.ext4 -q {0} && mount -o loop,errors=remount-ro {0} {1}",
+            image.display(),
+            mount_point.display()
+        ))
+        .context("mounting an ext4 image (mkfs.ext4 and a loop device are needed)")?;
+        let device = sh(&format!(
+            "basename $(findmnt -no SOURCE {})",
+            mount_point.display()
+        ))?;
+        let script = format!(
+            "sleep 0.5; echo torture > /sys/fs/ext4/{}/trigger_fs_error; sleep 1; exit {STATUS}",
+            device.trim()
+        );
+        let result = record_failing_disk(bin, work, runs + run, &script, false, report);
+        let _ = sh(&format!("umount {}", mount_point.display()));
+        result?;
+    }
+    let _ = std::fs::remove_file(&image);
+    Ok(())
+}
+
+fn record_failing_disk(
+    bin: &Path,
+    work: &Path,
+    run: usize,
+    script: &str,
+    resumes: bool,
+    report: &mut FullDiskReport,
+) -> Result<()> {
+    let profile_path = work.join(format!("profile-{run}.json"));
+    let output = Command::new(bin)
+        .current_dir(work)
+        .args([
+            "run",
+            "--interval",
+            "0.01",
+            "--keep-log",
+            "--log",
+            "mnt/log.jsonl",
+            "-o",
+        ])
+        .arg(&profile_path)
+        .args(["--", "sh", "-c", script])
+        .output()?;
+    report.runs += 1;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let mut fail = |what: String| {
+        report
+            .failures
+            .push(format!("run {run}: {what}; stderr: {stderr}"))
+    };
+    if output.status.code() == Some(STATUS) {
+        report.status_kept += 1;
+    } else {
+        fail(format!(
+            "exit status {:?}, not {STATUS}",
+            output.status.code()
+        ));
+    }
+    let warnings =
+        stderr.matches("warning: ").count() - stderr.matches("lines could not be written").count();
+    if warnings == 1 {
+        report.warned_once += 1;
+    } else {
+        fail(format!("{warnings} warnings, not one"));
+    }
+    if resumes && stderr.contains("writing again") {
+        report.resumed += 1;
+    } else if resumes {
+        fail("writing did not resume".into());
+    }
+    let log = std::fs::read(work.join("mnt/log.jsonl")).unwrap_or_default();
+    let garbled = whole_lines(&log)
+        .filter(|line| serde_json::from_slice::<Value>(line).is_err())
+        .count();
+    report.garbled_lines += garbled;
+    if garbled > 0 {
+        fail(format!("{garbled} garbled lines in the log"));
+    }
+    let profile: Option<Value> = std::fs::read(&profile_path)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok());
+    let rows = match profile.as_ref().map(check_profile) {
+        Some(Ok(rows)) => rows,
+        Some(Err(error)) => return Ok(fail(format!("invalid profile: {error}"))),
+        None => return Ok(fail("no profile".into())),
+    };
+    if rows.iter().any(|r| r.name == "Data missing") {
+        report.data_missing_marked += 1;
+    } else {
+        fail("the profile does not show the missing data".into());
+    }
+    let _ = std::fs::remove_file(work.join("mnt/log.jsonl"));
+    let _ = std::fs::remove_file(&profile_path);
+    Ok(())
+}
+
+fn whole_lines(log: &[u8]) -> impl Iterator<Item = &[u8]> {
+    let end = log.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    log[..end].split(|&b| b == b'\n').filter(|l| !l.is_empty())
+}
+
+fn sh(script: &str) -> Result<String> {
+    let output = Command::new("sh").args(["-c", script]).output()?;
+    if !output.status.success() {
+        anyhow::bail!(
+            "{script}: {}",
+            String::from_utf8_lossy(&output.stderr).trim()
+        );
+    }
+    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+}

@@ -1,0 +1,300 @@
+//! Part 1: SIGKILL of a recorder at a random moment, many times, under sampling and marker
+//! load; then `tc-profile recover`. A marker reached the disk when its line was whole in
+//! the log at the kill (SIGKILL loses nothing the kernel holds): each must be in the
+//! profile exactly once, and none may appear that the log did not hold.
+
+use crate::child::{INSTANT, INTERVAL};
+use crate::profile_check::check_profile;
+use crate::random::Random;
+use anyhow::{Context, Result};
+use serde_json::Value;
+use std::collections::{BTreeSet, HashMap};
+use std::fmt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+const SYNC_POLICIES: [&str; 3] = ["always", "interval", "never"];
+/// Logs kept for part 2: the largest seen within a size that cutting at every byte allows.
+const SAMPLE_LOGS: usize = 8;
+const SAMPLE_LOG_MAX_BYTES: usize = 48 << 10;
+
+#[derive(Default)]
+pub struct KillsReport {
+    kills: usize,
+    of_run: usize,
+    before_the_log_was_whole: usize,
+    profiles: usize,
+    invalid: usize,
+    markers_on_disk: usize,
+    lost: usize,
+    duplicated: usize,
+    invented: usize,
+    /// Numbers missing from the log itself below its highest one (dropped before the log).
+    holes: usize,
+    failures: Vec<String>,
+    pub sample_logs: Vec<Vec<u8>>,
+}
+
+impl KillsReport {
+    pub fn passed(&self) -> bool {
+        self.failures.is_empty()
+    }
+
+    fn fail(&mut self, iteration: usize, what: String) {
+        self.failures.push(format!("kill {iteration}: {what}"));
+    }
+
+    fn keep_sample(&mut self, log: Vec<u8>) {
+        if log.len() > SAMPLE_LOG_MAX_BYTES {
+            return;
+        }
+        self.sample_logs.push(log);
+        self.sample_logs.sort_by_key(|l| std::cmp::Reverse(l.len()));
+        self.sample_logs.truncate(SAMPLE_LOGS);
+    }
+}
+
+impl fmt::Display for KillsReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "1. recorder kills: {} ({} of `tc-profile run`, the rest of the recorder under \
+             marker load); {} before the log's first two lines were whole (nothing to recover)",
+            self.kills, self.of_run, self.before_the_log_was_whole
+        )?;
+        writeln!(
+            f,
+            "   profiles recovered: {}, valid: {}, invalid: {}",
+            self.profiles,
+            self.profiles - self.invalid,
+            self.invalid
+        )?;
+        write!(
+            f,
+            "   markers on disk at the kill: {}; lost: {}; duplicated: {}; invented: {}; \
+             dropped before the log: {}",
+            self.markers_on_disk, self.lost, self.duplicated, self.invented, self.holes
+        )?;
+        for failure in self.failures.iter().take(10) {
+            write!(f, "\n   FAILED {failure}")?;
+        }
+        Ok(())
+    }
+}
+
+pub fn run(bin: &Path, work: &Path, kills: usize, random: &mut Random) -> Result<KillsReport> {
+    let mut report = KillsReport::default();
+    let this = std::env::current_exe()?;
+    for iteration in 0..kills {
+        let dir = work.join(format!("{iteration}"));
+        std::fs::create_dir_all(&dir)?;
+        let sync = SYNC_POLICIES[iteration % SYNC_POLICIES.len()];
+        let of_run = iteration % 4 == 3;
+        let mut command = if of_run {
+            let mut command = Command::new(bin);
+            command.args(["run", "--interval", "0.01", "--sync", sync, "--state-dir"]);
+            command
+                .arg(&dir)
+                .args(["--", "sleep", "30"])
+                .current_dir(&dir);
+            command
+        } else {
+            let mut command = Command::new(&this);
+            command.args(["child", "--sync", sync, "--log"]);
+            command.arg(dir.join("profile_resource-usage-torture.jsonl"));
+            command
+        };
+        // Its own process group: the kill takes the recorder and its command at once.
+        command
+            .process_group(0)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        let mut child = command.spawn().context("spawning the recorder")?;
+        // One kill in eight lands in the first 5 ms: the recorder starting.
+        let delay = if random.below(8) == 0 {
+            random.below(5_000)
+        } else {
+            random.below(300_000)
+        };
+        std::thread::sleep(Duration::from_micros(delay));
+        // SAFETY: kill(2) of the process group we created.
+        unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+        child.wait()?;
+        report.kills += 1;
+        report.of_run += usize::from(of_run);
+        check_kill(bin, &dir, iteration, &mut report)?;
+        std::fs::remove_dir_all(&dir)?;
+    }
+    Ok(report)
+}
+
+fn check_kill(bin: &Path, dir: &Path, iteration: usize, report: &mut KillsReport) -> Result<()> {
+    let Some(log_path) = only_log(dir)? else {
+        report.before_the_log_was_whole += 1;
+        return Ok(());
+    };
+    let log = std::fs::read(&log_path)?;
+    let Some(on_disk) = LogContent::read(&log) else {
+        report.before_the_log_was_whole += 1;
+        return Ok(());
+    };
+    let output = Command::new(bin)
+        .args(["recover", "--state-dir"])
+        .arg(dir)
+        .output()?;
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    if !output.status.success() || !stderr.contains("recovered") {
+        report.invalid += 1;
+        report.profiles += 1;
+        return Ok(report.fail(iteration, format!("recover: {stderr}")));
+    }
+    report.profiles += 1;
+    let profile_path = log_path.with_extension("json");
+    let profile: Value = match std::fs::read(&profile_path)
+        .ok()
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+    {
+        Some(profile) => profile,
+        None => {
+            report.invalid += 1;
+            return Ok(report.fail(iteration, "the profile is missing or not JSON".into()));
+        }
+    };
+    let rows = match check_profile(&profile) {
+        Ok(rows) => rows,
+        Err(error) => {
+            report.invalid += 1;
+            return Ok(report.fail(iteration, error));
+        }
+    };
+    if log_path.exists() {
+        report.fail(iteration, "the recovered log was not removed".into());
+    }
+    if on_disk.garbled > 0 {
+        report.fail(
+            iteration,
+            format!("{} garbled lines in the log", on_disk.garbled),
+        );
+    }
+    compare_markers(&on_disk, &rows, iteration, report);
+    if on_disk.command_began && !rows.iter().any(|r| r.name == "Command" && r.cut_off) {
+        report.fail(iteration, "no Command interval flagged cut off".into());
+    }
+    report.keep_sample(log);
+    Ok(())
+}
+
+fn compare_markers(
+    on_disk: &LogContent,
+    rows: &[crate::profile_check::Row],
+    iteration: usize,
+    report: &mut KillsReport,
+) {
+    let mut in_profile: HashMap<u64, usize> = HashMap::new();
+    let mut intervals: HashMap<u64, usize> = HashMap::new();
+    for row in rows {
+        let number = row.text.as_deref().and_then(number_of);
+        match (row.name.as_str(), number) {
+            (INSTANT, Some(n)) => *in_profile.entry(n).or_default() += 1,
+            (INTERVAL, Some(n)) => *intervals.entry(n).or_default() += 1,
+            _ => {}
+        }
+    }
+    report.markers_on_disk += on_disk.instants.len();
+    let lost = on_disk
+        .instants
+        .iter()
+        .filter(|n| !in_profile.contains_key(n))
+        .count();
+    let duplicated = in_profile.values().filter(|&&c| c > 1).count()
+        + intervals.values().filter(|&&c| c > 1).count();
+    let invented = in_profile
+        .keys()
+        .filter(|n| !on_disk.instants.contains(n))
+        .count()
+        + intervals
+            .keys()
+            .filter(|n| !on_disk.intervals.contains(n))
+            .count();
+    let lost_intervals = on_disk
+        .intervals
+        .iter()
+        .filter(|n| !intervals.contains_key(n))
+        .count();
+    let holes = on_disk
+        .instants
+        .last()
+        .map_or(0, |&max| max as usize + 1 - on_disk.instants.len());
+    report.lost += lost + lost_intervals;
+    report.duplicated += duplicated;
+    report.invented += invented;
+    report.holes += holes;
+    if lost + lost_intervals + duplicated + invented + holes > 0 {
+        report.fail(
+            iteration,
+            format!(
+                "markers lost {lost}+{lost_intervals}, duplicated {duplicated}, invented \
+                 {invented}, holes {holes}"
+            ),
+        );
+    }
+}
+
+fn number_of(text: &str) -> Option<u64> {
+    text.strip_prefix('#')?.parse().ok()
+}
+
+fn only_log(dir: &Path) -> Result<Option<PathBuf>> {
+    let logs: Vec<PathBuf> = std::fs::read_dir(dir)?
+        .map(|e| e.map(|e| e.path()))
+        .collect::<std::io::Result<_>>()?;
+    Ok(logs
+        .into_iter()
+        .find(|p| p.extension().is_some_and(|e| e == "jsonl")))
+}
+
+/// The whole lines of a log at the kill.
+struct LogContent {
+    instants: BTreeSet<u64>,
+    intervals: BTreeSet<u64>,
+    /// `tc-profile run` had started its command: its interval must be in the profile.
+    command_began: bool,
+    garbled: usize,
+}
+
+impl LogContent {
+    /// None when the meta and thread lines are not both whole: nothing was recorded.
+    fn read(log: &[u8]) -> Option<LogContent> {
+        let whole = &log[..log.iter().rposition(|&b| b == b'\n')? + 1];
+        let lines: Vec<&[u8]> = whole.split_inclusive(|&b| b == b'\n').collect();
+        if lines.len() < 2 {
+            return None;
+        }
+        let mut content = LogContent {
+            instants: BTreeSet::new(),
+            intervals: BTreeSet::new(),
+            command_began: false,
+            garbled: 0,
+        };
+        for line in &lines[2..] {
+            let Ok(value) = serde_json::from_slice::<Value>(line) else {
+                content.garbled += 1;
+                continue;
+            };
+            let number = value["data"]["text"].as_str().and_then(number_of);
+            match (value["type"].as_str(), value["name"].as_str(), number) {
+                (Some("marker"), Some(INSTANT), Some(n)) => {
+                    content.instants.insert(n);
+                }
+                (Some("open" | "marker"), Some(INTERVAL), Some(n)) => {
+                    content.intervals.insert(n);
+                }
+                (Some("open"), Some("Command"), _) => content.command_began = true,
+                _ => {}
+            }
+        }
+        Some(content)
+    }
+}
