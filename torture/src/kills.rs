@@ -119,15 +119,32 @@ pub fn run(bin: &Path, work: &Path, kills: usize, random: &mut Random) -> Result
             random.below(300_000)
         };
         std::thread::sleep(Duration::from_micros(delay));
-        // SAFETY: kill(2) of the process group we created.
-        unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+        kill_group(child.id() as i32);
         child.wait()?;
+        wait_until_group_gone(child.id() as i32);
         report.kills += 1;
         report.of_run += usize::from(of_run);
         check_kill(bin, &dir, iteration, &mut report)?;
         std::fs::remove_dir_all(&dir)?;
     }
     Ok(report)
+}
+
+fn kill_group(group: i32) {
+    // SAFETY: kill(2) of the process group we created.
+    unsafe { libc::kill(-group, libc::SIGKILL) };
+}
+
+/// A process forked by the recorder but not yet exec'd shares the log's lock until it has
+/// died too: the worker's next start comes after every process of the old one is gone.
+fn wait_until_group_gone(group: i32) {
+    for _ in 0..5000 {
+        // SAFETY: kill(2) with signal 0 only checks that the group has a process.
+        if unsafe { libc::kill(-group, 0) } != 0 {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
 }
 
 fn check_kill(bin: &Path, dir: &Path, iteration: usize, report: &mut KillsReport) -> Result<()> {
