@@ -192,7 +192,6 @@ pub fn finalize_locked(
         })?;
     let profile_dir = merge_markers(&mut recording, options)?;
     let damage = recording.damage.clone();
-    let mut recording = recording;
     recording
         .gaps
         .extend(options.unwritten_gaps.iter().cloned());
