@@ -3,7 +3,7 @@ use serde_json::Value;
 use std::collections::HashSet;
 use std::path::Path;
 use std::process::Child;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 const FIXTURE: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -14,14 +14,6 @@ fn sigkill(child: &mut Child) {
     // SAFETY: kill(2) on our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
     child.wait().unwrap();
-}
-
-fn epoch_ms() -> f64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_secs_f64()
-        * 1000.0
 }
 
 /// The wrapped command outlives a SIGKILLed recorder; the test ends it through its pid in

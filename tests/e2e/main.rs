@@ -4,6 +4,10 @@ mod util;
 
 /// `finalize`: kills, truncation at every byte, Mozilla's stream, bad input.
 mod finalize;
+/// A profile directory written by hostile task code: every problem warned, the rest kept.
+mod hostile_dir;
+/// Marker files: 200 writers, SIGKILL and finalize, a worker's lifecycle, the README examples.
+mod markers;
 /// Metrics: the statsd listener, its aggregation into tracks, scoping under the prefix.
 mod metrics;
 /// `recover` and `--state-dir`: logs of dead recorders finalized once, live ones left alone.

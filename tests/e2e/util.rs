@@ -303,3 +303,109 @@ pub fn wait_for(mut condition: impl FnMut() -> bool) {
         std::thread::sleep(Duration::from_millis(5));
     }
 }
+
+/// Unix epoch milliseconds now, as marker files carry them.
+pub fn epoch_ms() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+        * 1000.0
+}
+
+/// Sends `signal` to a child of the test.
+pub fn signal(child: &std::process::Child, signal: i32) {
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(child.id() as i32, signal) };
+}
+
+/// Appends `text` to a file with one write, creating it if needed.
+pub fn append(path: &Path, text: &[u8]) {
+    use std::io::Write;
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .unwrap_or_else(|e| panic!("open {}: {e}", path.display()));
+    file.write_all(text).unwrap();
+}
+
+/// The Python interpreter itself (not a shim that wraps it, which costs 0.1 s a start).
+pub fn python() -> &'static Path {
+    static PYTHON: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    PYTHON.get_or_init(|| {
+        let output = Command::new("python3")
+            .args(["-c", "import sys; print(sys.executable)"])
+            .output()
+            .expect("python3 is needed by the marker tests (.ci/run installs it)");
+        PathBuf::from(String::from_utf8(output.stdout).unwrap().trim())
+    })
+}
+
+/// A `tc-profile record` running in a sandbox, ready: its profile directory exists and is
+/// followed.
+pub struct Recording {
+    pub child: std::process::Child,
+    pub profile_dir: PathBuf,
+    pub log: PathBuf,
+}
+
+impl Recording {
+    /// Starts `tc-profile record --ready-file ready ARGS` and waits until it is ready.
+    pub fn start(sandbox: &Sandbox, args: &[&str]) -> Recording {
+        let mut all = vec!["record", "--ready-file", "ready", "--interval", "0.1"];
+        all.extend_from_slice(args);
+        let child = sandbox
+            .command(&all)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn tc-profile record");
+        let ready = sandbox.path("ready");
+        wait_for(|| ready.exists());
+        let dir = std::fs::read_to_string(&ready).unwrap();
+        Recording {
+            child,
+            profile_dir: PathBuf::from(dir.trim_end()),
+            log: sandbox.path("profile_resource-usage.jsonl"),
+        }
+    }
+
+    /// The path of a marker file in the profile directory.
+    pub fn file(&self, name: &str) -> PathBuf {
+        self.profile_dir.join(name)
+    }
+
+    /// Waits until the log holds `needle` (a marker name, say), taken from a marker file.
+    pub fn wait_logged(&self, needle: &str) {
+        wait_for(|| std::fs::read_to_string(&self.log).is_ok_and(|log| log.contains(needle)));
+    }
+
+    /// SIGTERM, then the exit status and stderr; fails the test unless it exits 0.
+    pub fn stop(self) -> String {
+        signal(&self.child, libc::SIGTERM);
+        let output = self.child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+        assert!(
+            output.status.success(),
+            "record: {}\n{stderr}",
+            output.status
+        );
+        stderr
+    }
+
+    /// SIGKILL: the recorder dies where it stands.
+    pub fn kill(mut self) {
+        signal(&self.child, libc::SIGKILL);
+        self.child.wait().unwrap();
+    }
+}
+
+/// The text of the profile's `Marker files` note, or "" when there is none.
+pub fn marker_files_note(profile: &Value) -> String {
+    profile_markers(profile)
+        .iter()
+        .find(|m| m.name == "Marker files")
+        .map(|m| m.data["text"].as_str().unwrap().to_owned())
+        .unwrap_or_default()
+}
