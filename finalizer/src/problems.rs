@@ -47,7 +47,7 @@ impl Problems {
             .by_problem
             .iter()
             .map(|(problem, count)| {
-                let unit = match (problem.is_whole_file(), count.count) {
+                let unit = match (problem.counts_files(), count.count) {
                     (true, 1) => "file",
                     (true, _) => "files",
                     (false, 1) => "line",

@@ -199,6 +199,7 @@ pub enum Problem {
     InvalidUtf8,
     NotJson,
     NotObject,
+    NumberOutOfRange,
     TooDeep,
     WrongFields,
     UnknownType,
@@ -225,6 +226,7 @@ impl Problem {
             Problem::InvalidUtf8 => "invalid UTF-8",
             Problem::NotJson => "not JSON",
             Problem::NotObject => "JSON that is not an object",
+            Problem::NumberOutOfRange => "number out of range",
             Problem::TooDeep => "nested deeper than the cap",
             Problem::WrongFields => "wrong fields for its type",
             Problem::UnknownType => "unknown type",
@@ -237,8 +239,8 @@ impl Problem {
         }
     }
 
-    /// Whether the problem rejects a whole file (counted once per file).
-    pub fn is_whole_file(self) -> bool {
+    /// Whether the problem is counted in files (once per file) rather than lines.
+    pub fn counts_files(self) -> bool {
         matches!(
             self,
             Problem::Symlink
@@ -246,6 +248,8 @@ impl Problem {
                 | Problem::HardLink
                 | Problem::Unreadable
                 | Problem::Replaced
+                | Problem::Truncated
+                | Problem::FileTooBig
                 | Problem::TooManyFiles
         )
     }
@@ -271,6 +275,8 @@ pub fn decode_file_line(bytes: &[u8], limits: &Limits) -> Result<FileLine, Probl
     }
     let line: FileLine = serde_json::from_slice(bytes).map_err(|error| match error.classify() {
         serde_json::error::Category::Data => Problem::WrongFields,
+        // serde_json has no other way to tell this syntax error apart.
+        _ if error.to_string().starts_with("number out of range") => Problem::NumberOutOfRange,
         _ => Problem::NotJson,
     })?;
     check(&line)?;
@@ -526,7 +532,7 @@ mod tests {
             ),
             (
                 r#"{"type":"marker","name":"a","startTime":1e999}"#,
-                Problem::NotJson,
+                Problem::NumberOutOfRange,
             ),
             (
                 r#"{"type":"schema","name":"T","display":["everywhere"],"data":[]}"#,

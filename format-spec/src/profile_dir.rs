@@ -65,7 +65,6 @@ struct Followed {
 pub struct DirReader {
     path: PathBuf,
     dir: File,
-    owner: (u32, u32),
     limits: Limits,
     files: HashMap<FileId, Followed>,
     names: HashMap<OsString, FileId>,
@@ -81,11 +80,9 @@ impl DirReader {
             .read(true)
             .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW)
             .open(path)?;
-        let stat = fstat(&dir)?;
         Ok(DirReader {
             path: path.to_owned(),
             dir,
-            owner: (stat.st_uid, stat.st_gid),
             buffer: vec![0; CHUNK_BYTES.max(limits.line_bytes + 1)],
             limits,
             files: HashMap::new(),
@@ -130,7 +127,9 @@ impl DirReader {
         take_unterminated: bool,
         visit: &mut dyn FnMut(Item<'_>),
     ) -> io::Result<Scan> {
-        let _identity = OwnerIdentity::assume(self.owner);
+        // The owner of now: a worker may hand the directory to the task's user at any time.
+        let owner = fstat(&self.dir)?;
+        let _identity = OwnerIdentity::assume((owner.st_uid, owner.st_gid));
         let names = self.list()?;
         let mut scan = Scan::default();
         let mut excess = 0u64;

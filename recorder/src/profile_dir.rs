@@ -231,4 +231,55 @@ mod tests {
             assert!(may_add_lines(&kind), "{kind:?}");
         }
     }
+
+    use crate::{Recorder, RecorderConfig};
+    use std::time::Instant;
+    use tc_profile_format::EndReason;
+
+    /// Records with only the profile-directory source, inotify on or off.
+    fn record_markers(watch: bool) {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("log.jsonl");
+        let mut config = RecorderConfig::new(log.clone());
+        config.sample_system = false;
+        config.statsd = None;
+        let mut profile_dir = ProfileDirConfig::new(dir.path().join("markers"));
+        profile_dir.watch = watch;
+        profile_dir.poll_interval = Duration::from_millis(20);
+        config.profile_dir = Some(profile_dir);
+        let recorder = Recorder::start(config).unwrap();
+        let line = format!(
+            "{{\"type\":\"marker\",\"name\":\"seen\",\"startTime\":{}}}\n",
+            now_epoch_ms()
+        );
+        std::fs::write(dir.path().join("markers/1.jsonl"), line).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let logged = || std::fs::read_to_string(&log).unwrap().contains("\"seen\"");
+        while !logged() {
+            assert!(
+                Instant::now() < deadline,
+                "the marker never reached the log"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        recorder.finish(EndReason::Stopped).unwrap();
+        let text = std::fs::read_to_string(&log).unwrap();
+        let ingest = text.find("{\"type\":\"ingest\"}").unwrap();
+        let checkpoint = text.find("{\"type\":\"checkpoint\"").unwrap();
+        let marker = text.find("\"name\":\"seen\"").unwrap();
+        assert!(
+            ingest < marker && marker < checkpoint,
+            "inside its batch:\n{text}"
+        );
+    }
+
+    #[test]
+    fn markers_arrive_through_inotify() {
+        record_markers(true);
+    }
+
+    #[test]
+    fn markers_arrive_by_polling_where_inotify_is_not_used() {
+        record_markers(false);
+    }
 }
