@@ -92,8 +92,9 @@ pub struct RecordingArgs {
     /// Seconds between samples of CPU, memory, disk and network (0.01 to 3600).
     #[arg(long, value_name = "SECONDS", default_value = "0.1", value_parser = parse_interval)]
     pub interval: Duration,
-    /// When the log is fdatasync'd: always (after every batch), interval (at most once per
-    /// sampling interval, at once for lifecycle markers), never (left to the kernel).
+    /// When the log is fdatasync'd: always (after every batch), interval (at most once a
+    /// second, or per sampling interval when longer; at once for lifecycle markers), never
+    /// (left to the kernel).
     #[arg(long, value_name = "POLICY", default_value = "interval")]
     pub sync: SyncArg,
     /// Keep the log, and a profile directory it created, after the profile is written.

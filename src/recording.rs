@@ -67,7 +67,7 @@ fn recorder_config(args: &RecordingArgs, log: PathBuf, profile_dir: PathBuf) -> 
     config.interval = args.interval;
     config.sync = match args.sync {
         SyncArg::Always => SyncPolicy::Always,
-        SyncArg::Interval => SyncPolicy::Interval(args.interval),
+        SyncArg::Interval => SyncPolicy::interval(args.interval),
         SyncArg::Never => SyncPolicy::Never,
     };
     config.statsd = (!args.no_statsd).then(|| MetricLimits {

@@ -33,7 +33,7 @@ pub use machine::{machine, task_from_env};
 pub use profile_dir::ProfileDirConfig;
 pub use statsd::{parse_line as parse_statsd_line, MAX_PACKET_BYTES};
 pub use tc_profile_format::{sanitize_name, MetricLimits};
-pub use writer::{LogSink, Place, SyncPolicy, WriterStats};
+pub use writer::{LogSink, Place, SyncPolicy, WriterStats, MIN_SYNC_PERIOD};
 
 use crossbeam_channel::{bounded, Sender, TrySendError};
 use profile_dir::Ingester;
@@ -79,14 +79,14 @@ pub struct RecorderConfig {
 }
 
 impl RecorderConfig {
-    /// Defaults: 0.1 s interval, interval sync at the same period, the task from the
+    /// Defaults: 0.1 s interval, interval sync once a second, the task from the
     /// environment, system sampling on, statsd listener on under `task.`.
     pub fn new(log_path: PathBuf) -> RecorderConfig {
         let interval = Duration::from_millis(100);
         RecorderConfig {
             log_path,
             interval,
-            sync: SyncPolicy::Interval(interval),
+            sync: SyncPolicy::interval(interval),
             task: task_from_env(),
             sample_system: true,
             statsd: Some(MetricLimits::default()),

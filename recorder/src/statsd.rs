@@ -12,6 +12,8 @@ use std::time::{Duration, Instant};
 use tc_profile_format::metric::MetricKind;
 use tc_profile_format::{Aggregator, Malformed, MetricLimits, Sample, SampleValue};
 
+/// The longest sleep without packets, in case the stop's wake-up packet is lost.
+const IDLE_WAIT: Duration = Duration::from_secs(1);
 /// Packets longer than this are dropped whole. Far above the 1,432 bytes that statsd
 /// clients put in one packet, and short enough that a packet never costs much to parse.
 pub const MAX_PACKET_BYTES: usize = 8192;
@@ -136,37 +138,43 @@ impl Listener {
         }
     }
 
-    /// Receives until `stop`, flushing once per interval; then takes what is still
-    /// queued in the socket and flushes the last, partial interval.
+    /// Receives until `stop`, flushing once per interval that had packets; then takes what
+    /// is still queued in the socket and flushes the last, partial interval. An interval
+    /// starts with its first packet: without packets the thread sleeps (the stop's
+    /// wake-up ends the sleep) instead of waking every interval for nothing.
     pub(crate) fn run(mut self, stop: Receiver<()>) {
         let mut buffer = vec![0u8; MAX_PACKET_BYTES + 1];
-        let mut interval_start = self.markers.now();
-        let mut next_flush = Instant::now() + self.interval;
+        // The interval being taken: its start (log time) and when to flush it.
+        let mut interval: Option<(f64, Instant)> = None;
         loop {
-            let now = Instant::now();
-            if now >= next_flush {
-                interval_start = self.flush(interval_start);
-                next_flush += self.interval;
-                // After a stall, skip the missed intervals.
-                if next_flush < now {
-                    next_flush = now + self.interval;
+            if let Some((start, flush_at)) = interval {
+                if Instant::now() >= flush_at {
+                    self.flush(start);
+                    interval = None;
                 }
             }
-            let wait = next_flush.saturating_duration_since(Instant::now());
-            let _ = self
-                .socket
-                .set_read_timeout(Some(wait.max(Duration::from_micros(100))));
+            let timeout = match interval {
+                Some((_, flush_at)) => flush_at
+                    .saturating_duration_since(Instant::now())
+                    .max(Duration::from_micros(100)),
+                None => IDLE_WAIT,
+            };
+            let _ = self.socket.set_read_timeout(Some(timeout));
             let received = self.socket.recv(&mut buffer);
             if stop.try_recv().is_ok() {
                 break;
             }
             if let Ok(length) = received {
+                let period = self.interval;
+                let now = self.markers.now();
+                let (_, flush_at) = *interval.get_or_insert_with(|| (now, Instant::now() + period));
                 self.take_packet(&buffer[..length]);
-                self.take_queued(&mut buffer, Some(next_flush));
+                self.take_queued(&mut buffer, Some(flush_at));
             }
         }
+        let start = interval.map_or_else(|| self.markers.now(), |(start, _)| start);
         self.take_queued(&mut buffer, None);
-        self.flush(interval_start);
+        self.flush(start);
     }
 
     /// Takes the packets already queued, one syscall each, until none is left or the

@@ -23,7 +23,17 @@ pub enum SyncPolicy {
     Never,
 }
 
+/// The shortest period of the interval policy. An fdatasync costs 0.1 to 0.2 ms of CPU on
+/// a virtual disk: ten a second would cost more than all the sampling.
+pub const MIN_SYNC_PERIOD: Duration = Duration::from_secs(1);
+
 impl SyncPolicy {
+    /// The default policy for a sampling interval: sync at most once per interval, and at
+    /// most once per [`MIN_SYNC_PERIOD`].
+    pub fn interval(sampling: Duration) -> SyncPolicy {
+        SyncPolicy::Interval(sampling.max(MIN_SYNC_PERIOD))
+    }
+
     /// The name SPEC.md and `--sync` use.
     pub fn name(&self) -> String {
         match self {
@@ -617,6 +627,15 @@ mod tests {
                 _ => None,
             })
             .collect()
+    }
+
+    #[test]
+    fn the_interval_policy_syncs_at_most_once_a_second() {
+        let policy = SyncPolicy::interval(Duration::from_millis(100));
+        assert_eq!(policy, SyncPolicy::Interval(Duration::from_secs(1)));
+        assert_eq!(policy.name(), "interval:1000ms");
+        let slow = SyncPolicy::interval(Duration::from_secs(5));
+        assert_eq!(slow, SyncPolicy::Interval(Duration::from_secs(5)));
     }
 
     #[test]
