@@ -35,7 +35,7 @@ pub use statsd::{parse_line as parse_statsd_line, MAX_PACKET_BYTES};
 pub use tc_profile_format::{sanitize_name, MetricLimits};
 pub use writer::{LogSink, Place, SyncPolicy, WriterStats, MIN_SYNC_PERIOD};
 
-use crossbeam_channel::{bounded, Sender, TrySendError};
+use crossbeam_channel::{bounded, unbounded, Sender};
 use profile_dir::Ingester;
 use serde_json::Value;
 use std::fs::{File, OpenOptions};
@@ -53,8 +53,10 @@ use tc_profile_format::{
 };
 use writer::{LogFile, Message, Writer};
 
-/// Lines waiting for the writer at most. Past this, sources drop lines (counted) rather
-/// than block the task or grow memory while the disk is stuck.
+/// Messages waiting for the writer at most. Past this, sources drop lines (counted) rather
+/// than block the task or grow memory while the disk is stuck. The channel itself is
+/// unbounded, so that its memory follows the backlog: a bounded one allocates and touches
+/// every slot at start (3 MB, a third of the recorder's start-up CPU).
 const BACKLOG_LINES: usize = 1 << 16;
 /// Batches of marker-file lines waiting for the writer at most, and how long a batch waits
 /// for room: the files keep what is not taken yet, so waiting loses nothing and bounds the
@@ -206,7 +208,7 @@ impl Recorder {
             }
         })?;
 
-        let (sender, receiver) = bounded(BACKLOG_LINES);
+        let (sender, receiver) = unbounded();
         let dropped = Arc::new(AtomicU64::new(0));
         let writer = Writer::new(
             LogFile {
@@ -486,11 +488,8 @@ impl MarkerSink {
             count,
             urgent,
         };
-        match self.sender.try_send(message) {
-            Ok(()) => {}
-            Err(TrySendError::Full(_)) | Err(TrySendError::Disconnected(_)) => {
-                self.dropped.fetch_add(count, Ordering::Relaxed);
-            }
+        if self.sender.len() >= BACKLOG_LINES || self.sender.send(message).is_err() {
+            self.dropped.fetch_add(count, Ordering::Relaxed);
         }
     }
 
