@@ -7,11 +7,11 @@ use std::fmt;
 use std::fs::{self, File};
 use std::io;
 use std::os::unix::fs::FileExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use tc_profile_format::encode_marker_line_into;
 use tc_profile_format::schema::{category, data_type, track};
 
-/// Bytes per sector in /proc/diskstats, whatever the device's real sector size.
+/// Bytes per sector in a disk's `stat`, whatever the device's real sector size.
 const DISKSTATS_SECTOR: u64 = 512;
 
 /// Jiffies since boot, in /proc/stat's order: user nice system idle iowait irq softirq steal.
@@ -109,25 +109,28 @@ impl Serialize for Percent {
 }
 
 pub(crate) struct SystemSampler {
-    stat: Option<ProcFile>,
-    meminfo: Option<ProcFile>,
-    diskstats: Option<ProcFile>,
-    net_dev: Option<ProcFile>,
-    /// Whole disks (not partitions, loop or device-mapper devices): counting only these
-    /// never counts a partition and its disk twice.
-    disks: Vec<String>,
+    stat: Option<KernelFile>,
+    meminfo: Option<KernelFile>,
+    net_dev: Option<KernelFile>,
+    /// The `stat` of each whole disk (not partitions, loop or device-mapper devices):
+    /// counting only these never counts a partition and its disk twice, and reading them
+    /// costs less than /proc/diskstats, which lists every block device.
+    disks: Vec<KernelFile>,
     buffer: Vec<u8>,
     previous: Option<Snapshot>,
 }
 
 impl SystemSampler {
     pub(crate) fn new() -> SystemSampler {
+        let proc = Path::new("/proc");
         SystemSampler {
-            stat: ProcFile::open("stat"),
-            meminfo: ProcFile::open("meminfo"),
-            diskstats: ProcFile::open("diskstats"),
-            net_dev: ProcFile::open("net/dev"),
-            disks: whole_disks(Path::new("/sys/block")),
+            stat: KernelFile::open(&proc.join("stat")),
+            meminfo: KernelFile::open(&proc.join("meminfo")),
+            net_dev: KernelFile::open(&proc.join("net/dev")),
+            disks: whole_disks(Path::new("/sys/block"))
+                .iter()
+                .filter_map(|disk| KernelFile::open(&disk.join("stat")))
+                .collect(),
             buffer: vec![0; 16 * 1024],
             previous: None,
         }
@@ -201,18 +204,31 @@ impl SystemSampler {
     }
 
     fn snapshot(&mut self, time: f64) -> Snapshot {
-        let buffer = &mut self.buffer;
+        let cpu = KernelFile::read(self.stat.as_ref(), &mut self.buffer).and_then(parse_cpu);
+        let net = KernelFile::read(self.net_dev.as_ref(), &mut self.buffer).map(parse_net_dev);
         Snapshot {
             time,
-            cpu: ProcFile::read(&self.stat, buffer).and_then(parse_cpu),
-            disk: ProcFile::read(&self.diskstats, buffer)
-                .map(|text| parse_diskstats(text, &self.disks)),
-            net: ProcFile::read(&self.net_dev, buffer).map(parse_net_dev),
+            cpu,
+            disk: self.disk_counters(),
+            net,
         }
     }
 
+    /// The sum over whole disks; None without any.
+    fn disk_counters(&mut self) -> Option<Counters> {
+        let mut sum: Option<Counters> = None;
+        for disk in &self.disks {
+            if let Some(counters) =
+                KernelFile::read(Some(disk), &mut self.buffer).map(parse_disk_stat)
+            {
+                sum = Some(sum.unwrap_or_default().plus(counters));
+            }
+        }
+        sum
+    }
+
     fn memory_data(&mut self) -> Option<MemoryData> {
-        let info = parse_meminfo(ProcFile::read(&self.meminfo, &mut self.buffer)?)?;
+        let info = parse_meminfo(KernelFile::read(self.meminfo.as_ref(), &mut self.buffer)?)?;
         Some(MemoryData {
             kind: data_type::MEMORY,
             used: info.total.saturating_sub(info.available),
@@ -240,20 +256,20 @@ impl Samples<'_> {
     }
 }
 
-/// A /proc file kept open for the whole recording. Reading it again from offset 0 makes
-/// the kernel generate it afresh: two preads a tick, where opening it each time took six
-/// system calls (open, statx, lseek, two reads, close).
-struct ProcFile(File);
+/// A /proc or /sys file kept open for the whole recording. Reading it again from offset 0
+/// makes the kernel generate it afresh: two preads a tick, where opening it each time took
+/// six system calls (open, statx, lseek, two reads, close).
+struct KernelFile(File);
 
-impl ProcFile {
-    fn open(name: &str) -> Option<ProcFile> {
-        File::open(Path::new("/proc").join(name)).ok().map(ProcFile)
+impl KernelFile {
+    fn open(path: &Path) -> Option<KernelFile> {
+        File::open(path).ok().map(KernelFile)
     }
 
     /// The file's text now, in `buffer` (grown to fit). A read returns at most about a
     /// page of a long file, so reading goes on until one returns nothing.
-    fn read<'b>(file: &Option<ProcFile>, buffer: &'b mut Vec<u8>) -> Option<&'b str> {
-        let file = &file.as_ref()?.0;
+    fn read<'b>(file: Option<&KernelFile>, buffer: &'b mut Vec<u8>) -> Option<&'b str> {
+        let file = &file?.0;
         let mut filled = 0;
         loop {
             if filled == buffer.len() {
@@ -271,6 +287,15 @@ impl ProcFile {
 }
 
 impl Counters {
+    fn plus(self, other: Counters) -> Counters {
+        Counters {
+            read_count: self.read_count + other.read_count,
+            read_bytes: self.read_bytes + other.read_bytes,
+            write_count: self.write_count + other.write_count,
+            write_bytes: self.write_bytes + other.write_bytes,
+        }
+    }
+
     fn since(self, before: Counters) -> Counters {
         Counters {
             read_count: self.read_count.saturating_sub(before.read_count),
@@ -342,6 +367,8 @@ fn parse_meminfo(text: &str) -> Option<MemInfo> {
         "SwapFree",
     ];
     let mut bytes = [None; KEYS.len()];
+    let mut found = 0;
+    // The keys are near the top: stop once all are found.
     for line in text.lines() {
         let Some((key, rest)) = line.split_once(':') else {
             continue;
@@ -349,6 +376,10 @@ fn parse_meminfo(text: &str) -> Option<MemInfo> {
         if let Some(slot) = KEYS.iter().position(|k| *k == key) {
             let kib = rest.split_ascii_whitespace().next().map(str::parse::<u64>);
             bytes[slot] = kib.and_then(Result::ok).map(|kib| kib * 1024);
+            found += 1;
+            if found == KEYS.len() {
+                break;
+            }
         }
     }
     let [total, free, available, buffers, cached, swap_total, swap_free] = bytes;
@@ -364,26 +395,18 @@ fn parse_meminfo(text: &str) -> Option<MemInfo> {
     })
 }
 
-fn parse_diskstats(text: &str, disks: &[String]) -> Counters {
-    let mut sum = Counters::default();
-    for line in text.lines() {
-        // major minor name, then reads, reads merged, sectors read, ms reading, writes,
-        // writes merged, sectors written, ...
-        let mut fields = line.split_ascii_whitespace();
-        if !fields
-            .nth(2)
-            .is_some_and(|name| disks.iter().any(|d| d == name))
-        {
-            continue;
-        }
-        let numbers: [u64; 7] =
-            std::array::from_fn(|_| fields.next().and_then(|f| f.parse().ok()).unwrap_or(0));
-        sum.read_count += numbers[0];
-        sum.read_bytes += numbers[2] * DISKSTATS_SECTOR;
-        sum.write_count += numbers[4];
-        sum.write_bytes += numbers[6] * DISKSTATS_SECTOR;
+/// A disk's `stat`: reads, reads merged, sectors read, ms reading, writes, writes merged,
+/// sectors written, ...
+fn parse_disk_stat(text: &str) -> Counters {
+    let mut fields = text.split_ascii_whitespace();
+    let numbers: [u64; 7] =
+        std::array::from_fn(|_| fields.next().and_then(|f| f.parse().ok()).unwrap_or(0));
+    Counters {
+        read_count: numbers[0],
+        read_bytes: numbers[2] * DISKSTATS_SECTOR,
+        write_count: numbers[4],
+        write_bytes: numbers[6] * DISKSTATS_SECTOR,
     }
-    sum
 }
 
 fn parse_net_dev(text: &str) -> Counters {
@@ -413,14 +436,14 @@ fn parse_net_dev(text: &str) -> Counters {
 
 /// Block devices backed by hardware (they have a `device` link): not partitions, loop,
 /// ram or device-mapper devices, whose I/O is already counted on the disk below them.
-fn whole_disks(sys_block: &Path) -> Vec<String> {
+fn whole_disks(sys_block: &Path) -> Vec<PathBuf> {
     let Ok(entries) = fs::read_dir(sys_block) else {
         return Vec::new();
     };
-    let mut disks: Vec<String> = entries
+    let mut disks: Vec<PathBuf> = entries
         .filter_map(Result::ok)
-        .filter(|e| e.path().join("device").exists())
-        .filter_map(|e| e.file_name().into_string().ok())
+        .map(|e| e.path())
+        .filter(|path| path.join("device").exists())
         .collect();
     disks.sort();
     disks
@@ -447,11 +470,28 @@ mod tests {
     }
 
     #[test]
-    fn partitions_and_loopback_are_not_counted() {
-        let diskstats = "   8       0 sda 10 0 8 0 20 0 16 0 0 0 0\n   8       1 sda1 10 0 8 0 20 0 16 0 0 0 0\n   7       0 loop0 5 0 5 0 5 0 5 0 0 0 0\n";
-        let sum = parse_diskstats(diskstats, &["sda".to_owned()]);
+    fn only_whole_disks_are_counted() {
+        let sys_block = tempfile::tempdir().unwrap();
+        for (name, hardware) in [("sda", true), ("sda1", false), ("loop0", false)] {
+            let device = sys_block.path().join(name);
+            fs::create_dir(&device).unwrap();
+            if hardware {
+                fs::create_dir(device.join("device")).unwrap();
+            }
+        }
+        assert_eq!(
+            whole_disks(sys_block.path()),
+            [sys_block.path().join("sda")]
+        );
+        let sum = parse_disk_stat(
+            "      10        0        8        0       20        0       16 0 0 0 0\n",
+        );
         assert_eq!((sum.read_count, sum.read_bytes), (10, 8 * 512));
         assert_eq!((sum.write_count, sum.write_bytes), (20, 16 * 512));
+    }
+
+    #[test]
+    fn loopback_traffic_is_not_counted() {
         let net = "h1\nh2\n    lo: 99 9 0 0 0 0 0 0 99 9 0 0 0 0 0 0\n  eth0: 1000 10 0 0 0 0 0 0 500 5 0 0 0 0 0 0\n";
         let sum = parse_net_dev(net);
         assert_eq!(
