@@ -12,7 +12,8 @@ use tc_profile_format::marker_file::{Category, Limits};
     about = "Records a CI task's resources and markers into a crash-safe log, and turns it into a Firefox Profiler profile.",
     after_help = "Examples:\n  tc-profile run -- make -j8\n  tc-profile record --ready-file ready.txt\n  \
         tc-profile begin build; make; tc-profile end build\n  \
-        tc-profile finalize profile_resource-usage.jsonl\n  tc-profile recover --state-dir /var/lib/tc-profile"
+        tc-profile finalize profile_resource-usage.jsonl\n  tc-profile recover --state-dir /var/lib/tc-profile\n  \
+        tc-profile summary profile_resource-usage.json\n  tc-profile open profile_resource-usage.json"
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -70,11 +71,33 @@ pub enum Command {
     /// End the latest interval begun with NAME (or --id).
     #[command(after_help = "Example:\n  tc-profile end build --text 'exit 0'")]
     End(EndArgs),
+    /// Summarize a profile or a log: steps, CPU, memory, disk, network, a right-sizing hint.
+    #[command(
+        after_help = "Examples:\n  tc-profile summary profile_resource-usage.json\n  \
+        tc-profile summary --format json profile_resource-usage.jsonl.gz > summary.json\n\n\
+        A log is finalized in memory (and left as it is). The JSON form is stable; its keys\n\
+        are described in the README."
+    )]
+    Summary(SummaryArgs),
+    /// Open a profile or a log in the Firefox Profiler, served from this machine.
+    #[command(
+        after_help = "Example:\n  tc-profile open profile_resource-usage.json\n\n\
+        Serves the file on 127.0.0.1 until the profiler has fetched it (or Ctrl-C), prints\n\
+        the profiler's link and opens it in a browser when one is available. A log is\n\
+        finalized in memory first, so that a torn one opens too."
+    )]
+    Open(OpenArgs),
+    /// Print a shell's completion script.
+    #[command(
+        after_help = "Examples:\n  tc-profile completions bash > /etc/bash_completion.d/tc-profile\n  \
+        tc-profile completions zsh > ~/.zfunc/_tc-profile"
+    )]
+    Completions(CompletionsArgs),
 }
 
 #[derive(Args, Debug)]
 pub struct RecordingArgs {
-    /// Where to write the profile.
+    /// Where to write the profile; .gz or .zst compresses it.
     #[arg(
         short,
         long,
@@ -114,6 +137,9 @@ pub struct RecordingArgs {
     /// segments each followed by a dot.
     #[arg(long, value_name = "PREFIX", default_value = "task.", value_parser = parse_prefix)]
     pub metric_prefix: String,
+    /// Print nothing at the end (no summary); warnings and errors still.
+    #[arg(short, long)]
+    pub quiet: bool,
 }
 
 #[derive(Args, Debug)]
@@ -156,10 +182,11 @@ pub struct RunArgs {
 
 #[derive(Args, Debug)]
 pub struct FinalizeArgs {
-    /// The log to finalize.
+    /// The log to finalize (.jsonl, or compressed: .jsonl.gz, .jsonl.zst).
     #[arg(value_name = "LOG")]
     pub log: PathBuf,
-    /// Where to write the profile [default: LOG with .jsonl replaced by .json].
+    /// Where to write the profile; .gz or .zst compresses it [default: LOG with .jsonl
+    /// replaced by .json].
     #[arg(short, long, value_name = "PATH")]
     pub output: Option<PathBuf>,
     /// Keep the log after the profile is written.
@@ -233,6 +260,39 @@ pub struct RecoverArgs {
     /// The directory whose logs to recover; the profiles are written there.
     #[arg(long, value_name = "DIR")]
     pub state_dir: PathBuf,
+}
+
+#[derive(Args, Debug)]
+pub struct SummaryArgs {
+    /// The profile or log (.json, .jsonl, either compressed as .gz or .zst).
+    #[arg(value_name = "PROFILE|LOG")]
+    pub input: PathBuf,
+    /// text: for people; json: stable keys for scripts.
+    #[arg(long, value_name = "FORMAT", default_value = "text")]
+    pub format: SummaryFormatArg,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SummaryFormatArg {
+    Text,
+    Json,
+}
+
+#[derive(Args, Debug)]
+pub struct OpenArgs {
+    /// The profile or log (.json, .jsonl, either compressed as .gz or .zst).
+    #[arg(value_name = "PROFILE|LOG")]
+    pub input: PathBuf,
+    /// Only print the link; do not start a browser.
+    #[arg(long)]
+    pub no_browser: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_name = "SHELL")]
+    pub shell: clap_complete::Shell,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]

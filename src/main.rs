@@ -3,15 +3,21 @@
 
 mod cli;
 mod mark;
+mod open;
+mod output;
+mod progress;
 mod record;
 mod recording;
 mod recover;
 mod report;
 mod run;
+mod summary;
 
 use anyhow::Result;
-use clap::Parser;
-use cli::{Cli, Command, FinalizeArgs};
+use clap::error::ErrorKind;
+use clap::{CommandFactory, Parser};
+use cli::{Cli, Command, CompletionsArgs, FinalizeArgs};
+use progress::Reading;
 use std::process::ExitCode;
 use tc_profile_finalizer::{finalize, FinalizeOptions};
 
@@ -19,7 +25,10 @@ use tc_profile_finalizer::{finalize, FinalizeOptions};
 const FAILURE: u8 = 2;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => return usage_error(error),
+    };
     match dispatch(cli.command) {
         Ok(code) => ExitCode::from(code),
         Err(error) => {
@@ -38,10 +47,51 @@ fn dispatch(command: Command) -> Result<u8> {
         Command::Mark(args) => mark::mark(args),
         Command::Begin(args) => mark::begin(args),
         Command::End(args) => mark::end(args),
+        Command::Summary(args) => summary::summary(args),
+        Command::Open(args) => open::open(args),
+        Command::Completions(args) => completions(args),
     }
 }
 
+/// Help and version go out as clap writes them; a wrong argument is one line that says
+/// where to read more.
+fn usage_error(error: clap::Error) -> ExitCode {
+    if matches!(
+        error.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        let _ = error.print();
+        return ExitCode::from(if error.use_stderr() { FAILURE } else { 0 });
+    }
+    eprintln!(
+        "tc-profile: error: {}",
+        one_line(&error.render().to_string())
+    );
+    ExitCode::from(FAILURE)
+}
+
+/// clap's message, its tip, and a pointer to the command's --help, on one line.
+fn one_line(rendered: &str) -> String {
+    let mut message = Vec::new();
+    let mut command = "tc-profile".to_owned();
+    for line in rendered.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        if let Some(usage) = line.strip_prefix("Usage: ") {
+            command = usage
+                .split_whitespace()
+                .take_while(|word| !word.starts_with(['[', '<', '-']))
+                .collect::<Vec<_>>()
+                .join(" ");
+        } else if !line.starts_with("For more information") {
+            message.push(line.trim_start_matches("error: "));
+        }
+    }
+    format!("{}; see '{command} --help'", message.join("; "))
+}
+
 fn finalize_log(args: FinalizeArgs) -> Result<u8> {
+    let reading = Reading::start(&args.log, "writing the profile");
     let report = finalize(
         &args.log,
         &FinalizeOptions {
@@ -49,9 +99,18 @@ fn finalize_log(args: FinalizeArgs) -> Result<u8> {
             keep_log: args.keep_log,
             profile_dir: args.profile_dir,
             limits: args.limits.limits(),
+            progress: reading.callback(),
             ..FinalizeOptions::default()
         },
     )?;
+    drop(reading);
     eprintln!("tc-profile: {}", report::describe_finalized(&report));
+    Ok(0)
+}
+
+fn completions(args: CompletionsArgs) -> Result<u8> {
+    let mut script = Vec::new();
+    clap_complete::generate(args.shell, &mut Cli::command(), "tc-profile", &mut script);
+    output::to_stdout(&script)?;
     Ok(0)
 }

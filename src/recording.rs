@@ -2,12 +2,14 @@
 //! directory, and ending it into a profile.
 
 use crate::cli::{RecordingArgs, SyncArg};
+use crate::output;
+use crate::progress::Reading;
 use crate::recover::recover_state_dir;
 use crate::report::describe_finalized;
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
-use tc_profile_finalizer::{finalize_locked, FinalizeOptions, LockedLog};
+use tc_profile_finalizer::{finalize_locked, FinalizeOptions, LockedLog, SummaryFormat};
 use tc_profile_format::EndReason;
 use tc_profile_recorder::{MetricLimits, ProfileDirConfig, Recorder, RecorderConfig, SyncPolicy};
 
@@ -81,8 +83,13 @@ fn recorder_config(args: &RecordingArgs, log: PathBuf, profile_dir: PathBuf) -> 
     config
 }
 
-/// `profile.json` becomes `profile.SUFFIX`; any other name gets `.SUFFIX` added.
+/// `profile.json` becomes `profile.SUFFIX`, also when compressed (`profile.json.gz`,
+/// `profile.json.zst`); any other name gets `.SUFFIX` added.
 fn with_suffix(output: &Path, suffix: &str) -> PathBuf {
+    let output = match output.extension() {
+        Some(ext) if ext == "gz" || ext == "zst" => output.with_extension(""),
+        _ => output.to_owned(),
+    };
     match output.extension() {
         Some(ext) if ext == "json" => output.with_extension(suffix),
         _ => {
@@ -94,8 +101,8 @@ fn with_suffix(output: &Path, suffix: &str) -> PathBuf {
 }
 
 /// Ends the recording cleanly and finalizes the log into the profile, holding the log's
-/// lock from the recording to its removal; then removes the profile directory if this
-/// session created it (unless the log is kept).
+/// lock from the recording to its removal; prints the short summary unless quiet; then
+/// removes the profile directory if this session created it (unless the log is kept).
 pub fn finish(session: Session, args: &RecordingArgs, reason: EndReason) -> Result<()> {
     let finished = session.recorder.finish(reason)?;
     let stats = &finished.stats;
@@ -106,6 +113,7 @@ pub fn finish(session: Session, args: &RecordingArgs, reason: EndReason) -> Resu
             session.log.display()
         );
     }
+    let reading = Reading::start(&session.log, "writing the profile");
     let report = finalize_locked(
         &LockedLog::held(session.log, finished.log),
         &FinalizeOptions {
@@ -114,9 +122,14 @@ pub fn finish(session: Session, args: &RecordingArgs, reason: EndReason) -> Resu
             profile_dir: Some(session.profile_dir.clone()),
             limits: args.limits.limits(),
             unwritten_gaps: stats.unwritten_gap.iter().cloned().collect(),
+            progress: reading.callback(),
         },
     )?;
-    eprintln!("tc-profile: {}", describe_finalized(&report));
+    drop(reading);
+    if !args.quiet {
+        eprintln!("tc-profile: {}", describe_finalized(&report));
+        output::to_stderr(&SummaryFormat::Short.serialize(&report.summary))?;
+    }
     if session.created_dir && !args.keep_log {
         std::fs::remove_dir_all(&session.profile_dir).with_context(|| {
             format!(

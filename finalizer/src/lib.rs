@@ -13,33 +13,44 @@
 //! # Ok::<(), tc_profile_finalizer::FinalizeError>(())
 //! ```
 
+mod compression;
+mod input;
 mod markers;
 mod output;
 mod problems;
 mod profile;
 mod reader;
 mod recover;
+mod summary;
 
+pub use compression::{decompressed, Compression};
+pub use input::{read_input, Input, InputError, ProgressFn};
 pub use markers::{merge_profile_dir, profile_dir_of};
 pub use output::write_atomically;
 pub use problems::{ProblemCount, Problems};
 pub use profile::{
-    compact, Compaction, Profile, DATA_MISSING, ENDED_EARLY, LOG_DAMAGE, MARKER_FILES,
+    compact, Compaction, Profile, ProfileError, DATA_MISSING, ENDED_EARLY, LOG_DAMAGE, MARKER_FILES,
 };
 pub use reader::{read_log, Damage, DropReason, ReadError, Recording};
 pub use recover::{recover, Recovery};
+pub use summary::{
+    summarize, CpuUse, DiskUse, Dropped, Hint, MachineSize, MemoryUse, NetworkUse, Sparklines,
+    Step, Summary, SummaryFormat, Verdict, SUMMARY_VERSION,
+};
 use tc_profile_format::marker_file::Limits;
 
 use output::names_file;
 use std::fs::{File, TryLockError};
-use std::io::{self, BufReader, Seek, SeekFrom};
+use std::io::{self, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use tc_profile_format::Gap;
 
 /// How to finalize.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Default)]
 pub struct FinalizeOptions {
-    /// Where to write the profile; default: the log's path with `.jsonl` replaced by `.json`.
+    /// Where to write the profile; default: [`default_output`]. A `.gz` or `.zst` name is
+    /// compressed.
     pub output: Option<PathBuf>,
     /// Keep the log after the profile is durable.
     pub keep_log: bool,
@@ -51,6 +62,8 @@ pub struct FinalizeOptions {
     /// Spans missing from the log that its recorder knows of but could not write into it
     /// (its disk still failed at the end).
     pub unwritten_gaps: Vec<Gap>,
+    /// Told how far reading the log has come.
+    pub progress: Option<Arc<ProgressFn>>,
 }
 
 /// What finalizing did.
@@ -67,6 +80,8 @@ pub struct FinalizeReport {
     /// What was dropped from its marker files (by the recorder and here).
     pub marker_problems: Problems,
     pub log_removed: bool,
+    /// Boxed: a report is passed around by value, the summary is large.
+    pub summary: Box<Summary>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -140,16 +155,18 @@ impl LockedLog {
     }
 }
 
-/// The default profile path of a log: `.jsonl` replaced by `.json`, else `.json` added.
+/// The default profile path of a log: `.jsonl` replaced by `.json`, keeping a `.gz` or
+/// `.zst` after it; else `.json` added.
 pub fn default_output(log: &Path) -> PathBuf {
-    match log.to_str().and_then(|s| s.strip_suffix(".jsonl")) {
-        Some(stem) => PathBuf::from(format!("{stem}.json")),
-        None => {
-            let mut name = log.as_os_str().to_owned();
-            name.push(".json");
-            PathBuf::from(name)
+    let name = log.to_string_lossy();
+    for compressed in ["", ".gz", ".zst"] {
+        if let Some(stem) = name.strip_suffix(&format!(".jsonl{compressed}")) {
+            return PathBuf::from(format!("{stem}.json{compressed}"));
         }
     }
+    let mut name = log.as_os_str().to_owned();
+    name.push(".json");
+    PathBuf::from(name)
 }
 
 /// Locks `log`, reads it, writes the profile atomically, then removes the log unless asked
@@ -179,17 +196,23 @@ pub fn finalize_locked(
             path: log.to_owned(),
             source,
         })?;
-    let mut recording =
-        read_log(BufReader::with_capacity(1 << 20, file)).map_err(|source| match source {
-            ReadError::Io(source) => FinalizeError::Open {
-                path: log.to_owned(),
-                source,
-            },
-            source => FinalizeError::NotALog {
-                path: log.to_owned(),
-                source,
-            },
-        })?;
+    let size = file.metadata().map_or(0, |m| m.len());
+    let input = input::decoded(file, size, options.progress.as_deref()).map_err(|source| {
+        FinalizeError::Open {
+            path: log.to_owned(),
+            source,
+        }
+    })?;
+    let mut recording = read_log(input).map_err(|source| match source {
+        ReadError::Io(source) => FinalizeError::Open {
+            path: log.to_owned(),
+            source,
+        },
+        source => FinalizeError::NotALog {
+            path: log.to_owned(),
+            source,
+        },
+    })?;
     let profile_dir = merge_markers(&mut recording, options)?;
     let damage = recording.damage.clone();
     recording
@@ -197,8 +220,11 @@ pub fn finalize_locked(
         .extend(options.unwritten_gaps.iter().cloned());
     let (profile, compaction) = compact(recording);
     let marker_problems = compaction.marker_problems.clone();
+    let compression = Compression::for_output(&output);
     let bytes_written = write_atomically(&output, |out| {
-        serde_json::to_writer(&mut *out, &profile).map_err(io::Error::other)
+        compression.encode(out, |out| {
+            serde_json::to_writer(out, &profile).map_err(io::Error::other)
+        })
     })
     .map_err(|source| FinalizeError::Write {
         path: output.clone(),
@@ -220,6 +246,7 @@ pub fn finalize_locked(
         profile_dir,
         marker_problems,
         log_removed: remove,
+        summary: Box::new(summarize(&profile)),
     })
 }
 

@@ -4,7 +4,7 @@
 
 use crate::problems::Problems;
 use crate::reader::Recording;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 use tc_profile_format::marker_file::Problem;
@@ -49,6 +49,105 @@ impl Profile {
     pub fn markers(&self) -> &[Marker] {
         &self.markers
     }
+
+    pub fn meta(&self) -> &Map<String, Value> {
+        &self.meta
+    }
+
+    /// Parses a processed profile (ours, Mozilla's resource monitor's, or any with a marker
+    /// table in its first thread) back into markers.
+    pub fn from_processed(bytes: &[u8]) -> Result<Profile, ProfileError> {
+        #[derive(Deserialize)]
+        struct Document {
+            meta: Map<String, Value>,
+            threads: Vec<Map<String, Value>>,
+            #[serde(default)]
+            shared: Option<Shared>,
+        }
+        #[derive(Deserialize)]
+        struct Shared {
+            #[serde(rename = "stringArray")]
+            strings: Vec<String>,
+        }
+        #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct MarkerTable {
+            data: Vec<Option<Value>>,
+            name: Vec<usize>,
+            start_time: Vec<Option<f64>>,
+            end_time: Vec<Option<f64>>,
+            phase: Vec<u8>,
+            category: Vec<u32>,
+        }
+
+        let document: Document = serde_json::from_slice(bytes)?;
+        let mut thread = document
+            .threads
+            .into_iter()
+            .next()
+            .ok_or(ProfileError::Shape("it has no thread"))?;
+        let table: MarkerTable = serde_json::from_value(
+            thread
+                .remove("markers")
+                .ok_or(ProfileError::Shape("its thread has no marker table"))?,
+        )?;
+        // Since version 56 the strings are shared by all threads.
+        let strings: Vec<String> = match (thread.remove("stringArray"), document.shared) {
+            (Some(strings), _) => serde_json::from_value(strings)?,
+            (None, Some(shared)) => shared.strings,
+            (None, None) => return Err(ProfileError::Shape("it has no string table")),
+        };
+        let length = table.name.len();
+        let lengths = [
+            table.data.len(),
+            table.start_time.len(),
+            table.end_time.len(),
+            table.phase.len(),
+            table.category.len(),
+        ];
+        if lengths.iter().any(|&l| l != length) {
+            return Err(ProfileError::Shape(
+                "its marker table has columns of different lengths",
+            ));
+        }
+        let mut markers = Vec::with_capacity(length);
+        for (i, name) in table.name.iter().enumerate() {
+            let name = strings.get(*name).ok_or(ProfileError::Shape(
+                "a marker name is not in the string table",
+            ))?;
+            // Phase 0 is an instant; 2 and 3 (only a start, only an end) become instants at
+            // the time known.
+            let (start, end) = (table.start_time[i], table.end_time[i]);
+            let (start, end) = match table.phase[i] {
+                1 => (start.unwrap_or(0.0), end),
+                3 => (end.or(start).unwrap_or(0.0), None),
+                _ => (start.or(end).unwrap_or(0.0), None),
+            };
+            markers.push(Marker {
+                name: name.clone(),
+                start_time: start,
+                end_time: end,
+                category: Some(table.category[i]),
+                data: table.data[i].clone(),
+                open_id: None,
+            });
+        }
+        Ok(Profile {
+            meta: document.meta,
+            thread,
+            markers,
+        })
+    }
+}
+
+/// Why a file is not a processed profile.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProfileError {
+    #[error("not JSON of a processed profile: {0}")]
+    Json(#[from] serde_json::Error),
+    #[error("{0}")]
+    Shape(&'static str),
 }
 
 /// Closes what is open, adds the notes, and sorts markers by start time.

@@ -5,10 +5,7 @@ use std::path::Path;
 use std::process::Child;
 use std::time::Duration;
 
-const FIXTURE: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../shared/fixtures/mozsystemmonitor-stream.jsonl"
-);
+const FIXTURE: &str = MOZILLA_STREAM;
 
 fn sigkill(child: &mut Child) {
     // SAFETY: kill(2) on our own child.

@@ -1,7 +1,10 @@
 //! End-to-end tests that run the real `tc-profile` binary. One module per subject.
 
+mod synthetic;
 mod util;
 
+/// gzip and zstd: profiles compressed by extension, compressed logs and profiles read back.
+mod compression;
 /// `finalize`: kills, truncation at every byte, Mozilla's stream, bad input.
 mod finalize;
 /// A profile directory written by hostile task code: every problem warned, the rest kept.
@@ -10,9 +13,13 @@ mod hostile_dir;
 mod markers;
 /// Metrics: the statsd listener, its aggregation into tracks, scoping under the prefix.
 mod metrics;
+/// `open`: the served profile, fetched over HTTP as the profiler fetches it.
+mod open;
 /// `recover` and `--state-dir`: logs of dead recorders finalized once, live ones left alone.
 mod recover;
 /// The log deleted or its directory removed while recording.
 mod resilience;
 /// `run`: what a recording of a real command holds, against the profiler's constraints.
 mod run;
+/// `summary`, and the short summary at the end of `run`: known logs, complete and cut off.
+mod summary;

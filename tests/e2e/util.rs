@@ -8,6 +8,11 @@ use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_tc-profile");
+/// A log of Mozilla's resource monitor (../shared/fixtures).
+pub const MOZILLA_STREAM: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../shared/fixtures/mozsystemmonitor-stream.jsonl"
+);
 
 /// A fresh directory for one test, removed when dropped.
 pub struct Sandbox {

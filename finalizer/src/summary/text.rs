@@ -1,0 +1,251 @@
+//! The summary as text for a terminal or a task log: a label column, then one line per
+//! subject, then the steps as a table.
+
+use super::{Step, Summary};
+use std::fmt::Write;
+
+const BOLD: &str = "\x1b[1m";
+const RESET: &str = "\x1b[0m";
+/// The longest step name shown; the rest is cut with an ellipsis.
+const NAME_MAX: usize = 40;
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Form {
+    Full,
+    Short,
+}
+
+pub(super) fn serialize(summary: &Summary, form: Form) -> Vec<u8> {
+    let mut out = String::new();
+    let mut line = |label: &str, text: &str| {
+        let _ = writeln!(out, "{BOLD}{label:<9}{RESET}  {text}");
+    };
+    line("Duration", &ending(summary));
+    let cores = summary.machine.logical_cpus;
+    if form == Form::Full {
+        line("Machine", &machine(summary));
+    }
+    if let Some(cpu) = &summary.cpu {
+        let text = match cores {
+            Some(n) => {
+                let c = |share: f64| format!("{:.1}", share * f64::from(n));
+                format!(
+                    "average {}, p95 {}, peak {} of {n} cores",
+                    c(cpu.average),
+                    c(cpu.p95),
+                    c(cpu.peak)
+                )
+            }
+            None => format!(
+                "average {}, p95 {}, peak {} of all cores",
+                percent(cpu.average),
+                percent(cpu.p95),
+                percent(cpu.peak)
+            ),
+        };
+        line("CPU", &text);
+        if let (Form::Full, Some(spark)) = (form, &summary.sparklines.cpu) {
+            line("", spark);
+        }
+    }
+    if let Some(memory) = &summary.memory {
+        let mut text = format!("peak {}", bytes(memory.peak_bytes));
+        if let Some(total) = summary.machine.main_memory_bytes {
+            text = format!(
+                "peak {} of {} ({})",
+                bytes(memory.peak_bytes),
+                bytes(total),
+                percent(memory.peak_bytes as f64 / total as f64)
+            );
+        }
+        let _ = write!(text, ", at {}", duration(memory.peak_at_ms));
+        if memory.peak_swap_bytes > 0 {
+            let _ = write!(text, "; swap peak {}", bytes(memory.peak_swap_bytes));
+        }
+        line("Memory", &text);
+        if let (Form::Full, Some(spark)) = (form, &summary.sparklines.memory) {
+            line("", spark);
+        }
+    }
+    if form == Form::Full {
+        if let Some(disk) = &summary.disk {
+            let text = format!(
+                "read {}, written {}",
+                bytes(disk.read_bytes),
+                bytes(disk.written_bytes)
+            );
+            line("Disk", &text);
+        }
+        if let Some(network) = &summary.network {
+            let text = format!(
+                "received {}, sent {}",
+                bytes(network.received_bytes),
+                bytes(network.sent_bytes)
+            );
+            line("Network", &text);
+        }
+    }
+    for dropped in &summary.dropped {
+        let text = match dropped.end_ms {
+            Some(end) => format!(
+                "{} from {} to {}: {}",
+                dropped.what,
+                duration(dropped.start_ms),
+                duration(end),
+                dropped.text
+            ),
+            None => format!("{}: {}", dropped.what, dropped.text),
+        };
+        line("Dropped", &text);
+    }
+    if let Some(hint) = &summary.hint {
+        line("Hint", &hint.text);
+    }
+    if form == Form::Full && !summary.steps.is_empty() {
+        steps(&mut out, &summary.steps, cores);
+    }
+    out.into_bytes()
+}
+
+fn ending(summary: &Summary) -> String {
+    let length = duration(summary.duration_ms);
+    match summary.ended_early_at_ms {
+        None => format!("{length}, complete"),
+        Some(at) => {
+            let mut text = format!(
+                "{length}, cut off at {}: the recorder stopped without finishing \
+                 (killed, crashed, or still running)",
+                duration(at)
+            );
+            let cut = summary.steps.iter().filter(|s| s.cut_off).count();
+            if cut > 0 {
+                let _ = write!(text, "; steps cut off there: {cut}");
+            }
+            text
+        }
+    }
+}
+
+fn machine(summary: &Summary) -> String {
+    let machine = &summary.machine;
+    let mut parts = Vec::new();
+    if let Some(n) = machine.logical_cpus {
+        parts.push(format!("{n} cores"));
+    }
+    if let Some(memory) = machine.main_memory_bytes {
+        parts.push(bytes(memory));
+    }
+    if let Some(name) = &machine.cpu_name {
+        parts.push(name.clone());
+    }
+    if parts.is_empty() {
+        "unknown".to_owned()
+    } else {
+        parts.join(", ")
+    }
+}
+
+fn steps(out: &mut String, steps: &[Step], cores: Option<u32>) {
+    let cpu = |share: Option<f64>| match (share, cores) {
+        (Some(share), Some(n)) => format!("{:.1}", share * f64::from(n)),
+        (Some(share), None) => percent(share),
+        (None, _) => "-".to_owned(),
+    };
+    let _ = writeln!(
+        out,
+        "\n{BOLD}{:<8} {:<NAME_MAX$} {:>10} {:>10} {:>9} {:>9} {:>12}{RESET}",
+        "Step", "", "start", "duration", "CPU avg", "CPU peak", "peak memory"
+    );
+    for step in steps {
+        let name = match &step.detail {
+            Some(detail) if *detail != step.name => format!("{}: {detail}", step.name),
+            _ => step.name.clone(),
+        };
+        let _ = writeln!(
+            out,
+            "{:<8} {:<NAME_MAX$} {:>10} {:>10} {:>9} {:>9} {:>12}{}",
+            step.category,
+            cut(&name),
+            duration(step.start_ms),
+            duration(step.duration_ms),
+            cpu(step.cpu_average),
+            cpu(step.cpu_peak),
+            step.peak_memory_bytes.map_or("-".to_owned(), bytes),
+            if step.cut_off { "  cut off" } else { "" }
+        );
+    }
+}
+
+fn cut(name: &str) -> String {
+    match name.char_indices().nth(NAME_MAX - 1) {
+        Some((at, _)) => format!("{}…", &name[..at]),
+        None => name.to_owned(),
+    }
+}
+
+/// `0.25s`, `12.3s`, `4m 05s`, `1h 02m 03s`.
+pub(super) fn duration(ms: f64) -> String {
+    let seconds = ms / 1000.0;
+    if seconds < 10.0 {
+        return format!("{seconds:.2}s");
+    }
+    if seconds < 60.0 {
+        return format!("{seconds:.1}s");
+    }
+    let whole = seconds.round() as u64;
+    let (h, m, s) = (whole / 3600, whole / 60 % 60, whole % 60);
+    if h == 0 {
+        format!("{m}m {s:02}s")
+    } else {
+        format!("{h}h {m:02}m {s:02}s")
+    }
+}
+
+/// Binary units, one decimal under 100: `512 B`, `3.1 GiB`, `120 MiB`.
+pub(super) fn bytes(count: u64) -> String {
+    const UNITS: [&str; 5] = ["KiB", "MiB", "GiB", "TiB", "PiB"];
+    if count < 1024 {
+        return format!("{count} B");
+    }
+    let mut value = count as f64 / 1024.0;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    format!("{} {}", short_number(value), UNITS[unit])
+}
+
+/// `16` for a whole number, else one decimal (`15.6`); no decimals from 100 on.
+pub(super) fn short_number(value: f64) -> String {
+    if (value - value.round()).abs() < 0.05 || value >= 100.0 {
+        format!("{value:.0}")
+    } else {
+        format!("{value:.1}")
+    }
+}
+
+fn percent(share: f64) -> String {
+    format!("{:.0}%", share * 100.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_at_a_glance() {
+        assert_eq!(duration(250.0), "0.25s");
+        assert_eq!(duration(12_345.0), "12.3s");
+        assert_eq!(duration(245_000.0), "4m 05s");
+        assert_eq!(duration(3_723_000.0), "1h 02m 03s");
+    }
+
+    #[test]
+    fn byte_counts_use_binary_units() {
+        assert_eq!(bytes(512), "512 B");
+        assert_eq!(bytes(16 << 30), "16 GiB");
+        assert_eq!(bytes(3_328_599_654), "3.1 GiB");
+        assert_eq!(bytes(120 << 20), "120 MiB");
+    }
+}
