@@ -72,22 +72,30 @@ fn usage_error(error: clap::Error) -> ExitCode {
     ExitCode::from(FAILURE)
 }
 
-/// clap's message, its tip, and a pointer to the command's --help, on one line.
+/// clap's message and its tips, and a pointer to the command's --help, on one line.
 fn one_line(rendered: &str) -> String {
-    let mut message = Vec::new();
-    let mut command = "tc-profile".to_owned();
+    let mut message = String::new();
     for line in rendered.lines().map(str::trim).filter(|l| !l.is_empty()) {
-        if let Some(usage) = line.strip_prefix("Usage: ") {
-            command = usage
-                .split_whitespace()
-                .take_while(|word| !word.starts_with(['[', '<', '-']))
-                .collect::<Vec<_>>()
-                .join(" ");
-        } else if !line.starts_with("For more information") {
-            message.push(line.trim_start_matches("error: "));
+        if line.starts_with("Usage: ") || line.starts_with("For more information") {
+            continue;
         }
+        if !message.is_empty() {
+            message.push_str(if message.ends_with(':') { " " } else { "; " });
+        }
+        message.push_str(line.trim_start_matches("error: "));
     }
-    format!("{}; see '{command} --help'", message.join("; "))
+    format!("{message}; see 'tc-profile{} --help'", subcommand_named())
+}
+
+/// " NAME" for the subcommand on the command line, if one is named there.
+fn subcommand_named() -> String {
+    let command = Cli::command();
+    std::env::args()
+        .skip(1)
+        .find(|arg| !arg.starts_with('-'))
+        .filter(|arg| command.find_subcommand(arg).is_some())
+        .map(|name| format!(" {name}"))
+        .unwrap_or_default()
 }
 
 fn finalize_log(args: FinalizeArgs) -> Result<u8> {

@@ -7,6 +7,9 @@ mod util;
 mod compression;
 /// `finalize`: kills, truncation at every byte, Mozilla's stream, bad input.
 mod finalize;
+/// CLI manners: examples in every --help, one-line errors, --version, completions, colour
+/// and progress on terminals only.
+mod help;
 /// A profile directory written by hostile task code: every problem warned, the rest kept.
 mod hostile_dir;
 /// Marker files: 200 writers, SIGKILL and finalize, a worker's lifecycle, the README examples.

@@ -414,3 +414,52 @@ pub fn marker_files_note(profile: &Value) -> String {
         .map(|m| m.data["text"].as_str().unwrap().to_owned())
         .unwrap_or_default()
 }
+
+/// Runs `command` with its stdout and stderr on a fresh pseudo-terminal (80x24); returns
+/// its status and everything it wrote there.
+pub fn run_on_terminal(mut command: Command) -> (std::process::ExitStatus, String) {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let (mut master, mut slave) = (-1, -1);
+    let size = libc::winsize {
+        ws_row: 24,
+        ws_col: 80,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    // SAFETY: openpty(3) writes two descriptors into the integers given; the size is read.
+    let result = unsafe {
+        libc::openpty(
+            &mut master,
+            &mut slave,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            &size,
+        )
+    };
+    assert_eq!(result, 0, "openpty: {}", std::io::Error::last_os_error());
+    // SAFETY: both descriptors were just opened and are owned here alone.
+    let (master, slave) = unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
+    command
+        .stdin(std::process::Stdio::null())
+        .stdout(slave.try_clone().unwrap())
+        .stderr(slave);
+    let mut child = command.spawn().expect("spawn on a terminal");
+    // The command's own copies of the terminal are its only ones now: reading ends (EIO)
+    // when it exits.
+    drop(command);
+    let reader = std::thread::spawn(move || {
+        let mut terminal = std::fs::File::from(master);
+        let mut output = Vec::new();
+        let mut buffer = [0u8; 4096];
+        loop {
+            match std::io::Read::read(&mut terminal, &mut buffer) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => output.extend_from_slice(&buffer[..n]),
+            }
+        }
+        output
+    });
+    let status = child.wait().unwrap();
+    let output = reader.join().unwrap();
+    (status, String::from_utf8_lossy(&output).into_owned())
+}
