@@ -160,16 +160,16 @@ impl Listener {
                 None => IDLE_WAIT,
             };
             let _ = self.socket.set_read_timeout(Some(timeout));
-            let received = self.socket.recv(&mut buffer);
-            if stop.try_recv().is_ok() {
-                break;
-            }
-            if let Ok(length) = received {
+            // A packet received together with the stop is still taken.
+            if let Ok(length) = self.socket.recv(&mut buffer) {
                 let period = self.interval;
                 let now = self.markers.now();
                 let (_, flush_at) = *interval.get_or_insert_with(|| (now, Instant::now() + period));
                 self.take_packet(&buffer[..length]);
                 self.take_queued(&mut buffer, Some(flush_at));
+            }
+            if stop.try_recv().is_ok() {
+                break;
             }
         }
         let start = interval.map_or_else(|| self.markers.now(), |(start, _)| start);
