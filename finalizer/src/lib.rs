@@ -13,6 +13,7 @@
 //! # Ok::<(), tc_profile_finalizer::FinalizeError>(())
 //! ```
 
+mod coarsen;
 mod compression;
 mod input;
 mod markers;
@@ -23,6 +24,7 @@ mod reader;
 mod recover;
 mod summary;
 
+pub use coarsen::MAX_SAMPLES_PER_TRACK;
 pub use compression::{decompressed, Compression};
 pub use input::{read_input, Input, InputError, ProgressFn};
 pub use markers::{merge_profile_dir, profile_dir_of};

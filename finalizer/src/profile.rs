@@ -2,6 +2,7 @@
 //! profiler's JSON Lines importer would build from the log, with open intervals closed and
 //! flagged, notes about damage and an early end, and `meta.profilingEndTime`.
 
+use crate::coarsen::{bound_tracks, MAX_SAMPLES_PER_TRACK};
 use crate::problems::Problems;
 use crate::reader::Recording;
 use serde::{Deserialize, Serialize};
@@ -36,6 +37,9 @@ pub struct Compaction {
     pub end_time: f64,
     /// What was dropped from marker files, ends without a begin included.
     pub marker_problems: Problems,
+    /// Samples of long tracks merged to bound the profile (0 for recordings up to about
+    /// an hour).
+    pub merged_samples: usize,
 }
 
 /// The processed profile, ready to serialize.
@@ -192,11 +196,11 @@ pub fn compact(mut recording: Recording) -> (Profile, Compaction) {
     if !recording.problems.is_empty() {
         markers.push(note(MARKER_FILES, end_time, recording.problems.summary()));
     }
-    markers.sort_by(|a, b| a.start_time.total_cmp(&b.start_time));
-
     let mut meta = recording.meta;
     meta.insert("profilingEndTime".to_owned(), json!(end_time));
     add_schemas(&mut meta, recording.schemas);
+    let merged_samples = bound_tracks(&mut markers, &meta, MAX_SAMPLES_PER_TRACK);
+    markers.sort_by(|a, b| a.start_time.total_cmp(&b.start_time));
     let mut thread = recording.thread;
     thread.remove("markers");
     thread.remove("stringArray");
@@ -211,6 +215,7 @@ pub fn compact(mut recording: Recording) -> (Profile, Compaction) {
         data_missing,
         end_time,
         marker_problems: recording.problems,
+        merged_samples,
     };
     (profile, compaction)
 }

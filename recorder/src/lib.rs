@@ -376,14 +376,30 @@ pub(crate) fn create_log(
     Ok(file)
 }
 
-/// Samples every `interval` until `stop` is set, then once more.
+/// From this far into a recording on, samples are at least [`COARSE_INTERVAL`] apart: a
+/// day-long task then keeps a log of about 80 MB instead of 750 MB (README, "Long tasks").
+pub const COARSE_AFTER: Duration = Duration::from_secs(600);
+/// The shortest interval between samples after [`COARSE_AFTER`].
+pub const COARSE_INTERVAL: Duration = Duration::from_secs(1);
+
+/// The interval between samples `elapsed` into a recording sampled every `base` at first.
+pub fn sampling_interval(base: Duration, elapsed: Duration) -> Duration {
+    if elapsed >= COARSE_AFTER {
+        base.max(COARSE_INTERVAL)
+    } else {
+        base
+    }
+}
+
+/// Samples every `interval` (see [`sampling_interval`]) until `stop` is set, then once more.
 fn run_sampler(
     mut sampler: SystemSampler,
     markers: MarkerSink,
     interval: Duration,
     stop: &AtomicBool,
 ) {
-    let mut next = Instant::now();
+    let started = Instant::now();
+    let mut next = started;
     loop {
         let mut lines = Vec::with_capacity(2048);
         let count = sampler.tick(markers.now(), &mut lines);
@@ -393,6 +409,7 @@ fn run_sampler(
         if stop.load(Ordering::Acquire) {
             return;
         }
+        let interval = sampling_interval(interval, next - started);
         next += interval;
         // After a stall (a suspended VM, an overloaded host) skip the missed ticks.
         let now = Instant::now();
@@ -535,5 +552,21 @@ impl IntervalGuard {
 impl Drop for IntervalGuard {
     fn drop(&mut self) {
         self.close(None);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn samples_thin_out_to_one_a_second_after_ten_minutes() {
+        let tenth = Duration::from_millis(100);
+        let minutes = |m: u64| Duration::from_secs(m * 60);
+        assert_eq!(sampling_interval(tenth, minutes(9)), tenth);
+        assert_eq!(sampling_interval(tenth, minutes(10)), COARSE_INTERVAL);
+        assert_eq!(sampling_interval(tenth, minutes(24 * 60)), COARSE_INTERVAL);
+        let slow = Duration::from_secs(5);
+        assert_eq!(sampling_interval(slow, minutes(60)), slow, "never faster");
     }
 }

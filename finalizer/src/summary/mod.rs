@@ -347,7 +347,7 @@ fn count(data: &Value, key: &str) -> u64 {
 
 /// The busy share of all cores in a CPU sample: the top of the stacked bars, less the
 /// iowait bar (cores waiting on I/O are idle).
-fn busy_share(data: &Value) -> Option<f64> {
+pub(crate) fn busy_share(data: &Value) -> Option<f64> {
     let number = |key: &str| data.get(key).and_then(Value::as_f64);
     let top = ["steal", "softirq", "iowait", "system", "user", "nice"]
         .into_iter()

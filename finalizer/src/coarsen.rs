@@ -1,0 +1,296 @@
+//! Bounds the profile of a long recording (SPEC.md, "The finalized profile"): a graph track
+//! with more than [`MAX_SAMPLES_PER_TRACK`] samples is merged into about that many, each
+//! covering an equal stretch of the recording. Peaks and totals survive: memory keeps the
+//! sample with the highest `used`, disk and network add up, CPU is the time-weighted mean
+//! with its highest busy share in `peak`, any other graph the time-weighted mean.
+
+use crate::summary::busy_share;
+use serde_json::{Map, Value};
+use std::collections::{BTreeMap, HashSet};
+use tc_profile_format::schema::data_type;
+use tc_profile_format::Marker;
+
+/// Samples per track in a profile at most: a 1-hour recording keeps every sample (about
+/// 9,000 per track), a 24-hour one is merged into samples of about 4.3 s.
+pub const MAX_SAMPLES_PER_TRACK: usize = 20_000;
+
+/// Merges the samples of each graph track in `markers` down to about `max`; returns how
+/// many samples went into merged ones.
+pub(crate) fn bound_tracks(
+    markers: &mut Vec<Marker>,
+    meta: &Map<String, Value>,
+    max: usize,
+) -> usize {
+    let graph_types = graph_types(meta);
+    let mut tracks: BTreeMap<(String, String), Vec<Marker>> = BTreeMap::new();
+    let mut others = Vec::with_capacity(markers.len());
+    for marker in markers.drain(..) {
+        match track_of(&marker, &graph_types) {
+            Some(key) => tracks.entry(key).or_default().push(marker),
+            None => others.push(marker),
+        }
+    }
+    let mut merged = 0;
+    for (_, mut samples) in tracks {
+        if samples.len() > max {
+            samples.sort_by(|a, b| a.start_time.total_cmp(&b.start_time));
+            merged += samples.len();
+            samples = merge_track(&samples, max);
+        }
+        others.extend(samples);
+    }
+    *markers = others;
+    merged
+}
+
+/// `data.type` of every schema that draws a graph.
+fn graph_types(meta: &Map<String, Value>) -> HashSet<String> {
+    let schemas = meta.get("markerSchema").and_then(Value::as_array);
+    schemas
+        .into_iter()
+        .flatten()
+        .filter(|s| {
+            s.get("graphs")
+                .and_then(Value::as_array)
+                .is_some_and(|g| !g.is_empty())
+        })
+        .filter_map(|s| s.get("name")?.as_str().map(str::to_owned))
+        .collect()
+}
+
+/// (marker name, data type) of a sample of a graph track.
+fn track_of(marker: &Marker, graph_types: &HashSet<String>) -> Option<(String, String)> {
+    marker.end_time?;
+    let kind = marker.data.as_ref()?.get("type")?.as_str()?;
+    graph_types
+        .contains(kind)
+        .then(|| (marker.name.clone(), kind.to_owned()))
+}
+
+/// One sample per stretch of `(last end - first start) / max`.
+fn merge_track(samples: &[Marker], max: usize) -> Vec<Marker> {
+    let start = samples[0].start_time;
+    let end = samples
+        .iter()
+        .filter_map(|s| s.end_time)
+        .fold(start, f64::max);
+    let width = ((end - start) / max as f64).max(f64::MIN_POSITIVE);
+    let mut merged = Vec::with_capacity(max + 1);
+    let mut group_start = 0;
+    for i in 1..=samples.len() {
+        let stretch = |s: &Marker| ((s.start_time - start) / width).floor();
+        if i == samples.len() || stretch(&samples[i]) != stretch(&samples[group_start]) {
+            merged.push(merge(&samples[group_start..i]));
+            group_start = i;
+        }
+    }
+    merged
+}
+
+fn merge(group: &[Marker]) -> Marker {
+    let last = &group[group.len() - 1];
+    if group.len() == 1 {
+        return last.clone();
+    }
+    let data = |m: &Marker| m.data.clone().unwrap_or(Value::Null);
+    let kind = last
+        .data
+        .as_ref()
+        .and_then(|d| d.get("type"))
+        .and_then(Value::as_str);
+    let mut merged = match kind {
+        Some(data_type::MEMORY) => group
+            .iter()
+            .max_by(|a, b| used(a).total_cmp(&used(b)))
+            .map_or(Value::Null, data),
+        Some(data_type::IO | data_type::NET_IO) => sum(group),
+        Some(data_type::CPU) => cpu_mean(group),
+        _ => mean(group),
+    };
+    if let Value::Object(fields) = &mut merged {
+        fields.insert("samples".to_owned(), Value::from(group.len()));
+    }
+    Marker {
+        end_time: last.end_time,
+        data: Some(merged),
+        ..group[0].clone()
+    }
+}
+
+fn used(marker: &Marker) -> f64 {
+    number(marker, "used").unwrap_or(0.0)
+}
+
+fn number(marker: &Marker, key: &str) -> Option<f64> {
+    marker.data.as_ref()?.get(key)?.as_f64()
+}
+
+fn duration(marker: &Marker) -> f64 {
+    marker
+        .end_time
+        .map_or(0.0, |end| (end - marker.start_time).max(0.0))
+}
+
+/// The last sample's fields, each number replaced by its time-weighted mean.
+fn mean(group: &[Marker]) -> Value {
+    let total: f64 = group.iter().map(duration).sum();
+    let weight = |m: &Marker| {
+        if total > 0.0 {
+            duration(m) / total
+        } else {
+            1.0 / group.len() as f64
+        }
+    };
+    combine(group, |key| {
+        Value::from(
+            group
+                .iter()
+                .map(|m| number(m, key).unwrap_or(0.0) * weight(m))
+                .sum::<f64>(),
+        )
+    })
+}
+
+/// The last sample's fields, each number replaced by the group's total.
+fn sum(group: &[Marker]) -> Value {
+    combine(group, |key| {
+        let values = group.iter().filter_map(|m| m.data.as_ref()?.get(key));
+        match values.clone().map(Value::as_u64).sum::<Option<u64>>() {
+            Some(whole) => Value::from(whole),
+            None => Value::from(values.filter_map(Value::as_f64).sum::<f64>()),
+        }
+    })
+}
+
+/// The mean of the stacked bars, with the busy share's mean as `cpuPercent` and its highest
+/// as `peak`; the per-kind percentages of single samples are left out.
+fn cpu_mean(group: &[Marker]) -> Value {
+    let mut merged = mean(group);
+    let peak = group
+        .iter()
+        .filter_map(|m| busy_share(m.data.as_ref()?))
+        .fold(0.0, f64::max);
+    if let Value::Object(fields) = &mut merged {
+        fields.retain(|key, _| !key.ends_with("_pct"));
+        if let Some(busy) = busy_share(&Value::Object(fields.clone())) {
+            fields.insert(
+                "cpuPercent".to_owned(),
+                Value::from(format!("{:.1}%", busy * 100.0)),
+            );
+        }
+        fields.insert("peak".to_owned(), Value::from(peak));
+    }
+    merged
+}
+
+/// The last sample's data with every numeric field replaced by `number_of(key)`.
+fn combine(group: &[Marker], number_of: impl Fn(&str) -> Value) -> Value {
+    let Some(Value::Object(last)) = group[group.len() - 1].data.clone() else {
+        return Value::Null;
+    };
+    let fields = last
+        .into_iter()
+        .map(|(key, value)| {
+            let value = if value.is_number() {
+                number_of(&key)
+            } else {
+                value
+            };
+            (key, value)
+        })
+        .collect();
+    Value::Object(fields)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use tc_profile_format::schema::{marker_schemas, track};
+
+    fn meta() -> Map<String, Value> {
+        let mut meta = Map::new();
+        meta.insert("markerSchema".to_owned(), marker_schemas());
+        meta
+    }
+
+    fn sample(name: &str, second: usize, data: Value) -> Marker {
+        Marker::interval(name, second as f64 * 1000.0, (second + 1) as f64 * 1000.0).with_data(data)
+    }
+
+    /// 1,000 seconds of samples: CPU busy 0.1 but 0.9 at 500 s, memory peaking at 700 s,
+    /// 1 KiB written each second; and a step marker that must not be touched.
+    fn recording() -> Vec<Marker> {
+        let mut markers = vec![Marker::interval("build", 0.0, 1_000_000.0)
+            .with_data(json!({"type": "Text", "text": "make"}))];
+        for s in 0..1000 {
+            let busy = if s == 500 { 0.9 } else { 0.1 };
+            markers.push(sample(
+                track::CPU,
+                s,
+                json!({"type": "CPU", "nice": 0.0, "user": busy,
+                "system": busy, "iowait": busy, "softirq": busy, "steal": busy,
+                "user_pct": "x"}),
+            ));
+            let used = if s == 700 { 9_000 } else { 1_000 + s as u64 };
+            markers.push(sample(
+                track::MEMORY,
+                s,
+                json!({"type": "Mem", "used": used}),
+            ));
+            markers.push(sample(
+                track::IO,
+                s,
+                json!({"type": "IO", "read_bytes": 0,
+                "write_bytes": 1024, "write_count": 1}),
+            ));
+        }
+        markers
+    }
+
+    fn named<'a>(markers: &'a [Marker], name: &str) -> Vec<&'a Marker> {
+        markers.iter().filter(|m| m.name == name).collect()
+    }
+
+    #[test]
+    fn tracks_under_the_bound_are_left_as_they_are() {
+        let mut markers = recording();
+        let before = markers.clone();
+        assert_eq!(bound_tracks(&mut markers, &meta(), 1000), 0);
+        assert_eq!(markers.len(), before.len());
+    }
+
+    #[test]
+    fn long_tracks_are_merged_keeping_peaks_and_totals() {
+        let mut markers = recording();
+        assert_eq!(bound_tracks(&mut markers, &meta(), 100), 3000);
+        assert_eq!(named(&markers, "build").len(), 1, "steps are no track");
+        for track in [track::CPU, track::MEMORY, track::IO] {
+            let samples = named(&markers, track);
+            assert_eq!(samples.len(), 100, "{track}");
+            assert_eq!(samples[0].start_time, 0.0);
+            assert_eq!(samples[99].end_time, Some(1_000_000.0));
+            assert_eq!(samples[0].data.as_ref().unwrap()["samples"], 10);
+        }
+        let memory = named(&markers, track::MEMORY);
+        let peak = memory.iter().map(|m| used(m)).fold(0.0, f64::max);
+        assert_eq!(peak, 9_000.0, "the memory peak survives");
+        let written: u64 = named(&markers, track::IO)
+            .iter()
+            .map(|m| m.data.as_ref().unwrap()["write_bytes"].as_u64().unwrap())
+            .sum();
+        assert_eq!(written, 1000 * 1024, "the disk total survives");
+        let cpu = named(&markers, track::CPU);
+        let stretch = cpu[50].data.as_ref().unwrap();
+        assert_eq!(stretch["peak"], 0.9, "the CPU peak survives in peak");
+        assert!(
+            (stretch["steal"].as_f64().unwrap() - 0.18).abs() < 1e-9,
+            "{stretch}"
+        );
+        assert_eq!(stretch["cpuPercent"], "18.0%");
+        assert!(
+            stretch.get("user_pct").is_none(),
+            "stale percentages are left out"
+        );
+    }
+}
