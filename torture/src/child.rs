@@ -1,5 +1,6 @@
 //! The suite's own recorder: the recorder library under a steady marker load (an instant
-//! every ~100 µs, numbered, and an interval every 50 of them), recording until killed.
+//! every ~100 µs, numbered, and an interval every 50 of them), following a profile
+//! directory that task processes write marker files to, recording until killed.
 
 use anyhow::Result;
 use serde_json::json;
@@ -7,7 +8,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 use tc_profile_format::schema::{category, data_type};
 use tc_profile_format::Marker;
-use tc_profile_recorder::{Recorder, RecorderConfig, SyncPolicy};
+use tc_profile_recorder::{ProfileDirConfig, Recorder, RecorderConfig, SyncPolicy};
 
 /// Name of the numbered instant markers.
 pub const INSTANT: &str = "torture";
@@ -21,6 +22,9 @@ pub struct ChildArgs {
     /// always, interval or never.
     #[arg(long)]
     sync: String,
+    /// The tc-profile binary, for the task's mark, begin and end helpers.
+    #[arg(long, value_name = "PATH")]
+    helper: PathBuf,
 }
 
 pub fn sync_policy(name: &str, interval: Duration) -> SyncPolicy {
@@ -37,11 +41,14 @@ pub fn numbered(number: u64) -> serde_json::Value {
 
 pub fn run(args: ChildArgs) -> Result<()> {
     let interval = Duration::from_millis(10);
+    let dir = args.log.with_file_name("markers");
     let mut config = RecorderConfig::new(args.log);
     config.interval = interval;
     config.sync = sync_policy(&args.sync, interval);
     config.statsd = None;
+    config.profile_dir = Some(ProfileDirConfig::new(dir.clone()));
     let recorder = Recorder::start(config)?;
+    crate::task::spawn_writers(&dir, &args.helper)?;
     let markers = recorder.markers();
     let mut open = None;
     for number in 0.. {

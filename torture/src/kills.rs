@@ -1,14 +1,18 @@
 //! Part 1: SIGKILL of a recorder at a random moment, many times, under sampling and marker
-//! load; then `tc-profile recover`. A marker reached the disk when its line was whole in
-//! the log at the kill (SIGKILL loses nothing the kernel holds): each must be in the
-//! profile exactly once, and none may appear that the log did not hold.
+//! load: the recorder API's markers, and task processes appending to marker files; then
+//! `tc-profile recover`. An API marker reached the disk when its line was whole in the log
+//! at the kill (SIGKILL loses nothing the kernel holds); a task process's marker when its
+//! line was whole in its marker file. Each must be in the profile exactly once, and none
+//! may appear that the log and the files did not hold. Half the kills take the recorder
+//! alone first, and the task's processes a moment later, as when only the recorder dies.
 
 use crate::child::{INSTANT, INTERVAL};
+use crate::expected::{Expected, Source, Tally};
 use crate::profile_check::check_profile;
 use crate::random::Random;
 use anyhow::{Context, Result};
 use serde_json::Value;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -24,14 +28,13 @@ const SAMPLE_LOG_MAX_BYTES: usize = 48 << 10;
 pub struct KillsReport {
     kills: usize,
     of_run: usize,
+    /// Kills of the recorder alone, its task's processes going on writing a moment.
+    recorder_first: usize,
     before_the_log_was_whole: usize,
     profiles: usize,
     invalid: usize,
-    markers_on_disk: usize,
-    lost: usize,
-    duplicated: usize,
-    invented: usize,
-    /// Numbers missing from the log itself below its highest one (dropped before the log).
+    by_source: BTreeMap<Source, Tally>,
+    /// API numbers missing from the log itself below its highest one (dropped before it).
     holes: usize,
     failures: Vec<String>,
     pub sample_logs: Vec<Vec<u8>>,
@@ -60,9 +63,10 @@ impl fmt::Display for KillsReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
             f,
-            "1. recorder kills: {} ({} of `tc-profile run`, the rest of the recorder under \
-             marker load); {} before the log's first two lines were whole (nothing to recover)",
-            self.kills, self.of_run, self.before_the_log_was_whole
+            "1. recorder kills: {} ({} of `tc-profile run`, the rest of the recorder library \
+             under API load; all with task processes writing marker files; {} of the recorder \
+             alone first); {} before the log's first two lines were whole (nothing to recover)",
+            self.kills, self.of_run, self.recorder_first, self.before_the_log_was_whole
         )?;
         writeln!(
             f,
@@ -71,11 +75,16 @@ impl fmt::Display for KillsReport {
             self.profiles - self.invalid,
             self.invalid
         )?;
+        let mut total = Tally::default();
+        for (source, tally) in &self.by_source {
+            total.add(tally);
+            writeln!(f, "   {}: {tally}", source.label())?;
+        }
         write!(
             f,
-            "   markers on disk at the kill: {}; lost: {}; duplicated: {}; invented: {}; \
-             dropped before the log: {}",
-            self.markers_on_disk, self.lost, self.duplicated, self.invented, self.holes
+            "   markers on disk at the kill: {}; lost: {}; duplicated: {}; invented: {}; API \
+             markers dropped before the log: {}",
+            total.on_disk, total.lost, total.duplicated, total.invented, self.holes
         )?;
         for failure in self.failures.iter().take(10) {
             write!(f, "\n   FAILED {failure}")?;
@@ -86,6 +95,10 @@ impl fmt::Display for KillsReport {
 
 pub fn run(bin: &Path, work: &Path, kills: usize, random: &mut Random) -> Result<KillsReport> {
     let mut report = KillsReport::default();
+    // The task's processes outlive a recorder killed alone: they become ours to reap, so
+    // that their group is gone once they are killed.
+    // SAFETY: prctl(2) with PR_SET_CHILD_SUBREAPER takes an integer flag.
+    unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1) };
     let this = std::env::current_exe()?;
     for iteration in 0..kills {
         let dir = work.join(format!("{iteration}"));
@@ -97,13 +110,18 @@ pub fn run(bin: &Path, work: &Path, kills: usize, random: &mut Random) -> Result
             command.args(["run", "--interval", "0.01", "--sync", sync, "--state-dir"]);
             command
                 .arg(&dir)
-                .args(["--", "sleep", "30"])
+                .arg("--")
+                .arg(&this)
+                .arg("task")
+                .arg("--helper")
+                .arg(bin)
                 .current_dir(&dir);
             command
         } else {
             let mut command = Command::new(&this);
             command.args(["child", "--sync", sync, "--log"]);
             command.arg(dir.join("profile_resource-usage-torture.jsonl"));
+            command.arg("--helper").arg(bin);
             command
         };
         // Its own process group: the kill takes the recorder and its command at once.
@@ -119,9 +137,16 @@ pub fn run(bin: &Path, work: &Path, kills: usize, random: &mut Random) -> Result
             random.below(300_000)
         };
         std::thread::sleep(Duration::from_micros(delay));
-        kill_group(child.id() as i32);
+        let group = child.id() as i32;
+        if random.below(2) == 0 {
+            kill(group);
+            child.wait()?;
+            std::thread::sleep(Duration::from_micros(random.below(30_000)));
+            report.recorder_first += 1;
+        }
+        kill(-group);
         child.wait()?;
-        wait_until_group_gone(child.id() as i32);
+        wait_until_group_gone(group);
         report.kills += 1;
         report.of_run += usize::from(of_run);
         check_kill(bin, &dir, iteration, &mut report)?;
@@ -130,15 +155,19 @@ pub fn run(bin: &Path, work: &Path, kills: usize, random: &mut Random) -> Result
     Ok(report)
 }
 
-fn kill_group(group: i32) {
-    // SAFETY: kill(2) of the process group we created.
-    unsafe { libc::kill(-group, libc::SIGKILL) };
+/// SIGKILL of a process, or of a process group when negative.
+fn kill(pid: i32) {
+    // SAFETY: kill(2) of a process or group we created.
+    unsafe { libc::kill(pid, libc::SIGKILL) };
 }
 
 /// A process forked by the recorder but not yet exec'd shares the log's lock until it has
 /// died too: the worker's next start comes after every process of the old one is gone.
+/// Orphans of the group were handed to us (a subreaper): reaped here.
 fn wait_until_group_gone(group: i32) {
     for _ in 0..5000 {
+        // SAFETY: waitpid(2) of our children in the group, without blocking.
+        while unsafe { libc::waitpid(-group, std::ptr::null_mut(), libc::WNOHANG) } > 0 {}
         // SAFETY: kill(2) with signal 0 only checks that the group has a process.
         if unsafe { libc::kill(-group, 0) } != 0 {
             return;
@@ -195,7 +224,9 @@ fn check_kill(bin: &Path, dir: &Path, iteration: usize, report: &mut KillsReport
             format!("{} garbled lines in the log", on_disk.garbled),
         );
     }
-    compare_markers(&on_disk, &rows, iteration, report);
+    if let Err(error) = compare_markers(&on_disk, &rows, iteration, report) {
+        report.fail(iteration, format!("{error:#}"));
+    }
     if on_disk.command_began && !rows.iter().any(|r| r.name == "Command" && r.cut_off) {
         report.fail(iteration, "no Command interval flagged cut off".into());
     }
@@ -203,60 +234,47 @@ fn check_kill(bin: &Path, dir: &Path, iteration: usize, report: &mut KillsReport
     Ok(())
 }
 
+/// What the log and the marker files held at the kill against the profile, by source.
 fn compare_markers(
     on_disk: &LogContent,
     rows: &[crate::profile_check::Row],
     iteration: usize,
     report: &mut KillsReport,
-) {
-    let mut in_profile: HashMap<u64, usize> = HashMap::new();
-    let mut intervals: HashMap<u64, usize> = HashMap::new();
-    for row in rows {
-        let number = row.text.as_deref().and_then(number_of);
-        match (row.name.as_str(), number) {
-            (INSTANT, Some(n)) => *in_profile.entry(n).or_default() += 1,
-            (INTERVAL, Some(n)) => *intervals.entry(n).or_default() += 1,
-            _ => {}
-        }
+) -> Result<()> {
+    let mut expected = Expected::default();
+    for n in &on_disk.instants {
+        expected.add_api(INSTANT, format!("#{n}"));
     }
-    report.markers_on_disk += on_disk.instants.len();
-    let lost = on_disk
-        .instants
-        .iter()
-        .filter(|n| !in_profile.contains_key(n))
-        .count();
-    let duplicated = in_profile.values().filter(|&&c| c > 1).count()
-        + intervals.values().filter(|&&c| c > 1).count();
-    let invented = in_profile
-        .keys()
-        .filter(|n| !on_disk.instants.contains(n))
-        .count()
-        + intervals
-            .keys()
-            .filter(|n| !on_disk.intervals.contains(n))
-            .count();
-    let lost_intervals = on_disk
-        .intervals
-        .iter()
-        .filter(|n| !intervals.contains_key(n))
-        .count();
+    for n in &on_disk.intervals {
+        expected.add_api(INTERVAL, format!("#{n}"));
+    }
+    if let Some(dir) = &on_disk.profile_dir {
+        expected.add_marker_files(dir)?;
+    }
+    if expected.garbled > 0 {
+        report.fail(
+            iteration,
+            format!("{} garbled lines in marker files", expected.garbled),
+        );
+    }
+    for (source, tally) in expected.tally(rows) {
+        if !tally.is_clean() {
+            report.fail(iteration, format!("{}: {tally}", source.label()));
+        }
+        report.by_source.entry(source).or_default().add(&tally);
+    }
     let holes = on_disk
         .instants
         .last()
         .map_or(0, |&max| max as usize + 1 - on_disk.instants.len());
-    report.lost += lost + lost_intervals;
-    report.duplicated += duplicated;
-    report.invented += invented;
     report.holes += holes;
-    if lost + lost_intervals + duplicated + invented + holes > 0 {
+    if holes > 0 {
         report.fail(
             iteration,
-            format!(
-                "markers lost {lost}+{lost_intervals}, duplicated {duplicated}, invented \
-                 {invented}, holes {holes}"
-            ),
+            format!("{holes} API markers missing from the log"),
         );
     }
+    Ok(())
 }
 
 fn number_of(text: &str) -> Option<u64> {
@@ -279,6 +297,8 @@ struct LogContent {
     /// `tc-profile run` had started its command: its interval must be in the profile.
     command_began: bool,
     garbled: usize,
+    /// `meta.tcProfile.profileDir`.
+    profile_dir: Option<PathBuf>,
 }
 
 impl LogContent {
@@ -289,11 +309,13 @@ impl LogContent {
         if lines.len() < 2 {
             return None;
         }
+        let meta = serde_json::from_slice::<Value>(lines[0]).ok()?;
         let mut content = LogContent {
             instants: BTreeSet::new(),
             intervals: BTreeSet::new(),
             command_began: false,
             garbled: 0,
+            profile_dir: meta["tcProfile"]["profileDir"].as_str().map(PathBuf::from),
         };
         for line in &lines[2..] {
             let Ok(value) = serde_json::from_slice::<Value>(line) else {

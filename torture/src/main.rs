@@ -4,12 +4,14 @@
 //! when any check failed.
 
 mod child;
+mod expected;
 mod finalize_kills;
 mod full_disk;
 mod kills;
 mod profile_check;
 mod random;
 mod sync_cost;
+mod task;
 mod truncation;
 
 use anyhow::Result;
@@ -31,6 +33,12 @@ enum Command {
     /// Records under marker load until killed (the suite's own recorder).
     #[command(hide = true)]
     Child(child::ChildArgs),
+    /// The task of a recording: starts the marker writers, waits until killed.
+    #[command(hide = true)]
+    Task(task::TaskArgs),
+    /// Appends marker-file lines until killed (one of the task's processes).
+    #[command(hide = true)]
+    MarkerWriter,
     /// Measures the throughput and fdatasync rate of each --sync policy.
     SyncCost(sync_cost::SyncCostArgs),
 }
@@ -67,6 +75,8 @@ fn main() -> ExitCode {
     let result = match Cli::parse().command {
         Command::Suite(args) => suite(args),
         Command::Child(args) => child::run(args).map(|()| true),
+        Command::Task(args) => task::run(args).map(|()| true),
+        Command::MarkerWriter => task::write_markers().map(|()| true),
         Command::SyncCost(args) => sync_cost::run(args).map(|()| true),
     };
     match result {
