@@ -198,7 +198,7 @@ impl fmt::Display for Tally {
         write!(
             f,
             "{} on disk at the kill; lost: {}; duplicated: {}; invented: {}; intervals ended \
-             or cut off against their file: {}",
+             or cut off wrongly: {}",
             self.on_disk, self.lost, self.duplicated, self.invented, self.wrong_end
         )
     }
