@@ -119,7 +119,9 @@ pub fn finish(session: Session, args: &RecordingArgs, reason: EndReason) -> Resu
         &FinalizeOptions {
             output: Some(args.output.clone()),
             keep_log: args.keep_log,
-            profile_dir: Some(session.profile_dir.clone()),
+            // The directory the log names: if task code removed or replaced it, the
+            // profile is written all the same.
+            profile_dir: None,
             limits: args.limits.limits(),
             unwritten_gaps: stats.unwritten_gap.iter().cloned().collect(),
             progress: reading.callback(),
@@ -131,12 +133,13 @@ pub fn finish(session: Session, args: &RecordingArgs, reason: EndReason) -> Resu
         output::to_stderr(&SummaryFormat::Short.serialize(&report.summary))?;
     }
     if session.created_dir && !args.keep_log {
-        std::fs::remove_dir_all(&session.profile_dir).with_context(|| {
-            format!(
-                "the profile is written, but {} could not be removed",
+        // Never follows a symbolic link the task may have put in its place.
+        if let Err(error) = std::fs::remove_dir_all(&session.profile_dir) {
+            eprintln!(
+                "tc-profile: warning: {}: cannot remove the profile directory: {error}",
                 session.profile_dir.display()
-            )
-        })?;
+            );
+        }
     }
     Ok(())
 }

@@ -39,7 +39,7 @@ pub use summary::{
     summarize, CpuUse, DiskUse, Dropped, Hint, MachineSize, MemoryUse, NetworkUse, Sparklines,
     Step, Summary, SummaryFormat, Verdict, SUMMARY_VERSION,
 };
-use tc_profile_format::marker_file::Limits;
+use tc_profile_format::marker_file::{Limits, Problem};
 
 use output::names_file;
 use std::fs::{File, TryLockError};
@@ -252,28 +252,40 @@ pub fn finalize_locked(
     })
 }
 
-/// Merges the marker files the recorder had not taken; returns the directory read. A
-/// directory named only by the log and gone since is skipped, and the unfinished batch,
-/// which cannot be read again, is used as it is.
+/// Merges the marker files the recorder had not taken; returns the directory read. The
+/// directory the log names may be gone or replaced (task code writes there): then it is
+/// skipped with a note, and the unfinished batch, which cannot be read again, is used as
+/// it is. Only a directory given explicitly must be readable.
 fn merge_markers(
     recording: &mut Recording,
     options: &FinalizeOptions,
 ) -> Result<Option<PathBuf>, FinalizeError> {
-    let dir = match &options.profile_dir {
-        Some(dir) => dir.clone(),
-        None => match profile_dir_of(recording).filter(|dir| dir.is_dir()) {
-            Some(dir) => dir,
-            None => {
-                recording.use_unfinished_batch();
-                return Ok(None);
-            }
-        },
+    if let Some(dir) = &options.profile_dir {
+        return match merge_profile_dir(recording, dir, &options.limits) {
+            Ok(()) => Ok(Some(dir.clone())),
+            Err(source) => Err(FinalizeError::ProfileDir {
+                path: dir.clone(),
+                source,
+            }),
+        };
+    }
+    let Some(dir) = profile_dir_of(recording) else {
+        recording.use_unfinished_batch();
+        return Ok(None);
     };
-    merge_profile_dir(recording, &dir, &options.limits).map_err(|source| {
-        FinalizeError::ProfileDir {
-            path: dir.clone(),
-            source,
+    match merge_profile_dir(recording, &dir, &options.limits) {
+        Ok(()) => Ok(Some(dir)),
+        Err(_) => {
+            recording.use_unfinished_batch();
+            if recording.footer.is_none() {
+                recording.problems.add(&tc_profile_format::Dropped {
+                    file: dir.display().to_string(),
+                    problem: Problem::DirectoryUnreadable,
+                    count: 1,
+                    bytes: 0,
+                });
+            }
+            Ok(None)
         }
-    })?;
-    Ok(Some(dir))
+    }
 }

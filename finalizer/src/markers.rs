@@ -21,10 +21,10 @@ pub fn profile_dir_of(recording: &Recording) -> Option<PathBuf> {
 }
 
 /// Reads every marker file of `dir` past its checkpoint into the recording. The batch
-/// the recorder did not finish is dropped first: it is read again from the files.
+/// the recorder did not finish is dropped once the directory could be read: it is read
+/// again from the files.
 pub fn merge_profile_dir(recording: &mut Recording, dir: &Path, limits: &Limits) -> io::Result<()> {
     let mut reader = DirReader::open(dir, limits.clone())?;
-    recording.unfinished_batch = None;
     for progress in recording.progress.values() {
         reader.resume(progress);
     }
@@ -58,8 +58,16 @@ pub fn merge_profile_dir(recording: &mut Recording, dir: &Path, limits: &Limits)
         .unwrap_or_default()
         .as_secs_f64()
         * 1000.0;
+    let mut unfinished = recording.unfinished_batch.take();
     loop {
-        let batch = merger.read_batch(&mut reader, true, now)?;
+        let batch = match merger.read_batch(&mut reader, true, now) {
+            Ok(batch) => batch,
+            Err(error) => {
+                recording.unfinished_batch = unfinished;
+                return Err(error);
+            }
+        };
+        unfinished = None;
         for line in batch.lines {
             // Marker-file lines are never headers: apply refuses nothing here.
             let _ = recording.apply(line);

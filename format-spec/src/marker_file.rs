@@ -209,6 +209,7 @@ pub enum Problem {
     TooManySchemas,
     TooManyOpen,
     EndWithoutBegin,
+    DirectoryUnreadable,
 }
 
 impl Problem {
@@ -236,6 +237,9 @@ impl Problem {
             Problem::TooManySchemas => "over the schema count cap",
             Problem::TooManyOpen => "over the open-interval cap",
             Problem::EndWithoutBegin => "end without its begin",
+            Problem::DirectoryUnreadable => {
+                "profile directory gone or unreadable when finalizing after a kill"
+            }
         }
     }
 
@@ -251,6 +255,7 @@ impl Problem {
                 | Problem::Truncated
                 | Problem::FileTooBig
                 | Problem::TooManyFiles
+                | Problem::DirectoryUnreadable
         )
     }
 }

@@ -432,3 +432,24 @@ fn a_huge_file_without_newlines_is_read_in_bounded_memory() {
         "the recorder's peak memory is {peak_kib} KiB after reading 64 MiB of one line"
     );
 }
+
+#[test]
+fn a_profile_directory_removed_or_replaced_by_the_task_costs_nothing_recorded() {
+    for replace_with_link in [false, true] {
+        let sandbox = Sandbox::new();
+        let recording = Recording::start(&sandbox, &[]);
+        append(
+            &recording.file("good.jsonl"),
+            marker_line("good before").as_bytes(),
+        );
+        recording.wait_logged("good before");
+        std::fs::remove_dir_all(&recording.profile_dir).unwrap();
+        if replace_with_link {
+            std::os::unix::fs::symlink(sandbox.dir(), &recording.profile_dir).unwrap();
+        }
+        recording.stop();
+        let profile = read_json(&sandbox.path("profile_resource-usage.json"));
+        assert_processed_profile(&profile);
+        assert_eq!(count_named(&profile_markers(&profile), "good before"), 1);
+    }
+}
