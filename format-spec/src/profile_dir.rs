@@ -130,9 +130,8 @@ impl DirReader {
         // The owner of now: a worker may hand the directory to the task's user at any time.
         let owner = fstat(&self.dir)?;
         let _identity = OwnerIdentity::assume((owner.st_uid, owner.st_gid));
-        let names = self.list()?;
+        let (names, excess) = self.list()?;
         let mut scan = Scan::default();
-        let mut excess = 0u64;
         let count = names.len();
         for step in 0..count {
             let index = (self.cursor + step) % count;
@@ -142,11 +141,8 @@ impl DirReader {
                 break;
             }
             let name = &names[index];
-            match self.follow(name, visit) {
-                Some(id) => {
-                    scan.bytes += self.read_new(id, name, take_unterminated, visit);
-                }
-                None => excess += 1,
+            if let Some(id) = self.follow(name, visit) {
+                scan.bytes += self.read_new(id, name, take_unterminated, visit);
             }
         }
         if excess > self.excess_reported {
@@ -178,15 +174,30 @@ impl DirReader {
         progress
     }
 
-    /// The `*.jsonl` names in the directory, read through the open directory itself.
-    fn list(&self) -> io::Result<Vec<OsString>> {
+    /// The `*.jsonl` names to look at, read through the open directory itself, and how
+    /// many more new ones there are than the file cap lets in: those are not even looked at,
+    /// so that a flood of files costs a directory listing and nothing more.
+    fn list(&self) -> io::Result<(Vec<OsString>, u64)> {
         let through_fd = format!("/proc/self/fd/{}", self.dir.as_raw_fd());
         let entries = std::fs::read_dir(&through_fd).or_else(|_| std::fs::read_dir(&self.path))?;
-        Ok(entries
+        let mut room = self.limits.files.saturating_sub(self.files.len());
+        let mut names = Vec::new();
+        let mut excess = 0;
+        let jsonl = entries
             .filter_map(Result::ok)
             .map(|entry| entry.file_name())
-            .filter(|name| name.as_bytes().ends_with(b".jsonl"))
-            .collect())
+            .filter(|name| name.as_bytes().ends_with(b".jsonl"));
+        for name in jsonl {
+            if self.names.contains_key(&name) {
+                names.push(name);
+            } else if room > 0 {
+                room -= 1;
+                names.push(name);
+            } else {
+                excess += 1;
+            }
+        }
+        Ok((names, excess))
     }
 
     /// The id of the file now under `name`, registering (and judging) a new one; `None`
