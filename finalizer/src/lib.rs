@@ -254,7 +254,7 @@ pub fn finalize_locked(
 
 /// Merges the marker files the recorder had not taken; returns the directory read. The
 /// directory the log names may be gone or replaced (task code writes there): then it is
-/// skipped with a note, and the unfinished batch, which cannot be read again, is used as
+/// skipped (with a note after a kill, unless simply absent), and the unfinished batch, which cannot be read again, is used as
 /// it is. Only a directory given explicitly must be readable.
 fn merge_markers(
     recording: &mut Recording,
@@ -275,9 +275,10 @@ fn merge_markers(
     };
     match merge_profile_dir(recording, &dir, &options.limits) {
         Ok(()) => Ok(Some(dir)),
-        Err(_) => {
+        Err(error) => {
             recording.use_unfinished_batch();
-            if recording.footer.is_none() {
+            // Absent is usual (a log finalized on another machine); anything else is news.
+            if recording.footer.is_none() && error.kind() != std::io::ErrorKind::NotFound {
                 recording.problems.add(&tc_profile_format::Dropped {
                     file: dir.display().to_string(),
                     problem: Problem::DirectoryUnreadable,

@@ -238,7 +238,7 @@ impl Problem {
             Problem::TooManyOpen => "over the open-interval cap",
             Problem::EndWithoutBegin => "end without its begin",
             Problem::DirectoryUnreadable => {
-                "profile directory gone or unreadable when finalizing after a kill"
+                "profile directory unreadable when finalizing after a kill"
             }
         }
     }
