@@ -1,8 +1,9 @@
 //! Bounds the profile of a long recording (SPEC.md, "The finalized profile"): a graph track
 //! with more than [`MAX_SAMPLES_PER_TRACK`] samples is merged into about that many, each
 //! covering an equal stretch of the recording. Peaks and totals survive: memory keeps the
-//! sample with the highest `used`, disk and network add up, CPU is the time-weighted mean
-//! with its highest busy share in `peak`, any other graph the time-weighted mean.
+//! sample with the highest `used` (the task's: `rss`), disk and network add up, CPU is the
+//! time-weighted mean with its highest busy share in `peak`, any other graph the
+//! time-weighted mean.
 
 use crate::summary::busy_share;
 use serde_json::{Map, Value};
@@ -13,6 +14,14 @@ use tc_profile_format::Marker;
 /// Samples per track in a profile at most: a 1-hour recording keeps every sample (about
 /// 9,000 per track), a 24-hour one is merged into samples of about 4.3 s.
 pub const MAX_SAMPLES_PER_TRACK: usize = 20_000;
+
+/// Memory tracks, by schema, and the field whose highest sample a merged one keeps: the
+/// system's, and the task's processes' against the rest (SPEC.md, "Categories and schemas").
+const KEEP_HIGHEST: [(&str, &str); 3] = [
+    (data_type::MEMORY, "used"),
+    ("TaskMem", "rss"),
+    ("OtherMem", "used"),
+];
 
 /// Merges the samples of each graph track in `markers` down to about `max`; returns how
 /// many samples went into merged ones.
@@ -98,11 +107,16 @@ fn merge(group: &[Marker]) -> Marker {
         .as_ref()
         .and_then(|d| d.get("type"))
         .and_then(Value::as_str);
+    let highest = KEEP_HIGHEST.iter().find(|(k, _)| Some(*k) == kind);
     let mut merged = match kind {
-        Some(data_type::MEMORY) => group
-            .iter()
-            .max_by(|a, b| used(a).total_cmp(&used(b)))
-            .map_or(Value::Null, data),
+        _ if highest.is_some() => {
+            let key = highest.map_or("", |(_, key)| key);
+            let value = |m: &Marker| number(m, key).unwrap_or(0.0);
+            group
+                .iter()
+                .max_by(|a, b| value(a).total_cmp(&value(b)))
+                .map_or(Value::Null, data)
+        }
         Some(data_type::IO | data_type::NET_IO) => sum(group),
         Some(data_type::CPU) => cpu_mean(group),
         _ => mean(group),
@@ -115,10 +129,6 @@ fn merge(group: &[Marker]) -> Marker {
         data: Some(merged),
         ..group[0].clone()
     }
-}
-
-fn used(marker: &Marker) -> f64 {
-    number(marker, "used").unwrap_or(0.0)
 }
 
 fn number(marker: &Marker, key: &str) -> Option<f64> {
@@ -273,7 +283,10 @@ mod tests {
             assert_eq!(samples[0].data.as_ref().unwrap()["samples"], 10);
         }
         let memory = named(&markers, track::MEMORY);
-        let peak = memory.iter().map(|m| used(m)).fold(0.0, f64::max);
+        let peak = memory
+            .iter()
+            .filter_map(|m| number(m, "used"))
+            .fold(0.0, f64::max);
         assert_eq!(peak, 9_000.0, "the memory peak survives");
         let written: u64 = named(&markers, track::IO)
             .iter()

@@ -36,8 +36,8 @@ pub use profile::{
 pub use reader::{read_log, Damage, DropReason, ReadError, Recording};
 pub use recover::{recover, Recovery};
 pub use summary::{
-    summarize, CpuUse, DiskUse, Dropped, Hint, MachineSize, MemoryUse, NetworkUse, Sparklines,
-    Step, Summary, SummaryFormat, Verdict, SUMMARY_VERSION,
+    summarize, CpuFigures, CpuUse, DiskUse, Dropped, Hint, MachineSize, MemoryUse, NetworkUse,
+    ProcessUse, Sparklines, Step, Summary, SummaryFormat, Verdict, SUMMARY_VERSION,
 };
 use tc_profile_format::marker_file::{Limits, Problem};
 

@@ -1,4 +1,4 @@
-use crate::synthetic::{complete_task, cut_off_task, GIB, PEAK_MEMORY};
+use crate::synthetic::{complete_task, complete_task_with_tree, cut_off_task, GIB, PEAK_MEMORY};
 use crate::util::*;
 use serde_json::{json, Value};
 
@@ -234,5 +234,46 @@ fn summary_of_a_missing_file_is_one_line_naming_it() {
     assert!(
         stderr.starts_with("tc-profile: error: cannot read nowhere.json"),
         "{stderr}"
+    );
+}
+
+#[test]
+fn the_task_tree_against_the_rest_and_its_busiest_processes_are_summarized() {
+    let sandbox = Sandbox::new();
+    std::fs::write(sandbox.path("task.jsonl"), complete_task_with_tree()).unwrap();
+    let summary = summary_json(&sandbox, "task.jsonl");
+
+    assert_eq!(summary["cpu"]["task"]["average"], 0.15);
+    assert_eq!(summary["cpu"]["other"]["p95"], 0.05);
+    assert_eq!(summary["memory"]["taskPeakBytes"], 2 * GIB);
+    let processes = summary["topProcesses"].as_array().unwrap();
+    let names: Vec<&str> = processes
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["cc1", "ld", "sh"], "the busiest first");
+    assert_eq!(processes[0]["cpuMs"], 30_000.0);
+    assert_eq!(processes[0]["pid"], 101);
+    assert_eq!(
+        summary["steps"].as_array().unwrap().len(),
+        2,
+        "processes are no steps"
+    );
+    assert_eq!(
+        summary["disk"]["readBytes"],
+        72u64 << 20,
+        "a disk's own track is not counted twice"
+    );
+
+    let text = summary_text(&sandbox, "task.jsonl");
+    assert_has_line(
+        &text,
+        "           the task average 2.4, p95 2.4; the rest average 0.8, p95 0.8",
+    );
+    assert!(text.contains("; the task's processes peak 2 GiB"), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("101 ") && l.contains("cc1 -O2")),
+        "{text}"
     );
 }

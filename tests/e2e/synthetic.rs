@@ -129,6 +129,10 @@ pub fn known_task(until: u32) -> LogBuilder {
 
 /// The known task, complete: 72 s, the command exited with 0.
 pub fn complete_task() -> Vec<u8> {
+    complete_known_task().bytes()
+}
+
+fn complete_known_task() -> LogBuilder {
     let mut log = known_task(72);
     log.marker(command().close(
         72_000.0,
@@ -138,7 +142,7 @@ pub fn complete_task() -> Vec<u8> {
         ),
     ))
     .footer(72.0);
-    log.bytes()
+    log
 }
 
 /// The known task cut off after `seconds`, in the middle of its last line.
@@ -146,4 +150,43 @@ pub fn cut_off_task(seconds: u32) -> Vec<u8> {
     let mut bytes = known_task(seconds).bytes();
     bytes.extend_from_slice(br#"{"type":"marker","name":"CPU Use","startTi"#);
     bytes
+}
+
+/// The complete known task with the tracks of its process tree against the rest (the task
+/// at 2.4 of its 3.2 cores, 2 GiB of RSS at most), a disk of its own ("IO sda", which must
+/// not count twice) and three process markers (SPEC.md, "Categories and schemas").
+pub fn complete_task_with_tree() -> Vec<u8> {
+    let mut log = complete_known_task();
+    for second in 12..72 {
+        let (start, end) = (f64::from(second) * 1000.0, f64::from(second + 1) * 1000.0);
+        let track = |name: &str, data| {
+            Marker::interval(name, start, end)
+                .with_category(category::OTHER)
+                .with_data(data)
+        };
+        log.marker(track("Task CPU", json!({"type": "TaskCPU", "cpu": 0.15})))
+            .marker(track("Other CPU", json!({"type": "OtherCPU", "cpu": 0.05})))
+            .marker(track(
+                "Task Memory",
+                json!({"type": "TaskMem", "rss": if second == 40 { 2 * GIB } else { GIB }}),
+            ))
+            .marker(track(
+                "IO sda",
+                json!({"type": data_type::IO, "read_bytes": 1 << 20, "write_bytes": 2 << 20}),
+            ));
+    }
+    for (name, pid, cpu_ms) in [
+        ("cc1", 101, 30_000.0),
+        ("ld", 102, 5_000.0),
+        ("sh", 100, 10.0),
+    ] {
+        log.marker(
+            Marker::interval(name, 13_000.0, 70_000.0)
+                .with_category(category::TASK)
+                .with_data(json!({"type": "Process", "command": format!("{name} -O2"),
+                                  "pid": pid, "ppid": 42, "cpuTime": cpu_ms,
+                                  "peakRss": GIB, "status": "exit code 0"})),
+        );
+    }
+    log.bytes()
 }

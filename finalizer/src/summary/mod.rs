@@ -9,7 +9,7 @@ mod text;
 use crate::profile::{Profile, DATA_MISSING, ENDED_EARLY, LOG_DAMAGE, MARKER_FILES};
 use serde::Serialize;
 use serde_json::{Map, Value};
-use tc_profile_format::schema::data_type;
+use tc_profile_format::schema::{data_type, track};
 use tc_profile_format::Marker;
 
 /// `summaryVersion` of the JSON form; raised only for changes that old readers would
@@ -20,6 +20,15 @@ pub const SUMMARY_VERSION: u32 = 1;
 const STEP_CATEGORIES: [&str; 3] = ["Worker", "Task", "Phases"];
 /// Markers that say what was lost or dropped, and why.
 const DROP_NOTES: [&str; 3] = [DATA_MISSING, LOG_DAMAGE, MARKER_FILES];
+/// Schemas of the task's process tree against the rest (SPEC.md, "Categories and schemas"):
+/// `data.cpu` (a fraction of all cores) of the task's processes and of everything else,
+/// `data.rss` of the task's processes, and one interval per process of the task.
+const TASK_CPU: &str = "TaskCPU";
+const OTHER_CPU: &str = "OtherCPU";
+const TASK_MEMORY: &str = "TaskMem";
+const PROCESS: &str = "Process";
+/// Processes listed, the busiest first.
+const TOP_PROCESSES: usize = 10;
 /// Characters in a sparkline.
 const SPARKLINE_WIDTH: usize = 48;
 const SPARK_LEVELS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
@@ -50,6 +59,8 @@ pub struct Summary {
     pub memory: Option<MemoryUse>,
     pub disk: Option<DiskUse>,
     pub network: Option<NetworkUse>,
+    /// The task's processes that used the most CPU, when the profile has process markers.
+    pub top_processes: Vec<ProcessUse>,
     pub dropped: Vec<Dropped>,
     pub hint: Option<Hint>,
     pub sparklines: Sparklines,
@@ -80,13 +91,37 @@ pub struct Step {
     pub peak_memory_bytes: Option<u64>,
 }
 
-/// CPU of all cores, as fractions of all cores, weighted by each sample's duration.
+/// CPU of all cores, as fractions of all cores, weighted by each sample's duration; and
+/// the task's process tree against the rest, when the profile has their tracks.
 #[derive(Serialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct CpuUse {
     pub average: f64,
     pub p95: f64,
     pub peak: f64,
+    pub task: Option<CpuFigures>,
+    pub other: Option<CpuFigures>,
+}
+
+#[derive(Serialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct CpuFigures {
+    pub average: f64,
+    pub p95: f64,
+    pub peak: f64,
+}
+
+/// A process of the task, from its process marker.
+#[derive(Serialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ProcessUse {
+    pub name: String,
+    pub command: Option<String>,
+    pub pid: Option<u64>,
+    pub cpu_ms: f64,
+    pub peak_rss_bytes: Option<u64>,
+    pub start_ms: f64,
+    pub duration_ms: f64,
 }
 
 #[derive(Serialize, Clone, Debug, PartialEq)]
@@ -96,6 +131,8 @@ pub struct MemoryUse {
     pub peak_bytes: u64,
     pub peak_at_ms: f64,
     pub peak_swap_bytes: u64,
+    /// The highest RSS of the task's processes, when the profile has their track.
+    pub task_peak_bytes: Option<u64>,
 }
 
 #[derive(Serialize, Clone, Debug, PartialEq)]
@@ -218,12 +255,17 @@ fn overlapping(samples: &[Sample], from: f64, to: f64) -> impl Iterator<Item = (
         })
 }
 
+#[derive(Default)]
 struct Tracks {
     cpu: Vec<Sample>,
+    task_cpu: Vec<Sample>,
+    other_cpu: Vec<Sample>,
     memory: Vec<Sample>,
+    task_memory: Vec<Sample>,
     swap: Vec<Sample>,
     disk: Option<DiskUse>,
     network: Option<NetworkUse>,
+    processes: Vec<ProcessUse>,
 }
 
 /// Computes the summary of a profile.
@@ -254,8 +296,8 @@ pub fn summarize(profile: &Profile) -> Summary {
         .iter()
         .find(|m| m.name == ENDED_EARLY)
         .map(|m| m.start_time);
-    let cpu = cpu_use(&tracks.cpu);
-    let memory = memory_use(&tracks.memory, &tracks.swap);
+    let cpu = cpu_use(&tracks);
+    let memory = memory_use(&tracks);
     let hint = hint(&machine, cpu.as_ref(), memory.as_ref());
     let memory_scale = machine
         .main_memory_bytes
@@ -274,6 +316,7 @@ pub fn summarize(profile: &Profile) -> Summary {
         steps: steps(meta, markers, &tracks),
         disk: tracks.disk.clone(),
         network: tracks.network.clone(),
+        top_processes: tracks.processes.clone(),
         dropped: dropped(markers),
         sparklines: Sparklines {
             cpu: sparkline(&tracks.cpu, start, end, Some(1.0), Aggregate::Mean),
@@ -287,14 +330,10 @@ pub fn summarize(profile: &Profile) -> Summary {
 }
 
 impl Tracks {
+    /// The system-wide tracks by name and schema (a per-disk `IO sda` is not counted
+    /// twice), the task's tree against the rest by schema, and the process markers.
     fn collect(markers: &[Marker]) -> Tracks {
-        let mut tracks = Tracks {
-            cpu: Vec::new(),
-            memory: Vec::new(),
-            swap: Vec::new(),
-            disk: None,
-            network: None,
-        };
+        let mut tracks = Tracks::default();
         for marker in markers {
             let (Some(end), Some(data)) = (marker.end_time, marker.data.as_ref()) else {
                 continue;
@@ -306,19 +345,20 @@ impl Tracks {
                 value,
                 peak: number("peak").unwrap_or(value),
             };
-            match data.get("type").and_then(Value::as_str) {
-                Some(data_type::CPU) => {
+            let kind = data.get("type").and_then(Value::as_str).unwrap_or("");
+            match (marker.name.as_str(), kind) {
+                (track::CPU, data_type::CPU) => {
                     if let Some(busy) = busy_share(data) {
                         tracks.cpu.push(sample(busy));
                     }
                 }
-                Some(data_type::MEMORY) => {
+                (track::MEMORY, data_type::MEMORY) => {
                     if let Some(used) = number("used") {
                         tracks.memory.push(sample(used));
                         tracks.swap.push(sample(number("swap").unwrap_or(0.0)));
                     }
                 }
-                Some(data_type::IO) => {
+                (track::IO, data_type::IO) => {
                     let disk = tracks.disk.get_or_insert(DiskUse {
                         read_bytes: 0,
                         written_bytes: 0,
@@ -326,7 +366,7 @@ impl Tracks {
                     disk.read_bytes += count(data, "read_bytes");
                     disk.written_bytes += count(data, "write_bytes");
                 }
-                Some(data_type::NET_IO) => {
+                (track::NET_IO, data_type::NET_IO) => {
                     let network = tracks.network.get_or_insert(NetworkUse {
                         received_bytes: 0,
                         sent_bytes: 0,
@@ -334,9 +374,28 @@ impl Tracks {
                     network.received_bytes += count(data, "recv_bytes");
                     network.sent_bytes += count(data, "sent_bytes");
                 }
+                (_, TASK_CPU) => tracks.task_cpu.extend(number("cpu").map(sample)),
+                (_, OTHER_CPU) => tracks.other_cpu.extend(number("cpu").map(sample)),
+                (_, TASK_MEMORY) => tracks.task_memory.extend(number("rss").map(sample)),
+                (_, PROCESS) => tracks.processes.push(ProcessUse {
+                    name: marker.name.clone(),
+                    command: data
+                        .get("command")
+                        .and_then(Value::as_str)
+                        .map(str::to_owned),
+                    pid: data.get("pid").and_then(Value::as_u64),
+                    cpu_ms: number("cpuTime").unwrap_or(0.0),
+                    peak_rss_bytes: data.get("peakRss").and_then(Value::as_u64),
+                    start_ms: marker.start_time,
+                    duration_ms: end - marker.start_time,
+                }),
                 _ => {}
             }
         }
+        tracks
+            .processes
+            .sort_by(|a, b| b.cpu_ms.total_cmp(&a.cpu_ms));
+        tracks.processes.truncate(TOP_PROCESSES);
         tracks
     }
 }
@@ -366,13 +425,24 @@ fn last_time(markers: &[Marker]) -> f64 {
         .fold(0.0, f64::max)
 }
 
-fn cpu_use(samples: &[Sample]) -> Option<CpuUse> {
+fn cpu_use(tracks: &Tracks) -> Option<CpuUse> {
+    let all = cpu_figures(&tracks.cpu)?;
+    Some(CpuUse {
+        average: all.average,
+        p95: all.p95,
+        peak: all.peak,
+        task: cpu_figures(&tracks.task_cpu),
+        other: cpu_figures(&tracks.other_cpu),
+    })
+}
+
+fn cpu_figures(samples: &[Sample]) -> Option<CpuFigures> {
     let total: f64 = samples.iter().map(Sample::duration).sum();
     if samples.is_empty() || total <= 0.0 {
         return None;
     }
     let average = samples.iter().map(|s| s.value * s.duration()).sum::<f64>() / total;
-    Some(CpuUse {
+    Some(CpuFigures {
         average,
         p95: weighted_percentile(samples, 0.95),
         peak: samples.iter().map(|s| s.peak).fold(0.0, f64::max),
@@ -395,12 +465,17 @@ fn weighted_percentile(samples: &[Sample], share: f64) -> f64 {
     sorted.last().map_or(0.0, |(value, _)| *value)
 }
 
-fn memory_use(memory: &[Sample], swap: &[Sample]) -> Option<MemoryUse> {
-    let peak = memory.iter().max_by(|a, b| a.peak.total_cmp(&b.peak))?;
+fn memory_use(tracks: &Tracks) -> Option<MemoryUse> {
+    let highest = |samples: &[Sample]| samples.iter().map(|s| s.peak).reduce(f64::max);
+    let peak = tracks
+        .memory
+        .iter()
+        .max_by(|a, b| a.peak.total_cmp(&b.peak))?;
     Some(MemoryUse {
         peak_bytes: peak.peak as u64,
         peak_at_ms: peak.start,
-        peak_swap_bytes: swap.iter().map(|s| s.peak).fold(0.0, f64::max) as u64,
+        peak_swap_bytes: highest(&tracks.swap).unwrap_or(0.0) as u64,
+        task_peak_bytes: highest(&tracks.task_memory).map(|bytes| bytes as u64),
     })
 }
 
@@ -419,10 +494,11 @@ fn steps(meta: &Map<String, Value>, markers: &[Marker], tracks: &Tracks) -> Vec<
         .filter_map(|marker| {
             let end = marker.end_time?;
             let category = *categories.get(marker.category.unwrap_or(0) as usize)?;
-            if !STEP_CATEGORIES.contains(&category) {
+            let data = marker.data.as_ref();
+            let kind = data.and_then(|d| d.get("type")).and_then(Value::as_str);
+            if !STEP_CATEGORIES.contains(&category) || kind == Some(PROCESS) {
                 return None;
             }
-            let data = marker.data.as_ref();
             let text = |key: &str| data?.get(key)?.as_str().map(str::to_owned);
             let cpu: Vec<(Sample, f64)> =
                 overlapping(&tracks.cpu, marker.start_time, end).collect();

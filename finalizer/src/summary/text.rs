@@ -1,7 +1,7 @@
 //! The summary as text for a terminal or a task log: a label column, then one line per
 //! subject, then the steps as a table.
 
-use super::{Step, Summary};
+use super::{ProcessUse, Step, Summary};
 use std::fmt::Write;
 
 const BOLD: &str = "\x1b[1m";
@@ -44,6 +44,20 @@ pub(super) fn serialize(summary: &Summary, form: Form) -> Vec<u8> {
             ),
         };
         line("CPU", &text);
+        if let (Some(task), Some(other)) = (&cpu.task, &cpu.other) {
+            let share = |figure: f64| match cores {
+                Some(n) => format!("{:.1}", figure * f64::from(n)),
+                None => percent(figure),
+            };
+            let text = format!(
+                "the task average {}, p95 {}; the rest average {}, p95 {}",
+                share(task.average),
+                share(task.p95),
+                share(other.average),
+                share(other.p95)
+            );
+            line("", &text);
+        }
         if let (Form::Full, Some(spark)) = (form, &summary.sparklines.cpu) {
             line("", spark);
         }
@@ -59,6 +73,9 @@ pub(super) fn serialize(summary: &Summary, form: Form) -> Vec<u8> {
             );
         }
         let _ = write!(text, ", at {}", duration(memory.peak_at_ms));
+        if let Some(task) = memory.task_peak_bytes {
+            let _ = write!(text, "; the task's processes peak {}", bytes(task));
+        }
         if memory.peak_swap_bytes > 0 {
             let _ = write!(text, "; swap peak {}", bytes(memory.peak_swap_bytes));
         }
@@ -103,6 +120,9 @@ pub(super) fn serialize(summary: &Summary, form: Form) -> Vec<u8> {
     }
     if form == Form::Full && !summary.steps.is_empty() {
         steps(&mut out, &summary.steps, cores);
+    }
+    if form == Form::Full && !summary.top_processes.is_empty() {
+        processes(&mut out, &summary.top_processes);
     }
     out.into_bytes()
 }
@@ -172,6 +192,27 @@ fn steps(out: &mut String, steps: &[Step], cores: Option<u32>) {
             cpu(step.cpu_peak),
             step.peak_memory_bytes.map_or("-".to_owned(), bytes),
             if step.cut_off { "  cut off" } else { "" }
+        );
+    }
+}
+
+fn processes(out: &mut String, processes: &[ProcessUse]) {
+    let _ = writeln!(
+        out,
+        "\n{BOLD}{:<8} {:<NAME_MAX$} {:>10} {:>10} {:>9} {:>12}{RESET}",
+        "Process", "", "start", "duration", "CPU time", "peak RSS"
+    );
+    for process in processes {
+        let pid = process.pid.map_or(String::new(), |pid| pid.to_string());
+        let command = process.command.as_deref().unwrap_or(&process.name);
+        let _ = writeln!(
+            out,
+            "{pid:<8} {:<NAME_MAX$} {:>10} {:>10} {:>9} {:>12}",
+            cut(command),
+            duration(process.start_ms),
+            duration(process.duration_ms),
+            duration(process.cpu_ms),
+            process.peak_rss_bytes.map_or("-".to_owned(), bytes),
         );
     }
 }
