@@ -15,6 +15,7 @@
 
 mod coarsen;
 mod compression;
+mod export;
 mod input;
 mod markers;
 mod output;
@@ -26,6 +27,10 @@ mod summary;
 
 pub use coarsen::MAX_SAMPLES_PER_TRACK;
 pub use compression::{decompressed, Compression};
+pub use export::{
+    send_statsd, statsd_packets, write_influx, Credentials, ExportError, ExportFormat, Figure,
+    InfluxTarget, MetricPoint, Retry, SeriesReport, StepReport, TaskReport, TASK_TAGS,
+};
 pub use input::{read_input, Input, InputError, ProgressFn};
 pub use markers::{merge_profile_dir, profile_dir_of};
 pub use output::write_atomically;

@@ -1,0 +1,239 @@
+//! Export of a task to a time-series database: its metric series and a summary of the
+//! task, tagged with the task's identity. [`TaskReport`] is what every format renders;
+//! each format is one file whose `serialize` does no I/O; [`send`] alone talks to servers.
+
+mod influx;
+mod json;
+mod send;
+mod statsd;
+
+pub use send::{send_statsd, write_influx, Credentials, ExportError, InfluxTarget, Retry};
+
+use crate::profile::Profile;
+use serde_json::{Map, Value};
+use tc_profile_format::metric::{self, MetricKind};
+
+/// Tag keys that name the task; a metric's own tag with one of these keys is dropped, so
+/// that a task cannot write under another task's identity.
+pub const TASK_TAGS: [&str; 4] = ["task_id", "run_id", "worker_type", "instance_type"];
+
+/// The formats `tc-profile export --format` prints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExportFormat {
+    /// InfluxDB line protocol, millisecond timestamps: what `--influx` sends.
+    Influx,
+    /// One JSON document (README, "Exporting").
+    Json,
+}
+
+impl ExportFormat {
+    pub fn serialize(self, report: &TaskReport) -> Vec<u8> {
+        match self {
+            ExportFormat::Influx => influx::serialize(report),
+            ExportFormat::Json => json::serialize(report),
+        }
+    }
+}
+
+/// The statsd packets that forward a report (`--statsd`), each at most 1432 bytes.
+pub fn statsd_packets(report: &TaskReport) -> Vec<Vec<u8>> {
+    statsd::serialize(report)
+}
+
+/// A figure of the task summary.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Figure {
+    Number(f64),
+    Flag(bool),
+}
+
+/// Everything an export says about one task.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TaskReport {
+    /// The task's identity, those of [`TASK_TAGS`] that are known, in that order.
+    pub tags: Vec<(String, String)>,
+    /// Unix epoch milliseconds of the recording's start.
+    pub start_time: f64,
+    /// The task summary, by field name (`duration_s`, `cpu_average`, ...).
+    pub figures: Vec<(&'static str, Figure)>,
+    pub steps: Vec<StepReport>,
+    pub series: Vec<SeriesReport>,
+}
+
+/// A lifecycle step of the worker or a phase of the task.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StepReport {
+    pub name: String,
+    /// The marker category: `Worker` or `Task`.
+    pub category: String,
+    /// Unix epoch milliseconds.
+    pub start_time: f64,
+    pub duration_s: f64,
+    /// Still open when the recording ended.
+    pub cut_off: bool,
+}
+
+/// One metric series: its name, tags and one point per interval in which it changed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SeriesReport {
+    pub metric: String,
+    pub kind: MetricKind,
+    pub tags: Vec<(String, String)>,
+    pub points: Vec<MetricPoint>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct MetricPoint {
+    /// Unix epoch milliseconds of the interval's end.
+    pub time: f64,
+    /// The kind's value keys ([`MetricKind::value_keys`]) with their values.
+    pub values: Vec<(&'static str, f64)>,
+}
+
+impl MetricPoint {
+    pub fn value(&self, key: &str) -> Option<f64> {
+        self.values.iter().find(|(k, _)| *k == key).map(|(_, v)| *v)
+    }
+}
+
+impl TaskReport {
+    /// The identity and metric series of a profile; figures and steps are added by
+    /// the caller from its summary.
+    pub fn from_profile(profile: &Profile) -> TaskReport {
+        let meta = profile.meta();
+        let start_time = meta.get("startTime").and_then(Value::as_f64).unwrap_or(0.0);
+        TaskReport {
+            tags: task_tags(meta),
+            start_time,
+            figures: Vec::new(),
+            steps: Vec::new(),
+            series: metric_series(profile, start_time),
+        }
+    }
+}
+
+fn task_tags(meta: &Map<String, Value>) -> Vec<(String, String)> {
+    let task = &meta.get("tcProfile").unwrap_or(&Value::Null)["task"];
+    let keys = ["taskId", "runId", "workerType", "instanceType"];
+    TASK_TAGS
+        .iter()
+        .zip(keys)
+        .filter_map(|(tag, key)| Some(((*tag).to_owned(), task[key].as_str()?.to_owned())))
+        .filter(|(_, value)| !value.is_empty())
+        .collect()
+}
+
+/// The metric markers of a profile, grouped by series in order of first appearance.
+fn metric_series(profile: &Profile, start_time: f64) -> Vec<SeriesReport> {
+    let mut series: Vec<SeriesReport> = Vec::new();
+    let mut index: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    for marker in profile.markers() {
+        let Some(data) = &marker.data else { continue };
+        let Some(kind) = data["type"].as_str().and_then(MetricKind::from_data_type) else {
+            continue;
+        };
+        let Some(name) = data[metric::key::METRIC].as_str() else {
+            continue;
+        };
+        let values: Option<Vec<(&'static str, f64)>> = kind
+            .value_keys()
+            .iter()
+            .map(|key| Some((*key, data[*key].as_f64()?)))
+            .collect();
+        let Some(values) = values else { continue };
+        let at = *index.entry(marker.name.as_str()).or_insert_with(|| {
+            series.push(SeriesReport {
+                metric: name.to_owned(),
+                kind,
+                tags: metric_tags(data[metric::key::TAGS].as_str().unwrap_or_default()),
+                points: Vec::new(),
+            });
+            series.len() - 1
+        });
+        series[at].points.push(MetricPoint {
+            time: start_time + marker.end_time.unwrap_or(marker.start_time),
+            values,
+        });
+    }
+    series
+}
+
+/// `key:value,key2` back into pairs, without the keys that name the task.
+fn metric_tags(joined: &str) -> Vec<(String, String)> {
+    joined
+        .split(',')
+        .filter(|tag| !tag.is_empty())
+        .map(|tag| match tag.split_once(':') {
+            Some((key, value)) => (key.to_owned(), value.to_owned()),
+            None => (tag.to_owned(), String::new()),
+        })
+        .filter(|(key, _)| !TASK_TAGS.contains(&key.as_str()))
+        .collect()
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// A report with one of everything, for the formats' tests.
+    pub(crate) fn sample_report() -> TaskReport {
+        TaskReport {
+            tags: vec![
+                ("task_id".into(), "fUAKaIdkSF6K1NlOgx7-LA".into()),
+                ("worker_type".into(), "b linux,large".into()),
+            ],
+            start_time: 1_700_000_000_000.0,
+            figures: vec![
+                ("duration_s", Figure::Number(12.5)),
+                ("ended_early", Figure::Flag(false)),
+            ],
+            steps: vec![StepReport {
+                name: "pull image".into(),
+                category: "Worker".into(),
+                start_time: 1_700_000_000_100.0,
+                duration_s: 2.25,
+                cut_off: false,
+            }],
+            series: vec![
+                SeriesReport {
+                    metric: "task.tests.passed".into(),
+                    kind: MetricKind::Counter,
+                    tags: vec![
+                        ("suite".into(), "unit".into()),
+                        ("fast".into(), String::new()),
+                    ],
+                    points: vec![
+                        MetricPoint {
+                            time: 1_700_000_000_200.0,
+                            values: vec![("value", 3.0)],
+                        },
+                        MetricPoint {
+                            time: 1_700_000_000_300.0,
+                            values: vec![("value", 4.0)],
+                        },
+                    ],
+                },
+                SeriesReport {
+                    metric: "task.compile".into(),
+                    kind: MetricKind::Timer,
+                    tags: Vec::new(),
+                    points: vec![MetricPoint {
+                        time: 1_700_000_000_300.0,
+                        values: vec![("count", 2.0), ("min", 1.0), ("mean", 2.0), ("max", 3.0)],
+                    }],
+                },
+            ],
+        }
+    }
+
+    #[test]
+    fn tags_that_name_the_task_cannot_come_from_the_task() {
+        assert_eq!(
+            metric_tags("task_id:forged,route:/a,fast,run_id:9"),
+            [
+                ("route".to_owned(), "/a".to_owned()),
+                ("fast".to_owned(), String::new())
+            ]
+        );
+    }
+}

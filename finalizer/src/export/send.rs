@@ -1,0 +1,285 @@
+//! The one place that talks to servers: InfluxDB's HTTP write endpoint (with retries and
+//! backoff) and an upstream statsd over UDP.
+//!
+//! HTTP goes through `ureq`: blocking like the rest of the finalizer, small, maintained, and
+//! with rustls, since a fleet's InfluxDB is reached over https with credentials; a plain
+//! `TcpStream` would do http alone.
+
+use std::fmt;
+use std::net::{ToSocketAddrs, UdpSocket};
+use std::time::Duration;
+
+/// The longest wait for one HTTP attempt, connection included.
+const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(30);
+/// Characters of a server's error message kept in an error.
+const MESSAGE_CHARS: usize = 200;
+
+/// How to authenticate to InfluxDB. Never printed: `Debug` says only which kind it is.
+#[derive(Clone, PartialEq, Eq)]
+pub enum Credentials {
+    /// InfluxDB 1.x users: HTTP basic authentication.
+    Basic { username: String, password: String },
+    /// InfluxDB 1.8+ and 2.x tokens: `Authorization: Token ...`.
+    Token(String),
+}
+
+impl fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Credentials::Basic { .. } => f.write_str("Credentials::Basic(redacted)"),
+            Credentials::Token(_) => f.write_str("Credentials::Token(redacted)"),
+        }
+    }
+}
+
+impl Credentials {
+    fn header(&self) -> String {
+        match self {
+            Credentials::Basic { username, password } => {
+                format!(
+                    "Basic {}",
+                    base64(format!("{username}:{password}").as_bytes())
+                )
+            }
+            Credentials::Token(token) => format!("Token {token}"),
+        }
+    }
+}
+
+/// Where to write: a base URL (`https://influx.example.com:8086`) and a database.
+#[derive(Clone, Debug)]
+pub struct InfluxTarget {
+    url: String,
+    database: String,
+    credentials: Option<Credentials>,
+}
+
+impl InfluxTarget {
+    /// Refuses a URL that is not http(s), or that carries credentials: a command line is
+    /// readable by every process of the machine, the task's included.
+    pub fn new(
+        url: &str,
+        database: &str,
+        credentials: Option<Credentials>,
+    ) -> Result<InfluxTarget, ExportError> {
+        let bad = |why: &'static str| ExportError::BadUrl {
+            url: url.to_owned(),
+            why,
+        };
+        let rest = url
+            .strip_prefix("http://")
+            .or_else(|| url.strip_prefix("https://"))
+            .ok_or_else(|| bad("it does not start with http:// or https://"))?;
+        let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+        if authority.contains('@') || url.contains("?") {
+            return Err(bad(
+                "it carries credentials or a query; give credentials with \
+                 --influx-credentials FILE or TC_PROFILE_INFLUX_* variables",
+            ));
+        }
+        if authority.is_empty() {
+            return Err(bad("it names no host"));
+        }
+        Ok(InfluxTarget {
+            url: url.trim_end_matches('/').to_owned(),
+            database: database.to_owned(),
+            credentials,
+        })
+    }
+
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+}
+
+/// How often to try, and the first wait between tries (doubled after each).
+#[derive(Clone, Copy, Debug)]
+pub struct Retry {
+    pub attempts: u32,
+    pub first_backoff: Duration,
+}
+
+impl Default for Retry {
+    /// Five attempts over about four seconds.
+    fn default() -> Retry {
+        Retry {
+            attempts: 5,
+            first_backoff: Duration::from_millis(250),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ExportError {
+    #[error("--influx {url}: {why}")]
+    BadUrl { url: String, why: &'static str },
+    #[error("InfluxDB at {url} did not take the data after {attempts} attempts: {reason}")]
+    Unreachable {
+        url: String,
+        attempts: u32,
+        reason: String,
+    },
+    #[error("InfluxDB at {url} has no database {database:?}: create it (CREATE DATABASE \"{database}\") or name another with --database")]
+    NoDatabase { url: String, database: String },
+    #[error("InfluxDB at {url} refused the credentials (HTTP {status}): check --influx-credentials or the TC_PROFILE_INFLUX_* variables")]
+    Unauthorized { url: String, status: u16 },
+    #[error("InfluxDB at {url} refused the data: HTTP {status}: {message}")]
+    Refused {
+        url: String,
+        status: u16,
+        message: String,
+    },
+    #[error("cannot send to statsd at {address}: {source}")]
+    Statsd {
+        address: String,
+        source: std::io::Error,
+    },
+}
+
+/// POSTs line protocol to `/write?db=DATABASE&precision=ms`. Connection failures, 429 and
+/// 5xx are retried with backoff; other refusals are final. Returns the attempts made.
+pub fn write_influx(target: &InfluxTarget, body: &[u8], retry: Retry) -> Result<u32, ExportError> {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(ATTEMPT_TIMEOUT))
+        .build()
+        .into();
+    let endpoint = format!("{}/write", target.url);
+    let mut backoff = retry.first_backoff;
+    let mut reason = String::new();
+    for attempt in 1..=retry.attempts.max(1) {
+        let mut request = agent
+            .post(&endpoint)
+            .query("db", &target.database)
+            .query("precision", "ms")
+            .content_type("text/plain; charset=utf-8");
+        if let Some(credentials) = &target.credentials {
+            request = request.header("Authorization", credentials.header());
+        }
+        match request.send(body) {
+            Ok(mut response) => {
+                let status = response.status().as_u16();
+                if (200..300).contains(&status) {
+                    return Ok(attempt);
+                }
+                let message = response.body_mut().read_to_string().unwrap_or_default();
+                let message: String = message.trim().chars().take(MESSAGE_CHARS).collect();
+                let url = target.url.clone();
+                match status {
+                    401 | 403 => return Err(ExportError::Unauthorized { url, status }),
+                    404 if message.contains("database not found") => {
+                        let database = target.database.clone();
+                        return Err(ExportError::NoDatabase { url, database });
+                    }
+                    429 | 500.. => reason = format!("HTTP {status}: {message}"),
+                    _ => {
+                        return Err(ExportError::Refused {
+                            url,
+                            status,
+                            message,
+                        })
+                    }
+                }
+            }
+            Err(error) => reason = error.to_string(),
+        }
+        if attempt < retry.attempts {
+            std::thread::sleep(backoff);
+            backoff *= 2;
+        }
+    }
+    Err(ExportError::Unreachable {
+        url: target.url.clone(),
+        attempts: retry.attempts.max(1),
+        reason,
+    })
+}
+
+/// Sends each packet to `address` (`HOST:PORT`) over UDP.
+pub fn send_statsd(address: &str, packets: &[Vec<u8>]) -> Result<(), ExportError> {
+    let error = |source| ExportError::Statsd {
+        address: address.to_owned(),
+        source,
+    };
+    let target = address
+        .to_socket_addrs()
+        .map_err(error)?
+        .next()
+        .ok_or_else(|| error(std::io::ErrorKind::NotFound.into()))?;
+    let local = if target.is_ipv4() {
+        "0.0.0.0:0"
+    } else {
+        "[::]:0"
+    };
+    let socket = UdpSocket::bind(local).map_err(error)?;
+    for packet in packets {
+        socket.send_to(packet, target).map_err(error)?;
+    }
+    Ok(())
+}
+
+/// Standard base64 with padding, for the basic authentication header.
+fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = u32::from(b[0]) << 16 | u32::from(b[1]) << 8 | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64_matches_rfc_4648() {
+        let cases = [
+            ("", ""),
+            ("f", "Zg=="),
+            ("fo", "Zm8="),
+            ("foo", "Zm9v"),
+            ("foob", "Zm9vYg=="),
+        ];
+        for (plain, encoded) in cases {
+            assert_eq!(base64(plain.as_bytes()), encoded);
+        }
+    }
+
+    #[test]
+    fn urls_with_credentials_are_refused() {
+        for url in [
+            "http://user:pw@127.0.0.1:8086",
+            "http://127.0.0.1:8086/?u=a&p=b",
+            "ftp://x",
+            "http://",
+        ] {
+            assert!(InfluxTarget::new(url, "db", None).is_err(), "{url}");
+        }
+        let target = InfluxTarget::new("https://influx.example:8086/", "db", None).unwrap();
+        assert_eq!(target.url(), "https://influx.example:8086");
+    }
+
+    #[test]
+    fn credentials_never_show_in_debug_output() {
+        let credentials = Credentials::Basic {
+            username: "u".into(),
+            password: "hunter2".into(),
+        };
+        let target = InfluxTarget::new("http://h", "db", Some(credentials)).unwrap();
+        assert!(!format!("{target:?}").contains("hunter2"));
+    }
+}
