@@ -1,6 +1,6 @@
 //! Command-line definitions. Parsed arguments become plain option structs for the crates.
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 use std::time::Duration;
 use tc_profile_format::marker_file::{Category, Limits};
@@ -93,6 +93,16 @@ pub enum Command {
         tc-profile completions zsh > ~/.zfunc/_tc-profile"
     )]
     Completions(CompletionsArgs),
+    /// Export a task's metrics and summary to InfluxDB or statsd, or print them.
+    #[command(
+        after_help = "Examples:\n  tc-profile export profile_resource-usage.json --influx https://influx.example.com:8086 --database ci\n  \
+        tc-profile export profile_resource-usage.jsonl --format json\n\n\
+        InfluxDB credentials come from --influx-credentials FILE (lines token=..., or username=...\n\
+        and password=...; the file must be readable by its owner only), else from\n\
+        TC_PROFILE_INFLUX_TOKEN, or TC_PROFILE_INFLUX_USERNAME and TC_PROFILE_INFLUX_PASSWORD.\n\
+        Failed writes are retried 5 times over about 4 s."
+    )]
+    Export(ExportArgs),
 }
 
 #[derive(Args, Debug)]
@@ -140,6 +150,64 @@ pub struct RecordingArgs {
     /// Print nothing at the end (no summary); warnings and errors still.
     #[arg(short, long)]
     pub quiet: bool,
+    #[command(flatten)]
+    pub export: ExportAtEndArgs,
+}
+
+/// Export once the profile is written; a failure is reported and changes no exit status.
+#[derive(Args, Debug)]
+pub struct ExportAtEndArgs {
+    /// Once the profile is written, write the task's metrics and summary to this InfluxDB
+    /// (http or https base URL; see `tc-profile export --help` for credentials).
+    #[arg(long, value_name = "URL", requires = "export_database")]
+    pub export_influx: Option<String>,
+    /// The database of --export-influx.
+    #[arg(long, value_name = "NAME", requires = "export_influx")]
+    pub export_database: Option<String>,
+    /// Once the profile is written, forward the task's metrics and summary to this statsd.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub export_statsd: Option<String>,
+    #[command(flatten)]
+    pub credentials: CredentialsArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct CredentialsArgs {
+    /// InfluxDB credentials: a file of token=..., or username=... and password=... lines,
+    /// readable by its owner only [default: TC_PROFILE_INFLUX_TOKEN, or
+    /// TC_PROFILE_INFLUX_USERNAME and TC_PROFILE_INFLUX_PASSWORD].
+    #[arg(long, value_name = "FILE")]
+    pub influx_credentials: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+#[command(group(
+    ArgGroup::new("destination").required(true).multiple(true).args(["influx", "statsd", "format"])
+))]
+pub struct ExportArgs {
+    /// The profile, or the log (complete, or left by a killed recorder).
+    #[arg(value_name = "PROFILE|LOG")]
+    pub input: PathBuf,
+    /// The InfluxDB 1.x (or 2.x with its 1.x API) base URL, http or https.
+    #[arg(long, value_name = "URL", requires = "database")]
+    pub influx: Option<String>,
+    /// The InfluxDB database to write to.
+    #[arg(long, value_name = "NAME", requires = "influx")]
+    pub database: Option<String>,
+    /// Forward to a statsd (totals per series; statsd takes no timestamps).
+    #[arg(long, value_name = "HOST:PORT")]
+    pub statsd: Option<String>,
+    /// Print to stdout: influx (line protocol, ms timestamps) or json.
+    #[arg(long, value_name = "FORMAT")]
+    pub format: Option<ExportFormatArg>,
+    #[command(flatten)]
+    pub credentials: CredentialsArgs,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExportFormatArg {
+    Influx,
+    Json,
 }
 
 #[derive(Args, Debug)]

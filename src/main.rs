@@ -2,6 +2,7 @@
 //! finalizer crates. Exit codes are decided here alone.
 
 mod cli;
+mod export;
 mod mark;
 mod open;
 mod output;
@@ -50,6 +51,7 @@ fn dispatch(command: Command) -> Result<u8> {
         Command::Summary(args) => summary::summary(args),
         Command::Open(args) => open::open(args),
         Command::Completions(args) => completions(args),
+        Command::Export(args) => export::export(args),
     }
 }
 

@@ -2,6 +2,7 @@
 //! directory, and ending it into a profile.
 
 use crate::cli::{RecordingArgs, SyncArg};
+use crate::export::{export_at_end, hide_credentials, Destinations};
 use crate::output;
 use crate::progress::Reading;
 use crate::recover::recover_state_dir;
@@ -21,10 +22,15 @@ pub struct Session {
     pub profile_dir: PathBuf,
     /// Whether this session created the directory (and so removes it at the end).
     created_dir: bool,
+    /// Where the profile goes once written.
+    export: Option<Destinations>,
 }
 
 /// Creates the log and the profile directory, and starts recording into them.
+/// Call it before any thread starts (credentials are hidden from the environment).
 pub fn start(args: &RecordingArgs) -> Result<Session> {
+    let export = Destinations::at_end(&args.export, args.quiet)?;
+    hide_credentials(export.as_ref());
     let log = prepare_log(args)?;
     let dir = args
         .profile_dir
@@ -39,6 +45,7 @@ pub fn start(args: &RecordingArgs) -> Result<Session> {
         log,
         profile_dir,
         created_dir,
+        export,
     })
 }
 
@@ -140,6 +147,9 @@ pub fn finish(session: Session, args: &RecordingArgs, reason: EndReason) -> Resu
                 session.profile_dir.display()
             );
         }
+    }
+    if let Some(export) = &session.export {
+        export_at_end(export, &report.output);
     }
     Ok(())
 }

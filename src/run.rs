@@ -1,6 +1,7 @@
 //! `tc-profile run`: records while a command runs, then finalizes its profile.
 
 use crate::cli::RunArgs;
+use crate::export::CREDENTIAL_VARIABLES;
 use crate::recording;
 use anyhow::{Context, Result};
 use serde_json::json;
@@ -29,6 +30,9 @@ pub fn run(args: RunArgs) -> Result<u8> {
     let mut command = Command::new(&args.command[0]);
     command.args(&args.command[1..]);
     command.env("TASKCLUSTER_PROFILE_DIR", &session.profile_dir);
+    for variable in CREDENTIAL_VARIABLES {
+        command.env_remove(variable);
+    }
     if let Some(address) = session.recorder.statsd_address() {
         command
             .env("STATSD_HOST", address.ip().to_string())

@@ -12,6 +12,8 @@ mod finalize;
 mod help;
 /// A profile directory written by hostile task code: every problem warned, the rest kept.
 mod hostile_dir;
+/// Export: a real InfluxDB on 127.0.0.1, retries, credentials kept from the task, statsd.
+mod influx;
 /// Marker files: 200 writers, SIGKILL and finalize, a worker's lifecycle, the README examples.
 mod markers;
 /// Metrics: the statsd listener, its aggregation into tracks, scoping under the prefix.

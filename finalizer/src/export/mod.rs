@@ -10,6 +10,7 @@ mod statsd;
 pub use send::{send_statsd, write_influx, Credentials, ExportError, InfluxTarget, Retry};
 
 use crate::profile::Profile;
+use crate::summary::Summary;
 use serde_json::{Map, Value};
 use tc_profile_format::metric::{self, MetricKind};
 
@@ -97,19 +98,62 @@ impl MetricPoint {
 }
 
 impl TaskReport {
-    /// The identity and metric series of a profile; figures and steps are added by
-    /// the caller from its summary.
-    pub fn from_profile(profile: &Profile) -> TaskReport {
+    /// The report of a profile: its identity, its summary's figures and steps, and its
+    /// metric series.
+    pub fn new(profile: &Profile, summary: &Summary) -> TaskReport {
         let meta = profile.meta();
         let start_time = meta.get("startTime").and_then(Value::as_f64).unwrap_or(0.0);
+        let steps = summary
+            .steps
+            .iter()
+            .map(|step| StepReport {
+                name: step.name.clone(),
+                category: step.category.clone(),
+                start_time: start_time + step.start_ms,
+                duration_s: step.duration_ms / 1000.0,
+                cut_off: step.cut_off,
+            })
+            .collect();
         TaskReport {
             tags: task_tags(meta),
             start_time,
-            figures: Vec::new(),
-            steps: Vec::new(),
+            figures: figures(summary),
+            steps,
             series: metric_series(profile, start_time),
         }
     }
+}
+
+/// The task summary's figures, those that are known.
+fn figures(summary: &Summary) -> Vec<(&'static str, Figure)> {
+    let duration_s = summary.duration_ms / 1000.0;
+    let cores = summary.machine.logical_cpus.map(f64::from);
+    let number = |key, value: Option<f64>| value.map(|v| (key, Figure::Number(v)));
+    let cpu = summary.cpu.as_ref();
+    let memory = summary.memory.as_ref();
+    let disk = summary.disk.as_ref();
+    let network = summary.network.as_ref();
+    [
+        number("duration_s", Some(duration_s)),
+        number(
+            "cpu_time_s",
+            cpu.zip(cores).map(|(c, n)| c.average * n * duration_s),
+        ),
+        number("cpu_average", cpu.map(|c| c.average)),
+        number("cpu_peak", cpu.map(|c| c.peak)),
+        number("memory_peak_bytes", memory.map(|m| m.peak_bytes as f64)),
+        number("disk_read_bytes", disk.map(|d| d.read_bytes as f64)),
+        number("disk_written_bytes", disk.map(|d| d.written_bytes as f64)),
+        number(
+            "net_received_bytes",
+            network.map(|n| n.received_bytes as f64),
+        ),
+        number("net_sent_bytes", network.map(|n| n.sent_bytes as f64)),
+        Some(("ended_early", Figure::Flag(!summary.complete))),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
 }
 
 fn task_tags(meta: &Map<String, Value>) -> Vec<(String, String)> {

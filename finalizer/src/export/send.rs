@@ -63,7 +63,7 @@ impl InfluxTarget {
         credentials: Option<Credentials>,
     ) -> Result<InfluxTarget, ExportError> {
         let bad = |why: &'static str| ExportError::BadUrl {
-            url: url.to_owned(),
+            url: without_userinfo(url),
             why,
         };
         let rest = url
@@ -90,6 +90,23 @@ impl InfluxTarget {
     pub fn url(&self) -> &str {
         &self.url
     }
+
+    pub fn has_credentials(&self) -> bool {
+        self.credentials.is_some()
+    }
+}
+
+/// The URL with what stands between `//` and `@` replaced, so that an error never quotes a
+/// password.
+fn without_userinfo(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("//") else {
+        return url.to_owned();
+    };
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    match rest[..authority_end].rfind('@') {
+        Some(at) => format!("{scheme}//***{}", &rest[at..]),
+        None => url.to_owned(),
+    }
 }
 
 /// How often to try, and the first wait between tries (doubled after each).
@@ -112,7 +129,7 @@ impl Default for Retry {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ExportError {
-    #[error("--influx {url}: {why}")]
+    #[error("InfluxDB URL {url}: {why}")]
     BadUrl { url: String, why: &'static str },
     #[error("InfluxDB at {url} did not take the data after {attempts} attempts: {reason}")]
     Unreachable {
@@ -269,6 +286,11 @@ mod tests {
         ] {
             assert!(InfluxTarget::new(url, "db", None).is_err(), "{url}");
         }
+        let error = InfluxTarget::new("http://u:hunter2@h/", "db", None).unwrap_err();
+        assert_eq!(
+            error.to_string().split(':').take(3).collect::<Vec<_>>(),
+            ["InfluxDB URL http", "//***@h/", " it carries credentials or a query; give credentials with --influx-credentials FILE or TC_PROFILE_INFLUX_* variables"]
+        );
         let target = InfluxTarget::new("https://influx.example:8086/", "db", None).unwrap();
         assert_eq!(target.url(), "https://influx.example:8086");
     }

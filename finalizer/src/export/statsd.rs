@@ -55,7 +55,7 @@ fn totals(series: &SeriesReport) -> Vec<(&'static str, f64, &'static str)> {
     match series.kind {
         MetricKind::Counter => vec![("", column("value").sum(), "c")],
         MetricKind::Gauge => column("value")
-            .last()
+            .next_back()
             .map(|v| ("", v, "g"))
             .into_iter()
             .collect(),

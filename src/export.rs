@@ -1,0 +1,252 @@
+//! `tc-profile export`, and the export at the end of `run`: where to send, with which
+//! credentials (the recorder's own, from a file or its environment, never the task's), and
+//! what a failure does.
+
+use crate::cli::{CredentialsArgs, ExportArgs, ExportAtEndArgs, ExportFormatArg};
+use anyhow::{bail, Context, Result};
+use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use tc_profile_finalizer::{
+    read_input, send_statsd, statsd_packets, summarize, write_influx, Credentials, ExportFormat,
+    InfluxTarget, Retry, TaskReport,
+};
+
+/// The recorder's own configuration: kept from the command it runs.
+pub const CREDENTIAL_VARIABLES: [&str; 3] = [
+    "TC_PROFILE_INFLUX_TOKEN",
+    "TC_PROFILE_INFLUX_USERNAME",
+    "TC_PROFILE_INFLUX_PASSWORD",
+];
+
+/// Where a report goes.
+pub struct Destinations {
+    influx: Option<InfluxTarget>,
+    statsd: Option<String>,
+    print: Option<ExportFormat>,
+    has_credentials: bool,
+    /// Say nothing on success.
+    quiet: bool,
+}
+
+impl Destinations {
+    /// The export that `run` does at the end, checked (credentials read) before the
+    /// command starts; None when none is asked for.
+    pub fn at_end(args: &ExportAtEndArgs, quiet: bool) -> Result<Option<Destinations>> {
+        if args.export_influx.is_none() && args.export_statsd.is_none() {
+            return Ok(None);
+        }
+        let influx = influx_target(
+            args.export_influx.as_deref(),
+            args.export_database.as_deref(),
+            &args.credentials,
+        )?;
+        Ok(Some(Destinations::new(
+            influx,
+            args.export_statsd.clone(),
+            None,
+            quiet,
+        )))
+    }
+
+    fn new(
+        influx: Option<InfluxTarget>,
+        statsd: Option<String>,
+        print: Option<ExportFormat>,
+        quiet: bool,
+    ) -> Destinations {
+        Destinations {
+            quiet,
+            has_credentials: influx.as_ref().is_some_and(InfluxTarget::has_credentials),
+            influx,
+            statsd,
+            print,
+        }
+    }
+
+    fn send(&self, report: &TaskReport) -> Result<()> {
+        if let Some(format) = self.print {
+            let mut stdout = std::io::stdout().lock();
+            match stdout.write_all(&format.serialize(report)) {
+                Err(error) if error.kind() != std::io::ErrorKind::BrokenPipe => {
+                    return Err(error).context("writing to stdout");
+                }
+                _ => {}
+            }
+        }
+        if let Some(target) = &self.influx {
+            let body = ExportFormat::Influx.serialize(report);
+            let attempts = write_influx(target, &body, Retry::default())?;
+            let tries = if attempts > 1 {
+                format!(", after {attempts} attempts")
+            } else {
+                String::new()
+            };
+            if !self.quiet {
+                eprintln!(
+                    "tc-profile: exported {} lines to InfluxDB at {}{tries}",
+                    body.iter().filter(|&&b| b == b'\n').count(),
+                    target.url()
+                );
+            }
+        }
+        if let Some(address) = &self.statsd {
+            let packets = statsd_packets(report);
+            send_statsd(address, &packets)?;
+            if !self.quiet {
+                eprintln!(
+                    "tc-profile: forwarded {} packets to statsd at {address}",
+                    packets.len()
+                );
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Keeps the recorder's credentials from the command it runs, once they are read: their
+/// variables are blanked in this process's environment block (what /proc/PID/environ
+/// shows, to root too), and a process holding credentials is made non-dumpable (its
+/// memory is then closed to other processes of the same user; the command gets its own
+/// flag back at exec). Call before any thread starts: nothing may read the environment
+/// meanwhile.
+pub fn hide_credentials(export: Option<&Destinations>) {
+    let blanked = blank_environment_values(&CREDENTIAL_VARIABLES);
+    if blanked || export.is_some_and(|d| d.has_credentials) {
+        // SAFETY: prctl(PR_SET_DUMPABLE) takes plain integers and touches no memory.
+        unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) };
+    }
+}
+
+/// Overwrites with NULs, in place, the values of these variables; true if one was set.
+fn blank_environment_values(names: &[&str]) -> bool {
+    let mut blanked = false;
+    // SAFETY: environ is a NULL-terminated array of NUL-terminated strings that this
+    // process owns; only bytes before each string's terminator are written, and no other
+    // thread runs yet (the caller's contract).
+    unsafe {
+        let mut entry = libc::environ;
+        while !entry.is_null() && !(*entry).is_null() {
+            let text = std::ffi::CStr::from_ptr(*entry).to_bytes();
+            for name in names {
+                let name = name.as_bytes();
+                if text.len() > name.len() && text.starts_with(name) && text[name.len()] == b'=' {
+                    let value = (*entry).add(name.len() + 1);
+                    std::ptr::write_bytes(value, 0, text.len() - name.len() - 1);
+                    blanked = true;
+                }
+            }
+            entry = entry.add(1);
+        }
+    }
+    blanked
+}
+
+/// `tc-profile export`: a failure is an error (exit 2).
+pub fn export(args: ExportArgs) -> Result<u8> {
+    let influx = influx_target(
+        args.influx.as_deref(),
+        args.database.as_deref(),
+        &args.credentials,
+    )?;
+    let print = args.format.map(|format| match format {
+        ExportFormatArg::Influx => ExportFormat::Influx,
+        ExportFormatArg::Json => ExportFormat::Json,
+    });
+    let destinations = Destinations::new(influx, args.statsd, print, false);
+    destinations.send(&load_report(&args.input)?)?;
+    Ok(0)
+}
+
+/// The export at the end of `run`, once the profile is durable: a failure is reported and
+/// the exit status stays the command's.
+pub fn export_at_end(destinations: &Destinations, profile: &Path) {
+    if let Err(error) = load_report(profile).and_then(|report| destinations.send(&report)) {
+        eprintln!(
+            "tc-profile: warning: export failed: {error:#}; retry with tc-profile export {}",
+            profile.display()
+        );
+    }
+}
+
+fn load_report(path: &Path) -> Result<TaskReport> {
+    let profile = read_input(path, None)?.into_profile(path)?;
+    Ok(TaskReport::new(&profile, &summarize(&profile)))
+}
+
+fn influx_target(
+    url: Option<&str>,
+    database: Option<&str>,
+    credentials: &CredentialsArgs,
+) -> Result<Option<InfluxTarget>> {
+    let (Some(url), Some(database)) = (url, database) else {
+        return Ok(None);
+    };
+    let credentials = match &credentials.influx_credentials {
+        Some(file) => Some(credentials_from_file(file)?),
+        None => credentials_from_env()?,
+    };
+    Ok(Some(InfluxTarget::new(url, database, credentials)?))
+}
+
+fn credentials_from_env() -> Result<Option<Credentials>> {
+    let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+    let [token, username, password] = CREDENTIAL_VARIABLES.map(var);
+    credentials_from(token, username, password).context("the TC_PROFILE_INFLUX_* variables")
+}
+
+/// A file only its owner may read: the command tc-profile runs must not find the secret
+/// in a file that is readable by all.
+fn credentials_from_file(path: &Path) -> Result<Credentials> {
+    let context = || format!("--influx-credentials {}", path.display());
+    let metadata = std::fs::metadata(path).with_context(context)?;
+    let mode = metadata.permissions().mode();
+    if mode & 0o077 != 0 {
+        bail!(
+            "--influx-credentials {}: group or others may read it (mode {:o}); chmod 600 it",
+            path.display(),
+            mode & 0o777
+        );
+    }
+    let text = std::fs::read_to_string(path).with_context(context)?;
+    let (mut token, mut username, mut password) = (None, None, None);
+    for line in text.lines().map(str::trim) {
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let slot = match line.split_once('=') {
+            Some(("token", value)) => (&mut token, value),
+            Some(("username", value)) => (&mut username, value),
+            Some(("password", value)) => (&mut password, value),
+            // The line itself may hold a secret: it is not quoted.
+            _ => bail!(
+                "--influx-credentials {}: a line is not token=, username= or password=",
+                path.display()
+            ),
+        };
+        *slot.0 = Some(slot.1.to_owned());
+    }
+    credentials_from(token, username, password)
+        .with_context(context)?
+        .with_context(|| {
+            format!(
+                "--influx-credentials {}: it holds no credentials",
+                path.display()
+            )
+        })
+}
+
+fn credentials_from(
+    token: Option<String>,
+    username: Option<String>,
+    password: Option<String>,
+) -> Result<Option<Credentials>> {
+    match (token, username, password) {
+        (Some(token), None, None) => Ok(Some(Credentials::Token(token))),
+        (None, Some(username), Some(password)) => {
+            Ok(Some(Credentials::Basic { username, password }))
+        }
+        (None, None, None) => Ok(None),
+        _ => bail!("give either a token, or a username and a password"),
+    }
+}
