@@ -3,8 +3,8 @@
 //! what a failure does.
 
 use crate::cli::{CredentialsArgs, ExportArgs, ExportAtEndArgs, ExportFormatArg};
+use crate::output;
 use anyhow::{bail, Context, Result};
-use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use tc_profile_finalizer::{
@@ -66,13 +66,7 @@ impl Destinations {
 
     fn send(&self, report: &TaskReport) -> Result<()> {
         if let Some(format) = self.print {
-            let mut stdout = std::io::stdout().lock();
-            match stdout.write_all(&format.serialize(report)) {
-                Err(error) if error.kind() != std::io::ErrorKind::BrokenPipe => {
-                    return Err(error).context("writing to stdout");
-                }
-                _ => {}
-            }
+            output::to_stdout(&format.serialize(report)).context("writing to stdout")?;
         }
         if let Some(target) = &self.influx {
             let body = ExportFormat::Influx.serialize(report);
