@@ -300,27 +300,28 @@ impl DroppedCounts {
 }
 
 impl FileMetrics {
-    /// One flush per interval that the samples (in time order) fall in.
+    /// One flush per interval that the samples (in time order) fall in. A marker ends at
+    /// its interval's last sample, never after the recording.
     fn aggregate(&mut self, samples: Vec<(f64, Sample)>) -> Vec<Marker> {
         let mut markers = Vec::new();
-        let mut current: Option<f64> = None;
+        let mut current: Option<(f64, f64)> = None;
         for (time, sample) in samples {
             let interval = (time / self.interval_ms).floor();
-            if let Some(previous) = current.filter(|p| *p != interval) {
-                markers.extend(self.flush(previous));
+            if let Some((previous, last)) = current.filter(|(p, _)| *p != interval) {
+                markers.extend(self.flush(previous, last));
             }
-            current = Some(interval);
+            current = Some((interval, time));
             self.aggregator.record(sample);
         }
-        if let Some(last) = current {
-            markers.extend(self.flush(last));
+        if let Some((interval, last)) = current {
+            markers.extend(self.flush(interval, last));
         }
         markers
     }
 
-    fn flush(&mut self, interval: f64) -> Vec<Marker> {
+    fn flush(&mut self, interval: f64, last: f64) -> Vec<Marker> {
         let start = interval * self.interval_ms;
-        self.aggregator.flush(start, start + self.interval_ms)
+        self.aggregator.flush(start, last.max(start))
     }
 }
 

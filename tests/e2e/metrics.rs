@@ -264,6 +264,11 @@ fn metric_lines_in_marker_files_end_in_the_same_tracks_as_statsd() {
     // A set counts members per interval and per batch of the marker files.
     assert_eq!(max_of("task.users", "distinct"), 1.0);
     assert_eq!(series(&markers, "task._escape")["type"], "Counter");
+    let end = profile["meta"]["profilingEndTime"].as_f64().unwrap();
+    assert!(
+        end < 60_000.0,
+        "metric markers never outlast the recording: {end} ms"
+    );
 }
 
 #[test]
