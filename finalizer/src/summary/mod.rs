@@ -639,3 +639,76 @@ fn sparkline(
         .collect();
     Some(line)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GIB_BYTES: u64 = 1 << 30;
+
+    fn hint_for(cores: u32, memory_gib: u64, p95_cores: f64, peak_gib: f64) -> Hint {
+        let machine = MachineSize {
+            logical_cpus: Some(cores),
+            main_memory_bytes: Some(memory_gib * GIB_BYTES),
+            cpu_name: None,
+        };
+        let p95 = p95_cores / f64::from(cores);
+        let cpu = CpuUse {
+            average: p95,
+            p95,
+            peak: p95,
+            task: None,
+            other: None,
+        };
+        let memory = MemoryUse {
+            peak_bytes: (peak_gib * GIB) as u64,
+            peak_at_ms: 0.0,
+            peak_swap_bytes: 0,
+            task_peak_bytes: None,
+        };
+        hint(&machine, Some(&cpu), Some(&memory)).expect("a hint")
+    }
+
+    #[test]
+    fn a_machine_twice_too_big_is_halved() {
+        let hint = hint_for(16, 16, 3.2, 3.1);
+        assert_eq!(hint.verdict, Verdict::Smaller);
+        assert_eq!((hint.cores, hint.memory_bytes), (8, 8 * GIB_BYTES));
+    }
+
+    #[test]
+    fn a_saturated_cpu_or_memory_asks_for_more() {
+        let cpu = hint_for(8, 32, 7.6, 4.0);
+        assert_eq!(cpu.verdict, Verdict::CpuBound);
+        assert!(
+            cpu.text.ends_with("more cores would likely make it faster"),
+            "{}",
+            cpu.text
+        );
+        assert_eq!(hint_for(8, 16, 2.0, 15.0).verdict, Verdict::MemoryBound);
+        assert_eq!(
+            hint_for(8, 16, 7.5, 15.0).verdict,
+            Verdict::CpuAndMemoryBound
+        );
+    }
+
+    #[test]
+    fn a_machine_used_past_three_quarters_fits() {
+        let hint = hint_for(4, 8, 3.1, 5.9);
+        assert_eq!(hint.verdict, Verdict::Fits);
+        assert_eq!(
+            hint.text,
+            "peak 5.9 of 8 GiB and CPU p95 at 3.1 of 4 cores: this machine fits the task"
+        );
+    }
+
+    #[test]
+    fn no_hint_without_the_machine_size() {
+        let machine = MachineSize {
+            logical_cpus: None,
+            main_memory_bytes: Some(GIB_BYTES),
+            cpu_name: None,
+        };
+        assert_eq!(hint(&machine, None, None), None);
+    }
+}
