@@ -135,14 +135,15 @@ impl DirReader {
         let count = names.len();
         for step in 0..count {
             let index = (self.cursor + step) % count;
-            if scan.bytes >= SCAN_BYTES {
-                self.cursor = index;
-                scan.more = true;
-                break;
-            }
             let name = &names[index];
             if let Some(id) = self.follow(name, visit) {
                 scan.bytes += self.read_new(id, name, take_unterminated, visit);
+            }
+            if scan.bytes >= SCAN_BYTES {
+                // The next scan, at once, starts with the files this one did not reach.
+                self.cursor = index + 1;
+                scan.more = true;
+                break;
             }
         }
         if excess > self.excess_reported {
@@ -642,6 +643,21 @@ mod tests {
         assert_eq!(seen.len(), 4, "{seen:?}");
         assert!(seen.contains(&": TooManyFiles x2".to_owned()), "{seen:?}");
         assert_eq!(scan(&mut reader, false).len(), 0);
+    }
+
+    #[test]
+    fn a_scan_that_reaches_its_budget_asks_for_another_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let line = format!("{}\n", "x".repeat(99));
+        let lines = (SCAN_BYTES as usize / line.len()) * 3 / 2;
+        append(&dir.path().join("1.jsonl"), line.repeat(lines).as_bytes());
+        let mut reader = DirReader::open(dir.path(), Limits::default()).unwrap();
+        let mut taken = 0;
+        let first = reader.scan(false, &mut |_| taken += 1).unwrap();
+        assert!(first.more, "the budget was reached");
+        let second = reader.scan(false, &mut |_| taken += 1).unwrap();
+        assert!(!second.more);
+        assert_eq!(taken, lines);
     }
 
     #[test]
