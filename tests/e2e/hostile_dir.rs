@@ -2,6 +2,7 @@ use crate::util::*;
 use serde_json::Value;
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 /// A valid marker line, now.
@@ -389,13 +390,16 @@ fn a_file_its_owner_could_not_read_is_never_copied() {
     let (profile, stderr) = record_through(&[], |r| {
         let nobody = 65534;
         std::os::unix::fs::chown(&r.profile_dir, Some(nobody), Some(nobody)).unwrap();
-        // Root's file, readable by root only: as if the task had moved it in.
-        std::fs::write(r.file("stolen.jsonl"), marker_line("SECRET")).unwrap();
-        std::fs::set_permissions(
-            r.file("stolen.jsonl"),
-            std::os::unix::fs::PermissionsExt::from_mode(0o600),
-        )
-        .unwrap();
+        // Root's file, readable by root only, moved in whole: a scan never sees it readable.
+        let outside = r.profile_dir.with_extension("stolen");
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&outside)
+            .unwrap();
+        std::io::Write::write_all(&mut file, marker_line("SECRET").as_bytes()).unwrap();
+        std::fs::rename(&outside, r.file("stolen.jsonl")).unwrap();
     });
     assert_warned(
         &profile,
