@@ -22,6 +22,8 @@ fn synthetic_log(markers: usize) -> Vec<u8> {
         sources: vec!["cpu".into(), "memory".into()],
         sync_policy: "interval:100ms".into(),
         recorder: "tc-profile bench".into(),
+        statsd: None,
+        profile_dir: None,
     });
     let mut log = encode_line(&meta);
     log.extend(encode_line(&thread_line("bench")));

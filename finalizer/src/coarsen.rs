@@ -5,9 +5,10 @@
 //! time-weighted mean with its highest busy share in `peak`, any other graph the
 //! time-weighted mean.
 
+use crate::profile_marker::ProfileMarker;
 use crate::summary::busy_share;
 use serde_json::{Map, Value};
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use tc_profile_format::schema::data_type;
 use tc_profile_format::Marker;
 
@@ -26,16 +27,34 @@ const KEEP_HIGHEST: [(&str, &str); 3] = [
 /// Merges the samples of each graph track in `markers` down to about `max`; returns how
 /// many samples went into merged ones.
 pub(crate) fn bound_tracks(
-    markers: &mut Vec<Marker>,
+    markers: &mut Vec<ProfileMarker>,
     meta: &Map<String, Value>,
     max: usize,
 ) -> usize {
     let graph_types = graph_types(meta);
+    // A track is the intervals of one name whose payload has a graph's type: only names
+    // with more than `max` intervals can need merging, and only their payloads are read.
+    let mut intervals: HashMap<&str, usize> = HashMap::new();
+    for marker in markers.iter().filter(|m| m.end_time.is_some()) {
+        *intervals.entry(&marker.name).or_default() += 1;
+    }
+    let crowded: HashSet<String> = intervals
+        .into_iter()
+        .filter(|&(_, count)| count > max)
+        .map(|(name, _)| name.to_owned())
+        .collect();
+    if graph_types.is_empty() || crowded.is_empty() {
+        return 0;
+    }
     let mut tracks: BTreeMap<(String, String), Vec<Marker>> = BTreeMap::new();
     let mut others = Vec::with_capacity(markers.len());
     for marker in markers.drain(..) {
-        match track_of(&marker, &graph_types) {
-            Some(key) => tracks.entry(key).or_default().push(marker),
+        let track = crowded
+            .contains(&marker.name)
+            .then(|| track_of(&marker, &graph_types))
+            .flatten();
+        match track {
+            Some(key) => tracks.entry(key).or_default().push(marker.to_marker()),
             None => others.push(marker),
         }
     }
@@ -46,7 +65,7 @@ pub(crate) fn bound_tracks(
             merged += samples.len();
             samples = merge_track(&samples, max);
         }
-        others.extend(samples);
+        others.extend(samples.into_iter().map(ProfileMarker::from));
     }
     *markers = others;
     merged
@@ -68,12 +87,13 @@ fn graph_types(meta: &Map<String, Value>) -> HashSet<String> {
 }
 
 /// (marker name, data type) of a sample of a graph track.
-fn track_of(marker: &Marker, graph_types: &HashSet<String>) -> Option<(String, String)> {
+fn track_of(marker: &ProfileMarker, graph_types: &HashSet<String>) -> Option<(String, String)> {
     marker.end_time?;
-    let kind = marker.data.as_ref()?.get("type")?.as_str()?;
+    let figures = marker.figures();
+    let kind = figures.kind?;
     graph_types
-        .contains(kind)
-        .then(|| (marker.name.clone(), kind.to_owned()))
+        .contains(kind.as_ref())
+        .then(|| (marker.name.clone(), kind.into_owned()))
 }
 
 /// One sample per stretch of `(last end - first start) / max`.
@@ -178,11 +198,14 @@ fn cpu_mean(group: &[Marker]) -> Value {
     let mut merged = mean(group);
     let peak = group
         .iter()
-        .filter_map(|m| busy_share(m.data.as_ref()?))
+        .filter_map(|m| {
+            let data = m.data.as_ref()?;
+            busy_share(|key| data.get(key)?.as_f64())
+        })
         .fold(0.0, f64::max);
     if let Value::Object(fields) = &mut merged {
         fields.retain(|key, _| !key.ends_with("_pct"));
-        if let Some(busy) = busy_share(&Value::Object(fields.clone())) {
+        if let Some(busy) = busy_share(|key| fields.get(key)?.as_f64()) {
             fields.insert(
                 "cpuPercent".to_owned(),
                 Value::from(format!("{:.1}%", busy * 100.0)),
@@ -258,22 +281,32 @@ mod tests {
         markers
     }
 
+    /// Bounds the tracks of `markers`: how many samples were merged, and the markers after.
+    fn bound(markers: Vec<Marker>, max: usize) -> (usize, Vec<Marker>) {
+        let mut markers: Vec<ProfileMarker> = markers.into_iter().map(Into::into).collect();
+        let merged = bound_tracks(&mut markers, &meta(), max);
+        (
+            merged,
+            markers.iter().map(ProfileMarker::to_marker).collect(),
+        )
+    }
+
     fn named<'a>(markers: &'a [Marker], name: &str) -> Vec<&'a Marker> {
         markers.iter().filter(|m| m.name == name).collect()
     }
 
     #[test]
     fn tracks_under_the_bound_are_left_as_they_are() {
-        let mut markers = recording();
-        let before = markers.clone();
-        assert_eq!(bound_tracks(&mut markers, &meta(), 1000), 0);
-        assert_eq!(markers.len(), before.len());
+        let before = recording();
+        let (merged, markers) = bound(before.clone(), 1000);
+        assert_eq!(merged, 0);
+        assert_eq!(markers, before);
     }
 
     #[test]
     fn long_tracks_are_merged_keeping_peaks_and_totals() {
-        let mut markers = recording();
-        assert_eq!(bound_tracks(&mut markers, &meta(), 100), 3000);
+        let (merged, markers) = bound(recording(), 100);
+        assert_eq!(merged, 3000);
         assert_eq!(named(&markers, "build").len(), 1, "steps are no track");
         for track in [track::CPU, track::MEMORY, track::IO] {
             let samples = named(&markers, track);

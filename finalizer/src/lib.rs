@@ -21,6 +21,7 @@ mod markers;
 mod output;
 mod problems;
 mod profile;
+mod profile_marker;
 mod reader;
 mod recover;
 mod summary;
@@ -38,7 +39,8 @@ pub use problems::{ProblemCount, Problems};
 pub use profile::{
     compact, Compaction, Profile, ProfileError, DATA_MISSING, ENDED_EARLY, LOG_DAMAGE, MARKER_FILES,
 };
-pub use reader::{read_log, Damage, DropReason, ReadError, Recording};
+pub use profile_marker::{Figures, Number, ProfileMarker};
+pub use reader::{read_log, Damage, DropReason, Read, ReadError, Recording};
 pub use recover::{recover, Recovery};
 pub use summary::{
     summarize, CpuFigures, CpuUse, DiskUse, Dropped, Hint, MachineSize, MemoryUse, NetworkUse,

@@ -4,8 +4,10 @@
 
 use crate::coarsen::{bound_tracks, MAX_SAMPLES_PER_TRACK};
 use crate::problems::Problems;
+use crate::profile_marker::ProfileMarker;
 use crate::reader::Recording;
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 use tc_profile_format::marker_file::Problem;
@@ -46,11 +48,11 @@ pub struct Compaction {
 pub struct Profile {
     meta: Map<String, Value>,
     thread: Map<String, Value>,
-    markers: Vec<Marker>,
+    markers: Vec<ProfileMarker>,
 }
 
 impl Profile {
-    pub fn markers(&self) -> &[Marker] {
+    pub fn markers(&self) -> &[ProfileMarker] {
         &self.markers
     }
 
@@ -76,7 +78,7 @@ impl Profile {
         #[derive(Deserialize)]
         #[serde(rename_all = "camelCase")]
         struct MarkerTable {
-            data: Vec<Option<Value>>,
+            data: Vec<Option<Box<RawValue>>>,
             name: Vec<usize>,
             start_time: Vec<Option<f64>>,
             end_time: Vec<Option<f64>>,
@@ -90,7 +92,7 @@ impl Profile {
             .into_iter()
             .next()
             .ok_or(ProfileError::Shape("it has no thread"))?;
-        let table: MarkerTable = serde_json::from_value(
+        let mut table: MarkerTable = serde_json::from_value(
             thread
                 .remove("markers")
                 .ok_or(ProfileError::Shape("its thread has no marker table"))?,
@@ -127,13 +129,12 @@ impl Profile {
                 3 => (end.or(start).unwrap_or(0.0), None),
                 _ => (start.or(end).unwrap_or(0.0), None),
             };
-            markers.push(Marker {
+            markers.push(ProfileMarker {
                 name: name.clone(),
                 start_time: start,
                 end_time: end,
                 category: Some(table.category[i]),
-                data: table.data[i].clone(),
-                open_id: None,
+                data: table.data[i].take(),
             });
         }
         Ok(Profile {
@@ -165,9 +166,8 @@ pub fn compact(mut recording: Recording) -> (Profile, Compaction) {
     let cut_off = recording.open.len();
     for open in std::mem::take(&mut recording.open).into_values() {
         let mut marker = open.close(end_time, None);
-        marker.open_id = None;
         flag_cut_off(&mut marker);
-        markers.push(marker);
+        markers.push(marker.into());
     }
     let ended_early = recording.footer.is_none();
     if ended_early {
@@ -187,7 +187,8 @@ pub fn compact(mut recording: Recording) -> (Profile, Compaction) {
         markers.push(
             Marker::interval(DATA_MISSING, gap.start_time, gap.end_time)
                 .with_category(category::RECORDER)
-                .with_data(json!({"type": data_type::TEXT, "text": text})),
+                .with_data(json!({"type": data_type::TEXT, "text": text}))
+                .into(),
         );
     }
     if !recording.damage.is_empty() {
@@ -222,7 +223,7 @@ pub fn compact(mut recording: Recording) -> (Profile, Compaction) {
 
 /// Ends, with each `close` in time order, the latest open interval of its key begun at or
 /// before it; a close without one is counted as an end without its begin.
-fn match_closes(recording: &mut Recording, markers: &mut Vec<Marker>) {
+fn match_closes(recording: &mut Recording, markers: &mut Vec<ProfileMarker>) {
     let mut closes = std::mem::take(&mut recording.closes);
     closes.sort_by(|a, b| a.time.total_cmp(&b.time));
     for close in closes {
@@ -241,11 +242,7 @@ fn match_closes(recording: &mut Recording, markers: &mut Vec<Marker>) {
         };
         let begun = latest(&same_key).or_else(|| latest(&same_name));
         match begun.and_then(|id| recording.open.remove(&id)) {
-            Some(open) => {
-                let mut marker = open.close(close.time, close.data);
-                marker.open_id = None;
-                markers.push(marker);
-            }
+            Some(open) => markers.push(open.close(close.time, close.data).into()),
             None => recording.problems.add(&Dropped {
                 file: close.key,
                 problem: Problem::EndWithoutBegin,
@@ -281,10 +278,11 @@ fn flag_cut_off(marker: &mut Marker) {
     }
 }
 
-fn note(name: &str, time: f64, text: String) -> Marker {
+fn note(name: &str, time: f64, text: String) -> ProfileMarker {
     Marker::instant(name, time)
         .with_category(category::RECORDER)
         .with_data(json!({"type": data_type::TEXT, "text": text}))
+        .into()
 }
 
 impl Serialize for Profile {
@@ -306,7 +304,7 @@ impl Serialize for Profile {
         #[derive(Serialize)]
         #[serde(rename_all = "camelCase")]
         struct MarkerTable<'a> {
-            data: Vec<&'a Option<Value>>,
+            data: Vec<&'a Option<Box<RawValue>>>,
             name: Vec<usize>,
             start_time: Vec<f64>,
             end_time: Vec<Option<f64>>,

@@ -4,11 +4,13 @@
 //! and thread line cannot be read.
 
 use crate::problems::Problems;
+use crate::profile_marker::ProfileMarker;
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, HashMap};
 use std::io::{self, BufRead};
 use tc_profile_format::{
-    decode_line, Close, FileProgress, Footer, Gap, Line, Marker, OpenInterval, META_PREFIX,
+    decode_line, decode_marker_raw, Close, DecodeError, FileProgress, Footer, Gap, Line,
+    OpenInterval, META_PREFIX,
 };
 
 /// Why bytes of a log were not used.
@@ -86,7 +88,7 @@ impl Damage {
 pub struct Recording {
     pub meta: Map<String, Value>,
     pub thread: Map<String, Value>,
-    pub markers: Vec<Marker>,
+    pub markers: Vec<ProfileMarker>,
     /// Intervals opened and never ended, by id.
     pub open: BTreeMap<u64, OpenInterval>,
     pub footer: Option<Footer>,
@@ -104,7 +106,7 @@ pub struct Recording {
     /// What was dropped from marker files.
     pub problems: Problems,
     /// The lines of a batch without its checkpoint (the recorder was cut off writing it).
-    pub unfinished_batch: Option<Vec<Line>>,
+    pub unfinished_batch: Option<Vec<Read>>,
     /// The largest `open` id seen.
     pub max_open_id: u64,
 }
@@ -155,7 +157,7 @@ pub fn read_log(mut input: impl BufRead) -> Result<Recording, ReadError> {
         if body.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        match decode_line(body) {
+        match decode(body) {
             Ok(decoded) => {
                 if let Err(reason) = recording.take(decoded) {
                     recording.damage.add(reason, line.len_with_newline());
@@ -176,22 +178,43 @@ pub fn read_log(mut input: impl BufRead) -> Result<Recording, ReadError> {
     Ok(recording)
 }
 
+/// A line as read: a marker with its payload left as text (nearly every line), or any
+/// other line decoded.
+#[derive(Debug)]
+pub enum Read {
+    Marker {
+        marker: ProfileMarker,
+        open_id: Option<u64>,
+    },
+    Line(Line),
+}
+
+fn decode(bytes: &[u8]) -> Result<Read, DecodeError> {
+    match decode_marker_raw(bytes) {
+        Some(raw) => raw.map(|raw| Read::Marker {
+            marker: ProfileMarker::from_raw(&raw),
+            open_id: raw.open_id,
+        }),
+        None => decode_line(bytes).map(Read::Line),
+    }
+}
+
 impl Recording {
     /// Takes a line in log order: lines of a batch wait for its checkpoint.
-    fn take(&mut self, line: Line) -> Result<(), DropReason> {
-        match (line, &mut self.unfinished_batch) {
+    fn take(&mut self, read: Read) -> Result<(), DropReason> {
+        match (read, &mut self.unfinished_batch) {
             // A batch never checkpointed (its write failed) is not used.
-            (Line::Ingest, batch) => *batch = Some(Vec::new()),
-            (Line::Checkpoint(checkpoint), batch) => {
-                for line in batch.take().unwrap_or_default() {
-                    self.apply(line)?;
+            (Read::Line(Line::Ingest), batch) => *batch = Some(Vec::new()),
+            (Read::Line(Line::Checkpoint(checkpoint)), batch) => {
+                for read in batch.take().unwrap_or_default() {
+                    self.apply_read(read)?;
                 }
                 for file in checkpoint.files {
                     self.progress.insert((file.dev, file.ino), file);
                 }
             }
-            (line, Some(batch)) => batch.push(line),
-            (line, None) => self.apply(line)?,
+            (read, Some(batch)) => batch.push(read),
+            (read, None) => self.apply_read(read)?,
         }
         Ok(())
     }
@@ -199,23 +222,38 @@ impl Recording {
     /// Uses the lines of the batch that has no checkpoint, when its marker files cannot
     /// be read again.
     pub fn use_unfinished_batch(&mut self) {
-        for line in self.unfinished_batch.take().unwrap_or_default() {
+        for read in self.unfinished_batch.take().unwrap_or_default() {
             // Only extra header lines are refused, and a batch holds none.
-            let _ = self.apply(line);
+            let _ = self.apply_read(read);
         }
+    }
+
+    fn apply_read(&mut self, read: Read) -> Result<(), DropReason> {
+        match read {
+            Read::Marker { marker, open_id } => {
+                self.add_marker(marker, open_id);
+                Ok(())
+            }
+            Read::Line(line) => self.apply(line),
+        }
+    }
+
+    fn add_marker(&mut self, marker: ProfileMarker, open_id: Option<u64>) {
+        if let Some(id) = open_id {
+            self.open.remove(&id);
+            self.max_open_id = self.max_open_id.max(id);
+        }
+        self.see(marker.start_time);
+        self.see(marker.end_time.unwrap_or(marker.start_time));
+        self.markers.push(marker);
     }
 
     /// Adds a line's content to the recording.
     pub fn apply(&mut self, line: Line) -> Result<(), DropReason> {
         match line {
             Line::Marker(marker) => {
-                if let Some(id) = marker.open_id {
-                    self.open.remove(&id);
-                    self.max_open_id = self.max_open_id.max(id);
-                }
-                self.see(marker.start_time);
-                self.see(marker.end_time.unwrap_or(marker.start_time));
-                self.markers.push(marker);
+                let open_id = marker.open_id;
+                self.add_marker(marker.into(), open_id);
             }
             Line::Open(open) => {
                 self.see(open.start_time);

@@ -36,8 +36,9 @@ pub use aggregate::{
     MAX_SET_MEMBERS, MAX_TAGS, MAX_TAG_BYTES,
 };
 pub use lines::{
-    decode_line, encode_line, encode_line_into, encode_marker_line_into, Checkpoint, Close,
-    DecodeError, Dropped, EndReason, FileProgress, Footer, Gap, Line, Marker, OpenInterval,
+    decode_line, decode_marker_raw, encode_line, encode_line_into, encode_marker_line_into,
+    Checkpoint, Close, DecodeError, Dropped, EndReason, FileProgress, Footer, Gap, Line, Marker,
+    OpenInterval, RawMarker,
 };
 pub use merge::{log_time, same_name_match, Batch, Merger};
 pub use meta::{meta_line, thread_line, Machine, MetaInfo, StatsdInfo, TaskInfo};

@@ -2,7 +2,9 @@
 
 use crate::marker_file::Problem;
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
+use std::borrow::Cow;
 
 /// One line of a log. Serialization puts `type` first, as the profiler requires.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -252,17 +254,60 @@ fn encode_into(bytes: &mut Vec<u8>, line: &impl Serialize) {
 
 /// Decodes one line, without its newline.
 pub fn decode_line(bytes: &[u8]) -> Result<Line, DecodeError> {
-    // Marker lines are nearly all of a log. Decoded as a Marker (its `type` key ignored),
-    // where the tagged enum would first copy the whole line into a tree of its own: a third
-    // of the instructions.
-    if bytes.starts_with(MARKER_PREFIX) {
-        return Ok(Line::Marker(serde_json::from_slice(bytes)?));
+    match decode_marker_raw(bytes) {
+        Some(marker) => Ok(Line::Marker(marker?.into_marker()?)),
+        None => Ok(serde_json::from_slice(bytes)?),
     }
-    Ok(serde_json::from_slice(bytes)?)
 }
 
-/// How every marker line that the encoder writes starts.
-const MARKER_PREFIX: &[u8] = br#"{"type":"marker","#;
+/// A `marker` line as read from the log: `data` left as the JSON text it is, borrowed with
+/// the name from the line. Parsing a payload into a [`Value`] tree, serializing it again and
+/// freeing it is most of the work of finalizing; a reader that only passes it on keeps it
+/// as text.
+#[derive(Deserialize, Debug)]
+pub struct RawMarker<'a> {
+    #[serde(borrow)]
+    pub name: Cow<'a, str>,
+    #[serde(rename = "startTime")]
+    pub start_time: f64,
+    #[serde(rename = "endTime", default)]
+    pub end_time: Option<f64>,
+    #[serde(default)]
+    pub category: Option<u32>,
+    #[serde(default, borrow)]
+    pub data: Option<&'a RawValue>,
+    #[serde(rename = "openId", default)]
+    pub open_id: Option<u64>,
+}
+
+impl RawMarker<'_> {
+    /// The marker with its payload parsed.
+    pub fn into_marker(self) -> Result<Marker, DecodeError> {
+        let data = match self.data {
+            Some(raw) => serde_json::from_str(raw.get())?,
+            None => None,
+        };
+        Ok(Marker {
+            name: self.name.into_owned(),
+            start_time: self.start_time,
+            end_time: self.end_time,
+            category: self.category,
+            data,
+            open_id: self.open_id,
+        })
+    }
+}
+
+/// Decodes a line that starts as the encoder starts every marker line,
+/// `{"type":"marker",`, without parsing its payload (its `type` key is not read again);
+/// None for any other line. Marker lines are nearly all of a log, and the tagged [`Line`]
+/// would first copy each into a tree of its own.
+pub fn decode_marker_raw(bytes: &[u8]) -> Option<Result<RawMarker<'_>, DecodeError>> {
+    const MARKER_PREFIX: &[u8] = br#"{"type":"marker","#;
+    bytes
+        .starts_with(MARKER_PREFIX)
+        .then(|| Ok(serde_json::from_slice(bytes)?))
+}
 
 #[cfg(test)]
 mod tests {

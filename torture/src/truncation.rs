@@ -156,9 +156,10 @@ fn keys(profile: &Profile) -> Vec<(String, bool)> {
         .markers()
         .iter()
         .map(|m| {
+            let data = m.data_value();
             let own = m.category == Some(category::RECORDER)
-                || m.data.as_ref().is_some_and(|d| d["cutOff"].is_string());
-            let key = format!("{}|{}|{:?}|{:?}", m.name, m.start_time, m.end_time, m.data);
+                || data.as_ref().is_some_and(|d| d["cutOff"].is_string());
+            let key = format!("{}|{}|{:?}|{:?}", m.name, m.start_time, m.end_time, data);
             (key, own)
         })
         .collect()

@@ -172,8 +172,11 @@ fn metric_series(profile: &Profile, start_time: f64) -> Vec<SeriesReport> {
     let mut series: Vec<SeriesReport> = Vec::new();
     let mut index: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
     for marker in profile.markers() {
-        let Some(data) = &marker.data else { continue };
-        let Some(kind) = data["type"].as_str().and_then(MetricKind::from_data_type) else {
+        let figures = marker.figures();
+        let Some(kind) = figures.kind.as_deref().and_then(MetricKind::from_data_type) else {
+            continue;
+        };
+        let Some(data) = marker.data_value() else {
             continue;
         };
         let Some(name) = data[metric::key::METRIC].as_str() else {

@@ -7,10 +7,10 @@ mod json;
 mod text;
 
 use crate::profile::{Profile, DATA_MISSING, ENDED_EARLY, LOG_DAMAGE, MARKER_FILES};
+use crate::profile_marker::ProfileMarker;
 use serde::Serialize;
 use serde_json::{Map, Value};
 use tc_profile_format::schema::{data_type, track};
-use tc_profile_format::Marker;
 
 /// `summaryVersion` of the JSON form; raised only for changes that old readers would
 /// misread (keys are added, never renamed or removed).
@@ -332,23 +332,24 @@ pub fn summarize(profile: &Profile) -> Summary {
 impl Tracks {
     /// The system-wide tracks by name and schema (a per-disk `IO sda` is not counted
     /// twice), the task's tree against the rest by schema, and the process markers.
-    fn collect(markers: &[Marker]) -> Tracks {
+    fn collect(markers: &[ProfileMarker]) -> Tracks {
         let mut tracks = Tracks::default();
         for marker in markers {
-            let (Some(end), Some(data)) = (marker.end_time, marker.data.as_ref()) else {
+            let (Some(end), Some(_)) = (marker.end_time, &marker.data) else {
                 continue;
             };
-            let number = |key: &str| data.get(key).and_then(Value::as_f64);
+            let figures = marker.figures();
+            let number = |key: &str| figures.get(key);
             let sample = |value: f64| Sample {
                 start: marker.start_time,
                 end,
                 value,
                 peak: number("peak").unwrap_or(value),
             };
-            let kind = data.get("type").and_then(Value::as_str).unwrap_or("");
+            let kind = figures.kind.as_deref().unwrap_or("");
             match (marker.name.as_str(), kind) {
                 (track::CPU, data_type::CPU) => {
-                    if let Some(busy) = busy_share(data) {
+                    if let Some(busy) = busy_share(number) {
                         tracks.cpu.push(sample(busy));
                     }
                 }
@@ -363,32 +364,35 @@ impl Tracks {
                         read_bytes: 0,
                         written_bytes: 0,
                     });
-                    disk.read_bytes += count(data, "read_bytes");
-                    disk.written_bytes += count(data, "write_bytes");
+                    disk.read_bytes += count(number("read_bytes"));
+                    disk.written_bytes += count(number("write_bytes"));
                 }
                 (track::NET_IO, data_type::NET_IO) => {
                     let network = tracks.network.get_or_insert(NetworkUse {
                         received_bytes: 0,
                         sent_bytes: 0,
                     });
-                    network.received_bytes += count(data, "recv_bytes");
-                    network.sent_bytes += count(data, "sent_bytes");
+                    network.received_bytes += count(number("recv_bytes"));
+                    network.sent_bytes += count(number("sent_bytes"));
                 }
                 (_, TASK_CPU) => tracks.task_cpu.extend(number("cpu").map(sample)),
                 (_, OTHER_CPU) => tracks.other_cpu.extend(number("cpu").map(sample)),
                 (_, TASK_MEMORY) => tracks.task_memory.extend(number("rss").map(sample)),
-                (_, PROCESS) => tracks.processes.push(ProcessUse {
-                    name: marker.name.clone(),
-                    command: data
-                        .get("command")
-                        .and_then(Value::as_str)
-                        .map(str::to_owned),
-                    pid: data.get("pid").and_then(Value::as_u64),
-                    cpu_ms: number("cpuTime").unwrap_or(0.0),
-                    peak_rss_bytes: data.get("peakRss").and_then(Value::as_u64),
-                    start_ms: marker.start_time,
-                    duration_ms: end - marker.start_time,
-                }),
+                (_, PROCESS) => {
+                    let data = marker.data_value().unwrap_or_default();
+                    tracks.processes.push(ProcessUse {
+                        name: marker.name.clone(),
+                        command: data
+                            .get("command")
+                            .and_then(Value::as_str)
+                            .map(str::to_owned),
+                        pid: data.get("pid").and_then(Value::as_u64),
+                        cpu_ms: number("cpuTime").unwrap_or(0.0),
+                        peak_rss_bytes: data.get("peakRss").and_then(Value::as_u64),
+                        start_ms: marker.start_time,
+                        duration_ms: end - marker.start_time,
+                    })
+                }
                 _ => {}
             }
         }
@@ -400,17 +404,19 @@ impl Tracks {
     }
 }
 
-fn count(data: &Value, key: &str) -> u64 {
-    data.get(key).and_then(Value::as_u64).unwrap_or(0)
+/// A byte count: a whole, non-negative number, else nothing.
+fn count(number: Option<f64>) -> u64 {
+    number
+        .filter(|n| *n >= 0.0 && n.fract() == 0.0)
+        .map_or(0, |n| n as u64)
 }
 
-/// The busy share of all cores in a CPU sample: the top of the stacked bars, less the
-/// iowait bar (cores waiting on I/O are idle).
-pub(crate) fn busy_share(data: &Value) -> Option<f64> {
-    let number = |key: &str| data.get(key).and_then(Value::as_f64);
+/// The busy share of all cores in a CPU sample, given its numbers by key: the top of the
+/// stacked bars, less the iowait bar (cores waiting on I/O are idle).
+pub(crate) fn busy_share(number: impl Fn(&str) -> Option<f64>) -> Option<f64> {
     let top = ["steal", "softirq", "iowait", "system", "user", "nice"]
         .into_iter()
-        .find_map(number)?;
+        .find_map(&number)?;
     let iowait = match (number("iowait"), number("system")) {
         (Some(iowait), Some(system)) => (iowait - system).max(0.0),
         _ => 0.0,
@@ -418,7 +424,7 @@ pub(crate) fn busy_share(data: &Value) -> Option<f64> {
     Some((top - iowait).clamp(0.0, 1.0))
 }
 
-fn last_time(markers: &[Marker]) -> f64 {
+fn last_time(markers: &[ProfileMarker]) -> f64 {
     markers
         .iter()
         .map(|m| m.end_time.unwrap_or(m.start_time))
@@ -479,7 +485,7 @@ fn memory_use(tracks: &Tracks) -> Option<MemoryUse> {
     })
 }
 
-fn steps(meta: &Map<String, Value>, markers: &[Marker], tracks: &Tracks) -> Vec<Step> {
+fn steps(meta: &Map<String, Value>, markers: &[ProfileMarker], tracks: &Tracks) -> Vec<Step> {
     let categories: Vec<&str> = meta
         .get("categories")
         .and_then(Value::as_array)
@@ -494,9 +500,12 @@ fn steps(meta: &Map<String, Value>, markers: &[Marker], tracks: &Tracks) -> Vec<
         .filter_map(|marker| {
             let end = marker.end_time?;
             let category = *categories.get(marker.category.unwrap_or(0) as usize)?;
-            let data = marker.data.as_ref();
-            let kind = data.and_then(|d| d.get("type")).and_then(Value::as_str);
-            if !STEP_CATEGORIES.contains(&category) || kind == Some(PROCESS) {
+            if !STEP_CATEGORIES.contains(&category) {
+                return None;
+            }
+            let data = marker.data_value();
+            let data = data.as_ref();
+            if data.and_then(|d| d.get("type")).and_then(Value::as_str) == Some(PROCESS) {
                 return None;
             }
             let text = |key: &str| data?.get(key)?.as_str().map(str::to_owned);
@@ -524,14 +533,14 @@ fn steps(meta: &Map<String, Value>, markers: &[Marker], tracks: &Tracks) -> Vec<
         .collect()
 }
 
-fn dropped(markers: &[Marker]) -> Vec<Dropped> {
+fn dropped(markers: &[ProfileMarker]) -> Vec<Dropped> {
     markers
         .iter()
         .filter(|m| DROP_NOTES.contains(&m.name.as_str()))
         .map(|m| Dropped {
             what: m.name.clone(),
             text: m
-                .data
+                .data_value()
                 .as_ref()
                 .and_then(|d| d.get("text"))
                 .and_then(Value::as_str)
