@@ -136,8 +136,8 @@ impl DirReader {
         for step in 0..count {
             let index = (self.cursor + step) % count;
             let name = &names[index];
-            if let Some(id) = self.follow(name, visit) {
-                scan.bytes += self.read_new(id, name, take_unterminated, visit);
+            if let Some((id, size)) = self.follow(name, visit) {
+                scan.bytes += self.read_new(id, name, size, take_unterminated, visit);
             }
             if scan.bytes >= SCAN_BYTES {
                 // The next scan, at once, starts with the files this one did not reach.
@@ -201,9 +201,9 @@ impl DirReader {
         Ok((names, excess))
     }
 
-    /// The id of the file now under `name`, registering (and judging) a new one; `None`
-    /// when it is over the file cap or gone.
-    fn follow(&mut self, name: &OsStr, visit: &mut dyn FnMut(Item<'_>)) -> Option<FileId> {
+    /// The id and size of the file now under `name`, registering (and judging) a new one;
+    /// `None` when it is over the file cap or gone.
+    fn follow(&mut self, name: &OsStr, visit: &mut dyn FnMut(Item<'_>)) -> Option<(FileId, u64)> {
         let stat = self.stat_entry(name).ok()?;
         let id = FileId {
             dev: stat.st_dev,
@@ -215,7 +215,7 @@ impl DirReader {
             if followed.name.as_bytes() != name.as_bytes() {
                 followed.name = name.to_string_lossy().into_owned();
             }
-            return Some(id);
+            return Some((id, stat.st_size as u64));
         }
         if self.files.len() >= self.limits.files {
             return None;
@@ -252,7 +252,7 @@ impl DirReader {
                 changed: true,
             },
         );
-        Some(id)
+        Some((id, stat.st_size as u64))
     }
 
     /// Reads the new whole lines of one followed file; returns the bytes taken.
@@ -260,13 +260,15 @@ impl DirReader {
         &mut self,
         id: FileId,
         name: &OsStr,
+        listed_size: u64,
         take_unterminated: bool,
         visit: &mut dyn FnMut(Item<'_>),
     ) -> u64 {
         let Some(followed) = self.files.get_mut(&id) else {
             return 0;
         };
-        if followed.done {
+        // A file that has not grown is not even opened.
+        if followed.done || listed_size == followed.offset {
             return 0;
         }
         let file = match open_entry(&self.dir, name) {
