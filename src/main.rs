@@ -33,7 +33,7 @@ fn main() -> ExitCode {
     match dispatch(cli.command) {
         Ok(code) => ExitCode::from(code),
         Err(error) => {
-            eprintln!("tc-profile: error: {error:#}");
+            eprintln!("tc-profile: error: {}", report::describe_error(&error));
             ExitCode::from(FAILURE)
         }
     }

@@ -37,7 +37,16 @@ pub fn start(args: &RecordingArgs) -> Result<Session> {
         .clone()
         .unwrap_or_else(|| with_suffix(&args.output, "markers"));
     let created_dir = !dir.exists();
-    let recorder = Recorder::start(recorder_config(args, log.clone(), dir.clone()))?;
+    let recorder = match Recorder::start(recorder_config(args, log.clone(), dir.clone())) {
+        Ok(recorder) => recorder,
+        Err(error) => {
+            if created_dir {
+                // Empty: nothing could be recorded into it.
+                let _ = std::fs::remove_dir(&dir);
+            }
+            return Err(error.into());
+        }
+    };
     let profile_dir = std::path::absolute(&dir)
         .with_context(|| format!("{}: cannot resolve the profile directory", dir.display()))?;
     Ok(Session {

@@ -1,6 +1,18 @@
-//! What tc-profile says about a profile it wrote.
+//! What tc-profile says about a profile it wrote, and about its errors.
 
 use tc_profile_finalizer::FinalizeReport;
+
+/// The error and its causes, each once: the libraries' errors quote their source already.
+pub fn describe_error(error: &anyhow::Error) -> String {
+    let mut text = error.to_string();
+    for cause in error.chain().skip(1).map(ToString::to_string) {
+        if !text.ends_with(&cause) {
+            text.push_str(": ");
+            text.push_str(&cause);
+        }
+    }
+    text
+}
 
 /// "profile written to P (N markers); recording ended early at ...; ...".
 pub fn describe_finalized(report: &FinalizeReport) -> String {

@@ -3,6 +3,7 @@
 use crate::cli::RunArgs;
 use crate::export::CREDENTIAL_VARIABLES;
 use crate::recording;
+use crate::report::describe_error;
 use anyhow::{Context, Result};
 use serde_json::json;
 use signal_hook::consts::{SIGINT, SIGTERM};
@@ -10,63 +11,57 @@ use signal_hook::iterator::exfiltrator::WithOrigin;
 use signal_hook::iterator::SignalsInfo;
 use signal_hook::low_level::siginfo::Cause;
 use std::os::unix::process::ExitStatusExt;
-use std::process::{Command, ExitStatus};
+use std::process::{Child, Command, ExitStatus};
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Arc;
 use tc_profile_format::schema::{category, data_type};
 use tc_profile_format::EndReason;
+use tc_profile_recorder::MarkerSink;
 
 /// The longest command line kept in the profile; the rest is cut with an ellipsis.
 const COMMAND_TEXT_MAX: usize = 200;
 
 /// Runs the command and returns the exit code that tc-profile itself exits with: the
-/// command's, whatever happened to the recording.
+/// command's, whatever happened to the recording. A wrapper never stops the task: when
+/// the recording cannot start (the log's disk full, its directory unwritable), the command
+/// runs all the same, unrecorded.
 pub fn run(args: RunArgs) -> Result<u8> {
-    let session = recording::start(&args.recording)?;
-    let markers = session.recorder.markers();
+    let session = match recording::start(&args.recording) {
+        Ok(session) => Some(session),
+        Err(error) => {
+            eprintln!(
+                "tc-profile: warning: {}; running the command without recording: no profile \
+                 will be written",
+                describe_error(&error)
+            );
+            None
+        }
+    };
+    let markers = session.as_ref().map(|s| s.recorder.markers());
     let command_text = describe_command(&args.command);
     let forwarding = SignalForwarding::install()?;
 
     let mut command = Command::new(&args.command[0]);
     command.args(&args.command[1..]);
-    command.env("TASKCLUSTER_PROFILE_DIR", &session.profile_dir);
     for variable in CREDENTIAL_VARIABLES {
         command.env_remove(variable);
     }
-    if let Some(address) = session.recorder.statsd_address() {
-        command
-            .env("STATSD_HOST", address.ip().to_string())
-            .env("STATSD_PORT", address.port().to_string())
-            .env("TASKCLUSTER_STATSD_ADDR", address.to_string());
+    if let Some(session) = &session {
+        export_recording(&mut command, session);
     }
-    let spawned = command.spawn();
-    let exit_code = match spawned {
-        Ok(mut child) => {
-            forwarding.set_target(child.id());
-            let interval = markers.begin(
-                "Command",
-                category::TASK,
-                Some(
-                    json!({"type": data_type::COMMAND, "command": command_text, "pid": child.id()}),
-                ),
-            );
-            let status = child.wait().context("waiting for the command")?;
-            forwarding.set_target(0);
-            interval.end(Some(json!({
-                "type": data_type::COMMAND,
-                "command": command_text,
-                "pid": child.id(),
-                "status": describe_status(status),
-            })));
-            exit_code(status)
-        }
+    let exit_code = match command.spawn() {
+        Ok(child) => run_child(child, markers.as_ref(), &command_text, &forwarding)?,
         Err(error) => {
             eprintln!("tc-profile: cannot run {command_text}: {error}");
-            markers.instant(
-                "Command failed to start",
-                category::TASK,
-                Some(json!({"type": data_type::TEXT, "text": format!("{command_text}: {error}")})),
-            );
+            if let Some(markers) = &markers {
+                markers.instant(
+                    "Command failed to start",
+                    category::TASK,
+                    Some(
+                        json!({"type": data_type::TEXT, "text": format!("{command_text}: {error}")}),
+                    ),
+                );
+            }
             if error.kind() == std::io::ErrorKind::NotFound {
                 127
             } else {
@@ -75,10 +70,48 @@ pub fn run(args: RunArgs) -> Result<u8> {
         }
     };
     forwarding.stop();
-    if let Err(error) = recording::finish(session, &args.recording, EndReason::CommandExited) {
-        eprintln!("tc-profile: error: {error:#}");
+    if let Some(session) = session {
+        if let Err(error) = recording::finish(session, &args.recording, EndReason::CommandExited) {
+            eprintln!("tc-profile: error: {}", describe_error(&error));
+        }
     }
     Ok(exit_code)
+}
+
+/// Tells the command where the recording takes its markers and metrics.
+fn export_recording(command: &mut Command, session: &recording::Session) {
+    command.env("TASKCLUSTER_PROFILE_DIR", &session.profile_dir);
+    if let Some(address) = session.recorder.statsd_address() {
+        command
+            .env("STATSD_HOST", address.ip().to_string())
+            .env("STATSD_PORT", address.port().to_string())
+            .env("TASKCLUSTER_STATSD_ADDR", address.to_string());
+    }
+}
+
+/// Waits for the command, inside a Command interval when recording; its exit code.
+fn run_child(
+    mut child: Child,
+    markers: Option<&MarkerSink>,
+    command_text: &str,
+    forwarding: &SignalForwarding,
+) -> Result<u8> {
+    let pid = child.id();
+    forwarding.set_target(pid);
+    let data = |status: Option<ExitStatus>| {
+        let mut data = json!({"type": data_type::COMMAND, "command": command_text, "pid": pid});
+        if let Some(status) = status {
+            data["status"] = json!(describe_status(status));
+        }
+        data
+    };
+    let interval = markers.map(|m| m.begin("Command", category::TASK, Some(data(None))));
+    let status = child.wait().context("waiting for the command")?;
+    forwarding.set_target(0);
+    if let Some(interval) = interval {
+        interval.end(Some(data(Some(status))));
+    }
+    Ok(exit_code(status))
 }
 
 fn describe_command(command: &[std::ffi::OsString]) -> String {

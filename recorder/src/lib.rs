@@ -35,7 +35,7 @@ pub use statsd::{parse_line as parse_statsd_line, MAX_PACKET_BYTES};
 pub use tc_profile_format::{sanitize_name, MetricLimits};
 pub use writer::{LogSink, Place, SyncPolicy, WriterStats, MIN_SYNC_PERIOD};
 
-use crossbeam_channel::{bounded, unbounded, Sender};
+use crossbeam_channel::{bounded, unbounded, Receiver, RecvTimeoutError, Sender};
 use profile_dir::Ingester;
 use serde_json::Value;
 use std::fs::{File, OpenOptions};
@@ -58,11 +58,15 @@ use writer::{LogFile, Message, Writer};
 /// unbounded, so that its memory follows the backlog: a bounded one allocates and touches
 /// every slot at start (3 MB, a third of the recorder's start-up CPU).
 const BACKLOG_LINES: usize = 1 << 16;
-/// Batches of marker-file lines waiting for the writer at most, and how long a batch waits
-/// for room: the files keep what is not taken yet, so waiting loses nothing and bounds the
-/// memory while the disk is slow.
-const BACKLOG_BATCHES: usize = 8;
-const BATCH_WAIT: Duration = Duration::from_secs(10);
+/// How long [`MarkerSink::begin`] waits for its line to be durable. An fdatasync takes
+/// milliseconds; a disk that takes longer is failing, and the task's step does not wait
+/// for it.
+const DURABLE_WAIT: Duration = Duration::from_secs(1);
+/// How long [`Recorder::finish`] waits for the sources' last lines and the writer's last
+/// sync, and how long a drop without it waits (as tracing-appender's guard does): past
+/// this, the disk is hung and the log is left as a killed recorder leaves it.
+const FINISH_WAIT: Duration = Duration::from_secs(30);
+const DROP_WAIT: Duration = Duration::from_secs(1);
 
 /// How to record.
 #[derive(Clone, Debug)]
@@ -123,6 +127,13 @@ pub enum RecorderError {
     },
     #[error("the writer thread panicked; the log ends at its last complete line")]
     WriterPanicked,
+    #[error(
+        "{path}: the disk did not take the log's last lines within {} s; the log is left as a \
+         killed recorder leaves it, locked until this process exits: finalize it then \
+         (tc-profile finalize, or recover --state-dir)",
+        waited.as_secs()
+    )]
+    WriterHung { path: PathBuf, waited: Duration },
 }
 
 /// What a recording ended with: the writer's statistics and the log, still open and still
@@ -138,7 +149,8 @@ pub struct Finished {
 #[must_use = "a recorder ends cleanly only through finish()"]
 pub struct Recorder {
     markers: MarkerSink,
-    writer: Option<JoinHandle<(WriterStats, LogFile)>>,
+    log_path: PathBuf,
+    writer: Option<WriterThread<LogFile>>,
     sampler: Option<(Arc<AtomicBool>, JoinHandle<()>)>,
     statsd: Option<StatsdThread>,
     ingester: Option<Ingester>,
@@ -208,28 +220,16 @@ impl Recorder {
             }
         })?;
 
-        let (sender, receiver) = unbounded();
-        let dropped = Arc::new(AtomicU64::new(0));
-        let writer = Writer::new(
-            LogFile {
-                path: path.clone(),
-                file,
-            },
-            path.display().to_string(),
-            headers.iter().map(|h| h.len() as u64).sum(),
-            config.sync,
-            clock,
-            Arc::clone(&dropped),
-        );
-        let writer = spawn("tc-profile-writer", move || writer.run(receiver))?;
-        let markers = MarkerSink {
-            sender,
-            clock,
-            next_id: Arc::new(AtomicU64::new(1)),
-            dropped,
+        let log = LogFile {
+            path: path.clone(),
+            file,
         };
+        let length = headers.iter().map(|h| h.len() as u64).sum();
+        let name = path.display().to_string();
+        let (markers, writer) = start_writer(log, name, length, config.sync, clock)?;
         let mut recorder = Recorder {
             markers: markers.clone(),
+            log_path: path.clone(),
             writer: Some(writer),
             sampler: None,
             statsd: None,
@@ -274,23 +274,39 @@ impl Recorder {
         self.markers.clone()
     }
 
-    /// Takes a last sample, appends the clean-end footer, makes the log durable and joins
-    /// the threads. The log stays locked in the returned [`Finished`].
+    /// Takes a last sample and the marker files' last lines, appends the clean-end footer,
+    /// makes the log durable and joins the threads. The log stays locked in the returned
+    /// [`Finished`]. Waits 30 s at most: when the log's disk hangs, it returns
+    /// [`RecorderError::WriterHung`] and leaves the writer thread behind, holding the log
+    /// (and its lock) until the process exits; what the writer had written is in the log,
+    /// and what the sources had not taken is still in the marker files.
     pub fn finish(mut self, reason: EndReason) -> Result<Finished, RecorderError> {
-        self.stop_sources();
+        let deadline = Instant::now() + FINISH_WAIT;
+        self.stop_sources(deadline);
         let footer = Line::Footer(Footer {
             end_time: self.markers.now(),
             reason,
         });
         self.markers.send(encode_line(&footer), true);
-        let (stats, log) = self.join_writer()?.ok_or(RecorderError::WriterPanicked)?;
+        let (stats, log) = match self.stop_writer(deadline) {
+            Ok(Some(finished)) => finished,
+            Ok(None) | Err(RecvTimeoutError::Disconnected) => {
+                return Err(RecorderError::WriterPanicked)
+            }
+            Err(RecvTimeoutError::Timeout) => {
+                return Err(RecorderError::WriterHung {
+                    path: self.log_path.clone(),
+                    waited: FINISH_WAIT,
+                })
+            }
+        };
         Ok(Finished {
             stats,
             log: log.file,
         })
     }
 
-    fn stop_sources(&mut self) {
+    fn stop_sources(&mut self, deadline: Instant) {
         if let Some((stop, handle)) = self.sampler.take() {
             stop.store(true, Ordering::Release);
             handle.thread().unpark();
@@ -302,29 +318,76 @@ impl Recorder {
             let _ = statsd.handle.join();
         }
         if let Some(ingester) = self.ingester.take() {
-            ingester.stop();
+            ingester.stop(deadline);
         }
     }
 
-    fn join_writer(&mut self) -> Result<Option<(WriterStats, LogFile)>, RecorderError> {
-        let Some(writer) = self.writer.take() else {
-            return Ok(None);
-        };
-        // Shutdown travels behind every line already queued, so none is left behind.
-        let _ = self.markers.sender.send(Message::Shutdown);
-        let (mut stats, log) = writer.join().map_err(|_| RecorderError::WriterPanicked)?;
-        stats.lines_lost += self.markers.dropped.load(Ordering::Relaxed);
-        Ok(Some((stats, log)))
+    fn stop_writer(
+        &mut self,
+        deadline: Instant,
+    ) -> Result<Option<(WriterStats, LogFile)>, RecvTimeoutError> {
+        match self.writer.take() {
+            Some(writer) => writer.stop(&self.markers, deadline).map(Some),
+            None => Ok(None),
+        }
     }
 }
 
 impl Drop for Recorder {
     /// Without finish(): the threads stop and the log stays as a crash would leave it,
-    /// without a footer, so that the finalizer says the recording ended early.
+    /// without a footer, so that the finalizer says the recording ended early. Waits a
+    /// second at most for the log's disk.
     fn drop(&mut self) {
-        self.stop_sources();
-        let _ = self.join_writer();
+        let deadline = Instant::now() + DROP_WAIT;
+        self.stop_sources(deadline);
+        let _ = self.stop_writer(deadline);
     }
+}
+
+/// The writer thread, detached: [`WriterThread::stop`] waits for it until a deadline, and a
+/// writer stuck on a hung disk is left behind rather than waited for for ever.
+pub(crate) struct WriterThread<S> {
+    finished: Receiver<(WriterStats, S)>,
+}
+
+impl<S> WriterThread<S> {
+    /// Stops the writer after every line already sent (Shutdown travels behind them), and
+    /// returns what it did and its sink; a timeout if it is not done by `deadline`.
+    pub(crate) fn stop(
+        self,
+        markers: &MarkerSink,
+        deadline: Instant,
+    ) -> Result<(WriterStats, S), RecvTimeoutError> {
+        let _ = markers.sender.send(Message::Shutdown);
+        let (mut stats, sink) = self.finished.recv_deadline(deadline)?;
+        stats.lines_lost += markers.dropped.load(Ordering::Relaxed);
+        Ok((stats, sink))
+    }
+}
+
+/// Starts the writer thread over a log of `length` bytes; the returned sink sends it lines.
+pub(crate) fn start_writer<S: LogSink + 'static>(
+    log: S,
+    name: String,
+    length: u64,
+    policy: SyncPolicy,
+    clock: Clock,
+) -> Result<(MarkerSink, WriterThread<S>), RecorderError> {
+    let (sender, receiver) = unbounded();
+    let dropped = Arc::new(AtomicU64::new(0));
+    let writer = Writer::new(log, name, length, policy, clock, Arc::clone(&dropped));
+    let (done, finished) = bounded(1);
+    spawn("tc-profile-writer", move || {
+        let _ = done.send(writer.run(receiver));
+    })?;
+    let markers = MarkerSink {
+        sender,
+        clock,
+        next_id: Arc::new(AtomicU64::new(1)),
+        dropped,
+        durable_wait: (policy != SyncPolicy::Never).then_some(DURABLE_WAIT),
+    };
+    Ok((markers, WriterThread { finished }))
 }
 
 /// The `name` of every schema in a meta line.
@@ -365,14 +428,23 @@ pub(crate) fn create_log(
         .append(true)
         .create_new(true)
         .open(path)?;
-    file.lock()?;
-    fill(&mut file)?;
-    file.sync_all()?;
-    let parent = match path.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir,
-        _ => Path::new("."),
-    };
-    File::open(parent)?.sync_all()?;
+    let made_durable = file
+        .lock()
+        .and_then(|()| fill(&mut file))
+        .and_then(|()| file.sync_all())
+        .and_then(|()| {
+            let parent = match path.parent() {
+                Some(dir) if !dir.as_os_str().is_empty() => dir,
+                _ => Path::new("."),
+            };
+            File::open(parent)?.sync_all()
+        });
+    if let Err(error) = made_durable {
+        // Ours alone (created exclusively): a log without its headers would only be
+        // something for a recoverer to clear away.
+        let _ = std::fs::remove_file(path);
+        return Err(error);
+    }
     Ok(file)
 }
 
@@ -441,6 +513,8 @@ pub struct MarkerSink {
     clock: Clock,
     pub(crate) next_id: Arc<AtomicU64>,
     dropped: Arc<AtomicU64>,
+    /// How long `begin` waits for its line to be durable; None under the never policy.
+    durable_wait: Option<Duration>,
 }
 
 impl MarkerSink {
@@ -458,20 +532,25 @@ impl MarkerSink {
         self.send(encode_line(&Line::Marker(marker.clone())), false);
     }
 
-    /// Appends a lifecycle marker, made durable at once.
+    /// Appends a lifecycle marker, which the writer makes durable as soon as it takes it
+    /// (this does not wait for that).
     pub fn lifecycle(&self, marker: &Marker) {
         self.send(encode_line(&Line::Marker(marker.clone())), true);
     }
 
-    /// An instant marker now.
+    /// An instant lifecycle marker now.
     pub fn instant(&self, name: &str, category: u32, data: Option<Value>) {
         let mut marker = Marker::instant(name, self.now()).with_category(category);
         marker.data = data;
         self.lifecycle(&marker);
     }
 
-    /// Begins an interval now; it is in the log (durable) before this returns its guard,
-    /// and ends when the guard is dropped or [`IntervalGuard::end`] is called.
+    /// Begins an interval now, and ends it when the guard is dropped or
+    /// [`IntervalGuard::end`] is called (its end is a [`MarkerSink::lifecycle`] marker).
+    ///
+    /// Unless the sync policy is never, the interval is durable in the log before this
+    /// returns, so that the step it marks starts only once a crash can no longer lose it;
+    /// but this waits one second at most: a hung disk does not hold up the task.
     pub fn begin(&self, name: &str, category: u32, data: Option<Value>) -> IntervalGuard {
         let open = OpenInterval {
             id: self.next_id.fetch_add(1, Ordering::Relaxed),
@@ -481,7 +560,9 @@ impl MarkerSink {
             data,
             key: None,
         };
-        self.send(encode_line(&Line::Open(open.clone())), true);
+        if self.send(encode_line(&Line::Open(open.clone())), true) {
+            self.wait_durable();
+        }
         IntervalGuard {
             sink: self.clone(),
             open: Some(open),
@@ -493,37 +574,48 @@ impl MarkerSink {
         self.send(encode_line(line), urgent);
     }
 
-    fn send(&self, bytes: Vec<u8>, urgent: bool) {
-        self.send_lines(bytes, 1, urgent);
+    fn send(&self, bytes: Vec<u8>, urgent: bool) -> bool {
+        self.send_lines(bytes, 1, urgent)
     }
 
     /// Sends `count` encoded lines for one write, or drops them (counted) when the writer
-    /// is that far behind.
-    fn send_lines(&self, bytes: Vec<u8>, count: u64, urgent: bool) {
-        let message = Message::Line {
-            bytes,
-            count,
-            urgent,
-        };
-        if self.sender.len() >= BACKLOG_LINES || self.sender.send(message).is_err() {
+    /// is that far behind; whether they were sent.
+    fn send_lines(&self, bytes: Vec<u8>, count: u64, urgent: bool) -> bool {
+        if self.sender.len() >= BACKLOG_LINES {
             self.dropped.fetch_add(count, Ordering::Relaxed);
+            return false;
         }
+        self.send_batch(bytes, count, urgent)
     }
 
-    /// Sends `count` encoded lines for one write. Unlike a marker, a batch waits for room
-    /// (up to [`BATCH_WAIT`]) instead of being dropped.
-    pub(crate) fn send_batch(&self, bytes: Vec<u8>, count: u64, urgent: bool) {
-        let deadline = Instant::now() + BATCH_WAIT;
-        while self.sender.len() >= BACKLOG_BATCHES && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(1));
-        }
+    /// Sends `count` encoded lines for one write, however far behind the writer is: a
+    /// batch of marker-file lines is never dropped, or a later checkpoint would claim it.
+    pub(crate) fn send_batch(&self, bytes: Vec<u8>, count: u64, urgent: bool) -> bool {
         let message = Message::Line {
             bytes,
             count,
             urgent,
         };
-        if self.sender.send(message).is_err() {
+        let sent = self.sender.send(message).is_ok();
+        if !sent {
             self.dropped.fetch_add(count, Ordering::Relaxed);
+        }
+        sent
+    }
+
+    /// Messages waiting for the writer.
+    pub(crate) fn backlog(&self) -> usize {
+        self.sender.len()
+    }
+
+    /// Waits until every line this thread sent is durable, up to `durable_wait`.
+    fn wait_durable(&self) {
+        let Some(wait) = self.durable_wait else {
+            return;
+        };
+        let (done, durable) = bounded(1);
+        if self.sender.send(Message::Durable(done)).is_ok() {
+            let _ = durable.recv_timeout(wait);
         }
     }
 }

@@ -10,8 +10,7 @@ use notify::event::{AccessKind, AccessMode};
 use notify::{EventKind, RecursiveMode, Watcher};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
-use std::thread::JoinHandle;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tc_profile_format::marker_file::Limits;
 use tc_profile_format::profile_dir::DirReader;
 use tc_profile_format::schema::category;
@@ -20,6 +19,11 @@ use tc_profile_format::{encode_line_into, Batch, Checkpoint, Line, Merger, Metri
 /// The rescan period while inotify events arrive, in case one is missed (an overflowing
 /// event queue, a file system that does not report every write).
 const RESCAN_WITH_EVENTS: Duration = Duration::from_secs(1);
+/// Messages waiting for the writer above which a batch waits for room, and how long it
+/// waits at most: the files keep what is not taken yet, so waiting loses nothing and bounds
+/// the memory while the disk is slow.
+const BACKLOG_BATCHES: usize = 8;
+const BATCH_WAIT: Duration = Duration::from_secs(10);
 
 /// Where the marker files are, and how to read them.
 #[derive(Clone, Debug)]
@@ -59,8 +63,10 @@ pub(crate) fn prepare(path: &Path) -> Result<PathBuf, RecorderError> {
 
 /// The running source; [`Ingester::stop`] takes what is left and ends it.
 pub(crate) struct Ingester {
-    stop: Sender<()>,
-    handle: JoinHandle<()>,
+    /// The deadline of the last lines.
+    stop: Sender<Instant>,
+    /// Disconnected when the source's thread ends.
+    ended: Receiver<()>,
 }
 
 impl Ingester {
@@ -91,22 +97,28 @@ impl Ingester {
             None => config.poll_interval,
         };
         let (stop, stopped) = bounded(1);
+        let (end, ended) = bounded::<()>(0);
         let mut source = Source {
             reader,
             merger,
             sink,
+            stopped,
+            deadline: None,
         };
-        let handle = crate::spawn("tc-profile-markers", move || {
+        crate::spawn("tc-profile-markers", move || {
             let _watcher = watcher;
-            source.run(&woken, &stopped, period);
+            let _end = end;
+            source.run(&woken, period);
         })?;
-        Ok(Ingester { stop, handle })
+        Ok(Ingester { stop, ended })
     }
 
-    /// Takes every whole line written so far, then stops.
-    pub(crate) fn stop(self) {
-        let _ = self.stop.send(());
-        let _ = self.handle.join();
+    /// Takes every whole line written so far, then stops; by `deadline` at most. Lines not
+    /// taken by then stay in their files, past the last checkpoint, for the finalizer; a
+    /// source stuck on a hung disk is left behind.
+    pub(crate) fn stop(self, deadline: Instant) {
+        let _ = self.stop.send(deadline);
+        let _ = self.ended.recv_deadline(deadline);
     }
 }
 
@@ -137,14 +149,20 @@ struct Source {
     reader: DirReader,
     merger: Merger,
     sink: MarkerSink,
+    stopped: Receiver<Instant>,
+    /// Once stopping: when to stop taking lines.
+    deadline: Option<Instant>,
 }
 
 impl Source {
-    fn run(&mut self, woken: &Receiver<()>, stopped: &Receiver<()>, period: Duration) {
-        loop {
+    fn run(&mut self, woken: &Receiver<()>, period: Duration) {
+        let stopped = self.stopped.clone();
+        while self.deadline.is_none() {
             self.take_all();
             select! {
-                recv(stopped) -> _ => break,
+                recv(stopped) -> deadline => {
+                    self.deadline = Some(deadline.unwrap_or_else(|_| Instant::now()));
+                }
                 recv(woken) -> _ => {}
                 default(period) => {}
             }
@@ -152,9 +170,12 @@ impl Source {
         self.take_all();
     }
 
-    /// Sends batches until nothing new is left.
+    /// Sends batches until nothing new is left, or the deadline of stopping has passed.
     fn take_all(&mut self) {
-        loop {
+        while self
+            .deadline
+            .is_none_or(|deadline| Instant::now() < deadline)
+        {
             let Ok(batch) = self
                 .merger
                 .read_batch(&mut self.reader, false, now_epoch_ms())
@@ -166,6 +187,24 @@ impl Source {
             if !more {
                 return;
             }
+        }
+    }
+
+    /// Waits while the writer is behind, [`BATCH_WAIT`] at most, and not past the deadline
+    /// of stopping (which may arrive meanwhile).
+    fn wait_for_room(&mut self) {
+        let waited_enough = Instant::now() + BATCH_WAIT;
+        while self.sink.backlog() >= BACKLOG_BATCHES {
+            if let Ok(deadline) = self.stopped.try_recv() {
+                self.deadline = Some(deadline);
+            }
+            let until = self
+                .deadline
+                .map_or(waited_enough, |d| d.min(waited_enough));
+            if Instant::now() >= until {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(1));
         }
     }
 
@@ -186,6 +225,7 @@ impl Source {
             encode_line_into(&mut bytes, &Line::Dropped(dropped));
         }
         encode_line_into(&mut bytes, &Line::Checkpoint(Checkpoint { files }));
+        self.wait_for_room();
         self.sink.send_batch(bytes, count as u64, urgent);
     }
 }

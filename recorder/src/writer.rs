@@ -2,7 +2,7 @@
 //! appended with a single write, and fdatasync is group-committed by the sync policy.
 
 use crate::Clock;
-use crossbeam_channel::{Receiver, RecvTimeoutError};
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::MetadataExt;
@@ -123,6 +123,9 @@ pub(crate) enum Message {
         count: u64,
         urgent: bool,
     },
+    /// Wake the sender once every line sent before this is durable, or could not be made
+    /// so (the sync failed, the line could not be written): by sending `()` on it.
+    Durable(Sender<()>),
     /// Make everything durable and stop. Sent after the footer.
     Shutdown,
 }
@@ -179,6 +182,8 @@ pub(crate) struct Writer<S> {
     next_place_check: Instant,
     place: Place,
     warned: bool,
+    /// Waiting for the lines before their Durable message to be made durable.
+    waiting: Vec<Sender<()>>,
 }
 
 impl<S: LogSink> Writer<S> {
@@ -209,6 +214,7 @@ impl<S: LogSink> Writer<S> {
             next_place_check: Instant::now() + PLACE_CHECK_PERIOD,
             place: Place::Linked,
             warned: false,
+            waiting: Vec::new(),
         }
     }
 
@@ -237,6 +243,10 @@ impl<S: LogSink> Writer<S> {
                         self.append(&bytes, count);
                         urgent |= u;
                     }
+                    Message::Durable(waiter) => {
+                        self.waiting.push(waiter);
+                        urgent = true;
+                    }
                     Message::Shutdown => {
                         shutdown = true;
                         break;
@@ -249,6 +259,7 @@ impl<S: LogSink> Writer<S> {
             if self.should_sync_now(urgent) {
                 self.sync();
             }
+            self.wake_waiting();
             self.on_timer();
         }
         if self.torn && self.sink.cut(self.length).is_ok() {
@@ -259,6 +270,7 @@ impl<S: LogSink> Writer<S> {
             // A failed sync appends a gap line: one more attempt to make that durable.
             self.sync();
         }
+        self.wake_waiting();
         self.stats.unwritten_gap = self.outage.take().map(|outage| Gap {
             start_time: outage.since,
             end_time: self.clock.now_ms(),
@@ -266,6 +278,14 @@ impl<S: LogSink> Writer<S> {
             reason: outage.reason,
         });
         (self.stats, self.sink)
+    }
+
+    /// Wakes those waiting for durability, after the sync that covered their lines (or, under
+    /// the never policy, which has none, at once).
+    fn wake_waiting(&mut self) {
+        for waiter in self.waiting.drain(..) {
+            let _ = waiter.send(());
+        }
     }
 
     /// Appends `count` lines, after the gap line that an outage left.
@@ -480,6 +500,8 @@ mod tests {
     #[derive(Clone, Default)]
     struct MemoryDisk {
         state: Arc<Mutex<DiskState>>,
+        /// A test that holds this hangs every sync until it lets go, as a stuck disk does.
+        sync_gate: Arc<Mutex<()>>,
     }
 
     #[derive(Default)]
@@ -540,6 +562,7 @@ mod tests {
             }
         }
         fn sync(&mut self) -> io::Result<()> {
+            drop(self.sync_gate.lock());
             let mut state = self.operate()?;
             state.durable = state.written.len();
             Ok(())
@@ -636,6 +659,71 @@ mod tests {
         assert_eq!(policy.name(), "interval:1000ms");
         let slow = SyncPolicy::interval(Duration::from_secs(5));
         assert_eq!(slow, SyncPolicy::Interval(Duration::from_secs(5)));
+    }
+
+    /// A writer thread over `disk` and the sink that feeds it, as a recorder has them.
+    fn start(
+        disk: &MemoryDisk,
+        policy: SyncPolicy,
+        durable_wait: Duration,
+    ) -> (crate::MarkerSink, crate::WriterThread<MemoryDisk>) {
+        let (mut markers, thread) =
+            crate::start_writer(disk.clone(), "memory".into(), 0, policy, Clock::start()).unwrap();
+        markers.durable_wait = Some(durable_wait);
+        (markers, thread)
+    }
+
+    fn far_away() -> Instant {
+        Instant::now() + Duration::from_secs(600)
+    }
+
+    #[test]
+    fn begin_returns_once_its_interval_is_durable() {
+        let disk = MemoryDisk::default();
+        let (markers, thread) = start(
+            &disk,
+            SyncPolicy::Interval(Duration::from_secs(3600)),
+            Duration::from_secs(600),
+        );
+        let step = markers.begin("pull image", 1, None);
+        let durable = String::from_utf8(disk.durable()).unwrap();
+        assert!(durable.contains("\"type\":\"open\""), "{durable:?}");
+        drop(step);
+        let (stats, _) = thread.stop(&markers, far_away()).unwrap();
+        assert_eq!(stats.lines, 2);
+    }
+
+    #[test]
+    fn begin_on_a_hung_disk_returns_without_waiting_for_it() {
+        let disk = MemoryDisk::default();
+        let hang = disk.sync_gate.lock().unwrap();
+        let (markers, thread) = start(&disk, SyncPolicy::Always, Duration::from_millis(10));
+        let step = markers.begin("pull image", 1, None);
+        assert!(disk.durable().is_empty(), "returned while the sync hangs");
+        drop(step);
+        drop(hang);
+        let (stats, _) = thread.stop(&markers, far_away()).unwrap();
+        assert_eq!(stats.lines, 2);
+        assert_eq!(disk.durable(), disk.written());
+    }
+
+    #[test]
+    fn stopping_a_writer_stuck_on_a_hung_disk_gives_up_at_the_deadline() {
+        let disk = MemoryDisk::default();
+        let hang = disk.sync_gate.lock().unwrap();
+        let (markers, thread) = start(&disk, SyncPolicy::Always, Duration::from_millis(10));
+        markers.instant("footer-like", 1, None);
+        let stopped = thread.stop(&markers, Instant::now() + Duration::from_millis(10));
+        assert!(
+            matches!(stopped, Err(RecvTimeoutError::Timeout)),
+            "the writer is left behind"
+        );
+        drop(hang);
+        let deadline = far_away();
+        while disk.durable().is_empty() {
+            assert!(Instant::now() < deadline, "the writer never resumed");
+            std::thread::sleep(Duration::from_millis(1));
+        }
     }
 
     #[test]

@@ -90,6 +90,42 @@ fn a_command_that_cannot_start_exits_127_with_a_profile() {
 }
 
 #[test]
+fn a_recording_that_cannot_start_still_runs_the_command_with_one_warning() {
+    let sandbox = Sandbox::new();
+    std::fs::write(sandbox.path("state"), "a file, not a directory").unwrap();
+    let unwritable = [
+        ["--log", "no-such-dir/task.jsonl"],
+        ["--state-dir", "state/logs"],
+    ];
+    for place in unwritable {
+        let mut args = vec!["run"];
+        args.extend(place);
+        args.extend(["--", "sh", "-c", "touch ran; exit 7"]);
+        let output = sandbox.run(&args);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(
+            output.status.code(),
+            Some(7),
+            "{}",
+            describe(&args, &output)
+        );
+        assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
+        assert!(
+            stderr.starts_with("tc-profile: warning: ") && stderr.contains(place[1]),
+            "names the place: {stderr}"
+        );
+        assert!(stderr.contains("no profile will be written"), "{stderr}");
+        std::fs::remove_file(sandbox.path("ran")).expect("the command ran");
+        for left in [
+            "profile_resource-usage.json",
+            "profile_resource-usage.markers",
+        ] {
+            assert!(!sandbox.path(left).exists(), "{left} was left behind");
+        }
+    }
+}
+
+#[test]
 fn sigterm_is_forwarded_to_the_command_and_the_profile_is_written() {
     let sandbox = Sandbox::new();
     let mut recorder = sandbox

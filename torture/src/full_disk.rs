@@ -2,7 +2,12 @@
 //! filled up and freed again (ENOSPC, then writing resumes), and an ext4 image that turns
 //! read-only on an error (EROFS, for good). The command's exit status is unchanged, the
 //! recorder warns once, the log holds only whole lines, and the profile shows the span of
-//! missing data. Needs root to mount; skipped with the reason otherwise.
+//! missing data. And the tmpfs full from the start: the command runs all the same, with
+//! its exit status, after one warning that no profile will be written, and nothing is
+//! left on the full disk. And a hung disk (the ext4 image frozen mid-run, thawed later):
+//! `run` gives up on the log after its bound and says so while the disk still hangs, exits
+//! with the command's status once the kernel lets it, and the log it left finalizes.
+//! Needs root to mount; skipped with the reason otherwise.
 
 use crate::profile_check::check_profile;
 use crate::random::Random;
@@ -11,6 +16,7 @@ use serde_json::Value;
 use std::fmt;
 use std::path::Path;
 use std::process::Command;
+use std::time::{Duration, Instant};
 
 /// The command's exit status, which tc-profile must keep.
 const STATUS: i32 = 7;
@@ -25,6 +31,12 @@ pub struct FullDiskReport {
     resumed: usize,
     data_missing_marked: usize,
     garbled_lines: usize,
+    full_at_start: usize,
+    full_at_start_ran: usize,
+    hung: usize,
+    /// Seconds from the command's end to `run` giving up on the hung disk, each run.
+    hung_gave_up_after: Vec<f64>,
+    hung_passed: usize,
     failures: Vec<String>,
 }
 
@@ -53,6 +65,26 @@ impl fmt::Display for FullDiskReport {
         if let Some(reason) = &self.read_only_skipped {
             write!(f, "\n   the read-only runs were SKIPPED: {reason}")?;
         }
+        write!(
+            f,
+            "\n   full from the start: {} runs; the command ran with its exit status, after \
+             one warning and leaving nothing on the disk: {}",
+            self.full_at_start, self.full_at_start_ran
+        )?;
+        let gave_up: Vec<String> = self
+            .hung_gave_up_after
+            .iter()
+            .map(|s| format!("{s:.1} s"))
+            .collect();
+        write!(
+            f,
+            "\n   hung disk (file system frozen mid-run): {} runs; `run` gave up on the log \
+             while the disk hung, after [{}] from the command's end; exit status kept and the \
+             log left finalized once thawed: {}",
+            self.hung,
+            gave_up.join(", "),
+            self.hung_passed
+        )?;
         for failure in self.failures.iter().take(10) {
             write!(f, "\n   FAILED {failure}")?;
         }
@@ -60,7 +92,13 @@ impl fmt::Display for FullDiskReport {
     }
 }
 
-pub fn run(bin: &Path, work: &Path, runs: usize, random: &mut Random) -> Result<FullDiskReport> {
+pub fn run(
+    bin: &Path,
+    work: &Path,
+    runs: usize,
+    hung_runs: usize,
+    random: &mut Random,
+) -> Result<FullDiskReport> {
     let mut report = FullDiskReport::default();
     // SAFETY: geteuid(2) has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
@@ -77,20 +115,26 @@ pub fn run(bin: &Path, work: &Path, runs: usize, random: &mut Random) -> Result<
         report.skipped = Some(format!("cannot mount a tmpfs: {error}"));
         return Ok(report);
     }
-    let result = (0..runs).try_for_each(|run| {
-        let fill_ms = 200 + random.below(600);
-        let full_ms = 200 + random.below(800);
-        let script = format!(
+    let result = (0..runs)
+        .try_for_each(|run| {
+            let fill_ms = 200 + random.below(600);
+            let full_ms = 200 + random.below(800);
+            let script = format!(
             "sleep {}; cat /dev/zero > mnt/fill 2>/dev/null; sleep {}; rm mnt/fill; sleep 0.5; \
              exit {STATUS}",
             fill_ms as f64 / 1000.0,
             full_ms as f64 / 1000.0
         );
-        record_failing_disk(bin, work, run, &script, true, &mut report)
-    });
+            record_failing_disk(bin, work, run, &script, true, &mut report)
+        })
+        .and_then(|()| {
+            (0..runs.div_ceil(2))
+                .try_for_each(|run| full_from_the_start(bin, work, run, &mut report))
+        });
     let _ = sh(&format!("umount {}", mount_point.display()));
     result?;
     read_only_ext4(bin, work, runs, &mut report)?;
+    (0..hung_runs).try_for_each(|run| hung_ext4(bin, work, run, &mut report))?;
     Ok(report)
 }
 
@@ -199,6 +243,163 @@ fn record_failing_disk(
     }
     let _ = std::fs::remove_file(work.join("mnt/log.jsonl"));
     let _ = std::fs::remove_file(&profile_path);
+    Ok(())
+}
+
+/// `run --sync always` with its log on an ext4 image that its command freezes (fsfreeze)
+/// before exiting; thawed once `run` said it gave up, or after two minutes.
+fn hung_ext4(bin: &Path, work: &Path, run: usize, report: &mut FullDiskReport) -> Result<()> {
+    let image = work.join("hung.img");
+    let mount_point = work.join("mnt");
+    let mounted = sh(&format!(
+        "rm -f {0} && truncate -s 16M {0} && mkfs.ext4 -q {0} && mount -o loop {0} {1}",
+        image.display(),
+        mount_point.display()
+    ));
+    if let Err(error) = mounted {
+        report.failures.push(format!("hung disk {run}: {error}"));
+        return Ok(());
+    }
+    report.hung += 1;
+    let result = record_hung_disk(bin, work, run, report);
+    let _ = sh(&format!(
+        "fsfreeze -u {0}; umount {0}",
+        mount_point.display()
+    ));
+    let _ = std::fs::remove_file(&image);
+    result
+}
+
+fn record_hung_disk(
+    bin: &Path,
+    work: &Path,
+    run: usize,
+    report: &mut FullDiskReport,
+) -> Result<()> {
+    let mount_point = work.join("mnt");
+    let stderr_path = work.join("hung-stderr.txt");
+    let command_ended = work.join("command-ended");
+    let script = format!(
+        "sleep 0.5; fsfreeze -f {}; touch {}; exit {STATUS}",
+        mount_point.display(),
+        command_ended.display()
+    );
+    let mut child = Command::new(bin)
+        .current_dir(work)
+        .args([
+            "run",
+            "--sync",
+            "always",
+            "--interval",
+            "0.01",
+            "--log",
+            "mnt/log.jsonl",
+        ])
+        .args(["-o", "hung.json", "--", "sh", "-c", &script])
+        .stderr(std::fs::File::create(&stderr_path)?)
+        .spawn()?;
+    let gave_up = |text: &str| text.contains("did not take the log's last lines");
+    let mut ended_at = None;
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let mut stderr = String::new();
+    while Instant::now() < deadline {
+        if ended_at.is_none() && command_ended.exists() {
+            ended_at = Some(Instant::now());
+        }
+        stderr = std::fs::read_to_string(&stderr_path).unwrap_or_default();
+        if gave_up(&stderr) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    if let (Some(ended_at), true) = (ended_at, gave_up(&stderr)) {
+        report
+            .hung_gave_up_after
+            .push(ended_at.elapsed().as_secs_f64());
+    }
+    sh(&format!("fsfreeze -u {}", mount_point.display()))?;
+    let status = child.wait()?;
+    let _ = std::fs::remove_file(&command_ended);
+    let mut problems = Vec::new();
+    if !gave_up(&stderr) {
+        problems.push("run did not give up on the hung disk".to_owned());
+    }
+    if status.code() != Some(STATUS) {
+        problems.push(format!("exit status {:?}", status.code()));
+    }
+    let finalized = Command::new(bin)
+        .current_dir(work)
+        .args(["finalize", "mnt/log.jsonl", "-o", "hung.json"])
+        .output()?;
+    let profile = std::fs::read(work.join("hung.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice::<Value>(&b).ok());
+    match profile.as_ref().map(check_profile) {
+        Some(Ok(_)) if finalized.status.success() => {}
+        _ => problems.push(format!(
+            "the log left does not finalize: {}",
+            String::from_utf8_lossy(&finalized.stderr)
+        )),
+    }
+    let _ = std::fs::remove_file(work.join("hung.json"));
+    if problems.is_empty() {
+        report.hung_passed += 1;
+    } else {
+        report.failures.push(format!(
+            "hung disk {run}: {}; stderr: {stderr}",
+            problems.join("; ")
+        ));
+    }
+    Ok(())
+}
+
+/// `run` with its log on the tmpfs filled up beforehand.
+fn full_from_the_start(
+    bin: &Path,
+    work: &Path,
+    run: usize,
+    report: &mut FullDiskReport,
+) -> Result<()> {
+    let fill = work.join("mnt/fill");
+    let _ = sh(&format!(
+        "cat /dev/zero > {} 2>/dev/null; true",
+        fill.display()
+    ));
+    let profile_path = work.join(format!("full-{run}.json"));
+    let output = Command::new(bin)
+        .current_dir(work)
+        .args(["run", "--log", "mnt/log.jsonl", "-o"])
+        .arg(&profile_path)
+        .args(["--", "sh", "-c", &format!("touch ran; exit {STATUS}")])
+        .output()?;
+    std::fs::remove_file(&fill)?;
+    report.full_at_start += 1;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let ran = std::fs::remove_file(work.join("ran")).is_ok();
+    let mut problems = Vec::new();
+    if !ran || output.status.code() != Some(STATUS) {
+        problems.push(format!(
+            "ran: {ran}, exit status {:?}",
+            output.status.code()
+        ));
+    }
+    if stderr.lines().count() != 1 || !stderr.contains("no profile will be written") {
+        problems.push("not one warning".to_owned());
+    }
+    let left: Vec<String> = std::fs::read_dir(work.join("mnt"))?
+        .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
+        .collect();
+    if !left.is_empty() || profile_path.exists() {
+        problems.push(format!("left behind: {left:?}"));
+    }
+    if problems.is_empty() {
+        report.full_at_start_ran += 1;
+    } else {
+        report.failures.push(format!(
+            "full from the start {run}: {}; stderr: {stderr}",
+            problems.join("; ")
+        ));
+    }
     Ok(())
 }
 

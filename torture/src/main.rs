@@ -63,6 +63,9 @@ pub struct SuiteArgs {
     /// Full-disk runs.
     #[arg(long, default_value = "10")]
     full_disk_runs: usize,
+    /// Hung-disk runs (each takes about 30 s: the bound of `run` on a hung disk).
+    #[arg(long, default_value = "1")]
+    hung_disk_runs: usize,
     /// finalize kills.
     #[arg(long, default_value = "200")]
     finalize_kills: usize,
@@ -112,6 +115,7 @@ fn suite(args: SuiteArgs) -> Result<bool> {
         &bin,
         &work.join("full-disk"),
         args.full_disk_runs,
+        args.hung_disk_runs,
         &mut random,
     )?;
     println!("{full_disk}");
