@@ -26,11 +26,17 @@ pub struct Session {
     export: Option<Destinations>,
 }
 
-/// Creates the log and the profile directory, and starts recording into them.
-/// Call it before any thread starts (credentials are hidden from the environment).
-pub fn start(args: &RecordingArgs) -> Result<Session> {
+/// Where the profile is exported at the end, checked before anything starts: a refusal
+/// here (credentials others could read) is the invocation's to fix. Call it before any
+/// thread starts (credentials are hidden from the environment).
+pub fn export_destinations(args: &RecordingArgs) -> Result<Option<Destinations>> {
     let export = Destinations::at_end(&args.export, args.quiet)?;
     hide_credentials(export.as_ref());
+    Ok(export)
+}
+
+/// Creates the log and the profile directory, and starts recording into them.
+pub fn start(args: &RecordingArgs, export: Option<Destinations>) -> Result<Session> {
     let log = prepare_log(args)?;
     let dir = args
         .profile_dir

@@ -24,9 +24,10 @@ const COMMAND_TEXT_MAX: usize = 200;
 /// Runs the command and returns the exit code that tc-profile itself exits with: the
 /// command's, whatever happened to the recording. A wrapper never stops the task: when
 /// the recording cannot start (the log's disk full, its directory unwritable), the command
-/// runs all the same, unrecorded.
+/// runs all the same, unrecorded. Only an unsafe invocation is refused before it runs.
 pub fn run(args: RunArgs) -> Result<u8> {
-    let session = match recording::start(&args.recording) {
+    let export = recording::export_destinations(&args.recording)?;
+    let session = match recording::start(&args.recording, export) {
         Ok(session) => Some(session),
         Err(error) => {
             eprintln!(
