@@ -243,6 +243,14 @@ pub struct RecordArgs {
 pub struct RunArgs {
     #[command(flatten)]
     pub recording: RecordingArgs,
+    /// Record the counters of this cgroup: the task's, for example one the worker made for it.
+    #[arg(long, value_name = "PATH", conflicts_with = "own_cgroup")]
+    pub cgroup: Option<PathBuf>,
+    /// Run the command in a fresh cgroup (v2, or the v1 memory controller), so that its
+    /// memory peak and OOM kills are its alone; removed at the end. Needs root or a
+    /// delegated cgroup; without, tc-profile warns and records without it.
+    #[arg(long)]
+    pub own_cgroup: bool,
     /// The command to run, and its arguments.
     #[arg(required = true, last = true, value_name = "CMD")]
     pub command: Vec<std::ffi::OsString>,

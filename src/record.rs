@@ -16,7 +16,7 @@ pub fn record(args: RecordArgs) -> Result<u8> {
     let mut signals =
         Signals::new([SIGINT, SIGTERM]).context("installing the SIGINT and SIGTERM handlers")?;
     let export = recording::export_destinations(&args.recording)?;
-    let session = recording::start(&args.recording, export)?;
+    let session = recording::start(&args.recording, export, None, None)?;
     announce_ready(&args, &session.profile_dir)?;
     signals.forever().next();
     recording::finish(session, &args.recording, EndReason::Stopped)?;

@@ -12,7 +12,9 @@ use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 use tc_profile_finalizer::{finalize_locked, FinalizeOptions, LockedLog, SummaryFormat};
 use tc_profile_format::EndReason;
-use tc_profile_recorder::{MetricLimits, ProfileDirConfig, Recorder, RecorderConfig, SyncPolicy};
+use tc_profile_recorder::{
+    Follow, MetricLimits, ProfileDirConfig, Recorder, RecorderConfig, SyncPolicy, TaskCgroup,
+};
 
 /// A recording in progress.
 pub struct Session {
@@ -35,15 +37,24 @@ pub fn export_destinations(args: &RecordingArgs) -> Result<Option<Destinations>>
     Ok(export)
 }
 
-/// Creates the log and the profile directory, and starts recording into them.
-pub fn start(args: &RecordingArgs, export: Option<Destinations>) -> Result<Session> {
+/// Creates the log and the profile directory, and starts recording into them, with the
+/// task's processes (`follow`) and cgroup when known.
+pub fn start(
+    args: &RecordingArgs,
+    export: Option<Destinations>,
+    follow: Option<Follow>,
+    cgroup: Option<TaskCgroup>,
+) -> Result<Session> {
     let log = prepare_log(args)?;
     let dir = args
         .profile_dir
         .clone()
         .unwrap_or_else(|| with_suffix(&args.output, "markers"));
     let created_dir = !dir.exists();
-    let recorder = match Recorder::start(recorder_config(args, log.clone(), dir.clone())) {
+    let mut config = recorder_config(args, log.clone(), dir.clone());
+    config.follow = follow;
+    config.cgroup = cgroup;
+    let recorder = match Recorder::start(config) {
         Ok(recorder) => recorder,
         Err(error) => {
             if created_dir {

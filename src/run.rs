@@ -10,13 +10,14 @@ use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::iterator::exfiltrator::WithOrigin;
 use signal_hook::iterator::SignalsInfo;
 use signal_hook::low_level::siginfo::Cause;
-use std::os::unix::process::ExitStatusExt;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus};
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Arc;
 use tc_profile_format::schema::{category, data_type};
 use tc_profile_format::EndReason;
-use tc_profile_recorder::MarkerSink;
+use tc_profile_recorder::{Follow, MarkerSink, OwnCgroup, TaskCgroup};
 
 /// The longest command line kept in the profile; the rest is cut with an ellipsis.
 const COMMAND_TEXT_MAX: usize = 200;
@@ -27,7 +28,11 @@ const COMMAND_TEXT_MAX: usize = 200;
 /// runs all the same, unrecorded. Only an unsafe invocation is refused before it runs.
 pub fn run(args: RunArgs) -> Result<u8> {
     let export = recording::export_destinations(&args.recording)?;
-    let session = match recording::start(&args.recording, export) {
+    let cgroup = args.cgroup.map(task_cgroup).transpose()?;
+    let own_cgroup = args.own_cgroup.then(create_own_cgroup).flatten();
+    let cgroup = own_cgroup.as_ref().map(OwnCgroup::task_cgroup).or(cgroup);
+    let follow = Some(Follow::Children);
+    let session = match recording::start(&args.recording, export, follow, cgroup) {
         Ok(session) => Some(session),
         Err(error) => {
             eprintln!(
@@ -49,6 +54,10 @@ pub fn run(args: RunArgs) -> Result<u8> {
     }
     if let Some(session) = &session {
         export_recording(&mut command, session);
+    }
+    if let Some(own) = &own_cgroup {
+        // SAFETY: the hook only opens, writes and closes a file (async-signal-safe).
+        unsafe { command.pre_exec(own.enter_hook()) };
     }
     let exit_code = match command.spawn() {
         Ok(child) => run_child(child, markers.as_ref(), &command_text, &forwarding)?,
@@ -76,7 +85,35 @@ pub fn run(args: RunArgs) -> Result<u8> {
             eprintln!("tc-profile: error: {}", describe_error(&error));
         }
     }
+    remove_own_cgroup(own_cgroup);
     Ok(exit_code)
+}
+
+/// The command's own cgroup, or a warning and none: a task must not fail because its
+/// profile could not have a cgroup. Dropped on an error, it removes itself.
+fn create_own_cgroup() -> Option<OwnCgroup> {
+    OwnCgroup::create()
+        .map_err(|error| eprintln!("tc-profile: warning: --own-cgroup: {error}"))
+        .ok()
+}
+
+fn remove_own_cgroup(own: Option<OwnCgroup>) {
+    if let Err(error) = own.map_or(Ok(()), OwnCgroup::remove) {
+        eprintln!("tc-profile: warning: {error}");
+    }
+}
+
+fn task_cgroup(path: PathBuf) -> Result<TaskCgroup> {
+    if !Path::new(&path).join("cgroup.procs").exists() {
+        anyhow::bail!(
+            "--cgroup {}: not a cgroup directory (it has no cgroup.procs); give one under /sys/fs/cgroup",
+            path.display()
+        );
+    }
+    Ok(TaskCgroup {
+        path,
+        created: false,
+    })
 }
 
 /// Tells the command where the recording takes its markers and metrics.

@@ -41,7 +41,7 @@ pub use lines::{
     OpenInterval, RawMarker,
 };
 pub use merge::{log_time, same_name_match, Batch, Merger};
-pub use meta::{meta_line, thread_line, Machine, MetaInfo, StatsdInfo, TaskInfo};
+pub use meta::{meta_line, thread_line, CgroupInfo, Machine, MetaInfo, StatsdInfo, TaskInfo};
 
 /// Version of the log's own extension lines (`meta.tcProfile.logVersion`). Readers accept
 /// every version up to this one and skip line kinds they do not know.

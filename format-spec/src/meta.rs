@@ -46,6 +46,18 @@ pub struct StatsdInfo {
     pub max_series: usize,
 }
 
+/// The task's cgroup, as `meta.tcProfile.cgroup` says it.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct CgroupInfo {
+    /// Its directory, for example `/sys/fs/cgroup/memory/tc-profile-4242`.
+    pub path: String,
+    /// `v2`, or `v1-memory` for the v1 memory controller.
+    pub hierarchy: String,
+    /// Whether the recorder created it for the task (`run --own-cgroup`): one left behind by
+    /// a killed recorder is removed by the next `recover`.
+    pub created: bool,
+}
+
 /// What the meta line says about a recording.
 #[derive(Clone, Debug, PartialEq)]
 pub struct MetaInfo {
@@ -65,6 +77,8 @@ pub struct MetaInfo {
     pub statsd: Option<StatsdInfo>,
     /// The profile directory whose marker files are merged, as an absolute path.
     pub profile_dir: Option<String>,
+    /// The task's cgroup, when its counters are recorded.
+    pub cgroup: Option<CgroupInfo>,
 }
 
 /// The meta line: what the profiler needs at version 47, plus our `tcProfile` object.
@@ -87,7 +101,7 @@ pub fn meta_line(info: &MetaInfo) -> Line {
     put("symbolicationNotSupported", json!(true));
     put("usesOnlyOneStackType", json!(true));
     put("categories", schema::categories());
-    put("markerSchema", schema::marker_schemas());
+    put("markerSchema", schema::marker_schemas(&info.sources));
     let machine = &info.machine;
     let optional = [
         ("logicalCPUs", machine.logical_cpus.map(Value::from)),
@@ -113,6 +127,9 @@ pub fn meta_line(info: &MetaInfo) -> Line {
     }
     if let Some(dir) = &info.profile_dir {
         tc_profile["profileDir"] = json!(dir);
+    }
+    if let Some(cgroup) = &info.cgroup {
+        tc_profile["cgroup"] = json!(cgroup);
     }
     put("tcProfile", tc_profile);
     Line::Meta(meta)

@@ -17,6 +17,28 @@ pub mod category {
     pub const RECORDER: u32 = 4;
 }
 
+/// Names of the sources in `meta.tcProfile.sources`. A source the machine lacks is left out
+/// of that list and its schemas out of `meta.markerSchema`, so it is never drawn as zeros.
+pub mod source {
+    pub const CPU: &str = "cpu";
+    pub const MEMORY: &str = "memory";
+    pub const IO: &str = "io";
+    pub const NET: &str = "net";
+    /// The task's process tree against the rest, and a marker per process of the tree.
+    pub const PROCESSES: &str = "processes";
+    pub const CGROUP_MEMORY: &str = "cgroup-memory";
+    pub const CGROUP_CPU: &str = "cgroup-cpu";
+    pub const CGROUP_IO: &str = "cgroup-io";
+    /// The cgroup's OOM-kill counter.
+    pub const OOM_KILLS: &str = "oom-kills";
+    pub const PRESSURE: &str = "pressure";
+    pub const LOAD: &str = "load";
+    pub const SWAP: &str = "swap";
+    pub const CPU_FREQUENCY: &str = "cpufreq";
+    /// The statsd listener: metric tracks.
+    pub const STATSD: &str = "statsd";
+}
+
 /// `data.type` of each schema declared here.
 pub mod data_type {
     pub const CPU: &str = "CPU";
@@ -25,14 +47,43 @@ pub mod data_type {
     pub const NET_IO: &str = "NetIO";
     pub const TEXT: &str = "Text";
     pub const COMMAND: &str = "Command";
+    pub const TASK_CPU: &str = "TaskCPU";
+    pub const OTHER_CPU: &str = "OtherCPU";
+    pub const TASK_MEMORY: &str = "TaskMem";
+    pub const OTHER_MEMORY: &str = "OtherMem";
+    pub const PROCESS: &str = "Process";
+    pub const CGROUP_MEMORY: &str = "CgroupMem";
+    pub const CGROUP_CPU: &str = "CgroupCPU";
+    pub const OOM_KILL: &str = "OOMKill";
+    pub const PRESSURE: &str = "PSI";
+    pub const LOAD: &str = "Load";
+    pub const SWAP: &str = "Swap";
+    pub const CPU_FREQUENCY: &str = "CPUFreq";
 }
 
-/// Marker names of the resource tracks, as Mozilla's monitor names them.
+/// Marker names of the resource tracks: Mozilla's monitor's names for the first four.
 pub mod track {
     pub const CPU: &str = "CPU Use";
     pub const MEMORY: &str = "Memory";
     pub const IO: &str = "IO";
     pub const NET_IO: &str = "NetIO";
+    pub const TASK_CPU: &str = "Task CPU";
+    pub const OTHER_CPU: &str = "Other CPU";
+    pub const TASK_MEMORY: &str = "Task Memory";
+    pub const OTHER_MEMORY: &str = "Other Memory";
+    pub const CGROUP_MEMORY: &str = "Cgroup Memory";
+    pub const CGROUP_CPU: &str = "Cgroup CPU";
+    pub const CGROUP_IO: &str = "Cgroup IO";
+    pub const CPU_PRESSURE: &str = "CPU Pressure";
+    pub const MEMORY_PRESSURE: &str = "Memory Pressure";
+    pub const IO_PRESSURE: &str = "IO Pressure";
+    pub const LOAD: &str = "Load";
+    pub const SWAP: &str = "Swap";
+    pub const CPU_FREQUENCY: &str = "CPU Frequency";
+    /// An instant marker: the cgroup's OOM-kill counter went up.
+    pub const OOM_KILL: &str = "OOM kill";
+    /// Per-disk tracks are named this prefix and the device: `IO sda`.
+    pub const DISK_PREFIX: &str = "IO ";
 }
 
 /// The `meta.categories` list. The profiler needs one category coloured grey, and each
@@ -57,14 +108,14 @@ fn graph(key: &str, kind: &str, color: &str) -> Value {
     json!({"key": key, "type": kind, "color": color})
 }
 
-/// The `meta.markerSchema` list (fields under `data`, as version 47 wants).
-pub fn marker_schemas() -> Value {
-    let mut schemas = resource_and_text_schemas();
-    if let Value::Array(list) = &mut schemas {
-        list.extend(MetricKind::ALL.into_iter().map(metric_schema));
-        list.push(metric_drops_schema());
+/// The `meta.markerSchema` list (fields under `data`, as version 47 wants): `Text` and
+/// `Command`, and the schemas of the sources that are on.
+pub fn marker_schemas(sources: &[String]) -> Value {
+    let mut schemas = vec![text_schema(), command_schema()];
+    for source in sources {
+        schemas.extend(source_schemas(source));
     }
-    schemas
+    Value::Array(schemas)
 }
 
 /// One fixed schema per metric kind: a graph track per series (marker name).
@@ -138,89 +189,303 @@ fn metric_drops_schema() -> Value {
     })
 }
 
-fn resource_and_text_schemas() -> Value {
-    json!([
-        {
-            "name": data_type::CPU,
-            "tooltipLabel": "{marker.name} {marker.data.cpuPercent}",
-            "display": [],
-            "description": "Cumulative fractions of all cores: each bar includes the ones below it.",
-            "data": [
-                field("cpuPercent", "CPU Percent", "string"),
-                field("user_pct", "User %", "string"),
-                field("system_pct", "System %", "string"),
-                field("iowait_pct", "IO Wait %", "string"),
-                field("nice_pct", "Nice %", "string"),
-                field("irq_pct", "IRQ %", "string"),
-                field("steal_pct", "Steal %", "string"),
-                field("idle_pct", "Idle %", "string"),
-            ],
-            "graphs": [
-                graph("steal", "bar", "purple"),
-                graph("softirq", "bar", "orange"),
-                graph("iowait", "bar", "red"),
-                graph("system", "bar", "grey"),
-                graph("user", "bar", "yellow"),
-                graph("nice", "bar", "blue"),
-            ],
-        },
-        {
-            "name": data_type::MEMORY,
-            "tooltipLabel": "{marker.name}: {marker.data.used}",
-            "display": [],
-            "data": [
+fn source_schemas(name: &str) -> Vec<Value> {
+    match name {
+        source::CPU => vec![cpu_schema()],
+        source::MEMORY => vec![track_schema(
+            data_type::MEMORY,
+            &[
                 field("used", "Used", "bytes"),
                 field("available", "Available", "bytes"),
                 field("cached", "Cached", "bytes"),
                 field("buffers", "Buffers", "bytes"),
                 field("swap", "Swap used", "bytes"),
             ],
-            "graphs": [graph("used", "line-filled", "orange")],
-        },
-        {
-            "name": data_type::IO,
-            "tooltipLabel": "{marker.name}",
-            "display": [],
-            "data": [
+            &[graph("used", "line-filled", "orange")],
+        )],
+        source::IO => vec![track_schema(
+            data_type::IO,
+            &[
                 field("read_bytes", "Read", "bytes"),
                 field("read_count", "Read operations", "integer"),
                 field("write_bytes", "Written", "bytes"),
                 field("write_count", "Write operations", "integer"),
             ],
-            "graphs": [graph("read_bytes", "bar", "green"), graph("write_bytes", "bar", "red")],
-        },
-        {
-            "name": data_type::NET_IO,
-            "tooltipLabel": "{marker.name}",
-            "display": [],
-            "data": [
+            &[
+                graph("read_bytes", "bar", "green"),
+                graph("write_bytes", "bar", "red"),
+            ],
+        )],
+        source::NET => vec![track_schema(
+            data_type::NET_IO,
+            &[
                 field("recv_bytes", "Received", "bytes"),
                 field("recv_count", "Packets received", "integer"),
                 field("sent_bytes", "Sent", "bytes"),
                 field("sent_count", "Packets sent", "integer"),
             ],
-            "graphs": [graph("recv_bytes", "bar", "blue"), graph("sent_bytes", "bar", "orange")],
-        },
-        {
-            "name": data_type::TEXT,
-            "tooltipLabel": "{marker.name}",
-            "tableLabel": "{marker.name} — {marker.data.text}",
-            "chartLabel": "{marker.data.text}",
-            "display": ["marker-chart", "marker-table", "timeline-overview"],
-            "data": [field("text", "Description", "string"), field("cutOff", "Cut off", "string")],
-        },
-        {
-            "name": data_type::COMMAND,
+            &[
+                graph("recv_bytes", "bar", "blue"),
+                graph("sent_bytes", "bar", "orange"),
+            ],
+        )],
+        source::PROCESSES => process_schemas(),
+        source::CGROUP_MEMORY => vec![track_schema(
+            data_type::CGROUP_MEMORY,
+            &[
+                field("current", "Current", "bytes"),
+                field("peak", "Peak", "bytes"),
+                field("limit", "Limit", "bytes"),
+                field("failcnt", "Times at the limit", "integer"),
+            ],
+            &[graph("current", "line-filled", "purple")],
+        )],
+        source::CGROUP_CPU => vec![track_schema(
+            data_type::CGROUP_CPU,
+            &[
+                field("cpuPercent", "CPU Percent", "string"),
+                field("throttled", "Throttled share of the interval", "percentage"),
+                field("throttledCount", "Periods throttled", "integer"),
+            ],
+            &[graph("cpu", "bar", "purple")],
+        )],
+        source::OOM_KILLS => vec![oom_kill_schema()],
+        source::PRESSURE => vec![track_schema(
+            data_type::PRESSURE,
+            &[
+                field("some", "Some tasks stalled", "percentage"),
+                field("full", "All tasks stalled", "percentage"),
+            ],
+            &[graph("some", "bar", "orange"), graph("full", "bar", "red")],
+        )],
+        source::LOAD => vec![track_schema(
+            data_type::LOAD,
+            &[
+                field("load1", "Load, 1 min", "decimal"),
+                field("load5", "Load, 5 min", "decimal"),
+                field("load15", "Load, 15 min", "decimal"),
+                field("runnable", "Runnable threads", "integer"),
+            ],
+            &[graph("load1", "line", "ink")],
+        )],
+        source::SWAP => vec![track_schema(
+            data_type::SWAP,
+            &[
+                field("swap_in", "Swapped in", "bytes"),
+                field("swap_out", "Swapped out", "bytes"),
+            ],
+            &[
+                graph("swap_in", "bar", "blue"),
+                graph("swap_out", "bar", "magenta"),
+            ],
+        )],
+        source::STATSD => MetricKind::ALL
+            .into_iter()
+            .map(metric_schema)
+            .chain([metric_drops_schema()])
+            .collect(),
+        source::CPU_FREQUENCY => vec![track_schema(
+            data_type::CPU_FREQUENCY,
+            &[
+                field("mhz", "Mean over the CPUs, MHz", "integer"),
+                field("min_mhz", "Lowest CPU, MHz", "integer"),
+                field("max_mhz", "Highest CPU, MHz", "integer"),
+            ],
+            &[graph("mhz", "line", "teal")],
+        )],
+        _ => Vec::new(),
+    }
+}
+
+/// A resource track's schema: drawn only as a graph, named in the tooltip.
+fn track_schema(name: &str, fields: &[Value], graphs: &[Value]) -> Value {
+    json!({
+        "name": name,
+        "tooltipLabel": "{marker.name}",
+        "display": [],
+        "data": fields,
+        "graphs": graphs,
+    })
+}
+
+fn cpu_schema() -> Value {
+    json!({
+        "name": data_type::CPU,
+        "tooltipLabel": "{marker.name} {marker.data.cpuPercent}",
+        "display": [],
+        "description": "Cumulative fractions of all cores: each bar includes the ones below it.",
+        "data": [
+            field("cpuPercent", "CPU Percent", "string"),
+            field("user_pct", "User %", "string"),
+            field("system_pct", "System %", "string"),
+            field("iowait_pct", "IO Wait %", "string"),
+            field("nice_pct", "Nice %", "string"),
+            field("irq_pct", "IRQ %", "string"),
+            field("steal_pct", "Steal %", "string"),
+            field("idle_pct", "Idle %", "string"),
+        ],
+        "graphs": [
+            graph("steal", "bar", "purple"),
+            graph("softirq", "bar", "orange"),
+            graph("iowait", "bar", "red"),
+            graph("system", "bar", "grey"),
+            graph("user", "bar", "yellow"),
+            graph("nice", "bar", "blue"),
+        ],
+    })
+}
+
+/// The task's tree against the rest (fractions of all cores, bytes), and one interval
+/// marker per process of the tree, named after the process.
+fn process_schemas() -> Vec<Value> {
+    let cpu_fields = [
+        field("cpuPercent", "CPU Percent", "string"),
+        field("processes", "Live processes of the task", "integer"),
+    ];
+    vec![
+        track_schema(
+            data_type::TASK_CPU,
+            &cpu_fields,
+            &[graph("cpu", "bar", "green")],
+        ),
+        track_schema(
+            data_type::OTHER_CPU,
+            &cpu_fields[..1],
+            &[graph("cpu", "bar", "grey")],
+        ),
+        track_schema(
+            data_type::TASK_MEMORY,
+            &[
+                field("rss", "Resident (RSS)", "bytes"),
+                field("processes", "Live processes of the task", "integer"),
+            ],
+            &[graph("rss", "line-filled", "green")],
+        ),
+        track_schema(
+            data_type::OTHER_MEMORY,
+            &[field("used", "Used outside the task's RSS", "bytes")],
+            &[graph("used", "line-filled", "grey")],
+        ),
+        json!({
+            "name": data_type::PROCESS,
             "tooltipLabel": "{marker.data.command}",
-            "tableLabel": "{marker.data.command} — {marker.data.status}",
+            "tableLabel": "{marker.data.command} — CPU {marker.data.cpuTime}, peak RSS {marker.data.peakRss}, {marker.data.status}",
             "chartLabel": "{marker.data.command}",
-            "display": ["marker-chart", "marker-table", "timeline-overview"],
+            "display": ["marker-chart", "marker-table"],
+            "description": "A process of the task, written when it ended. Peak RSS is the highest seen at a sample.",
             "data": [
                 field("command", "Command", "string"),
-                field("status", "Status", "string"),
                 field("pid", "PID", "pid"),
-                field("cutOff", "Cut off", "string"),
+                field("ppid", "Parent PID", "pid"),
+                field("cpuTime", "CPU time", "milliseconds"),
+                field("peakRss", "Peak RSS", "bytes"),
+                field("status", "Status", "string"),
             ],
-        },
-    ])
+        }),
+    ]
+}
+
+fn oom_kill_schema() -> Value {
+    json!({
+        "name": data_type::OOM_KILL,
+        "tooltipLabel": "{marker.name}: {marker.data.process}",
+        "tableLabel": "{marker.name} in {marker.data.cgroup}: {marker.data.process} ({marker.data.pid})",
+        "chartLabel": "{marker.data.process}",
+        "display": ["marker-chart", "marker-table", "timeline-overview"],
+        "data": [
+            field("kills", "Kills since the previous sample", "integer"),
+            field("process", "Victim", "string"),
+            field("pid", "Victim PID", "pid"),
+            field("cgroup", "Cgroup", "file-path"),
+        ],
+    })
+}
+
+fn text_schema() -> Value {
+    json!({
+        "name": data_type::TEXT,
+        "tooltipLabel": "{marker.name}",
+        "tableLabel": "{marker.name} — {marker.data.text}",
+        "chartLabel": "{marker.data.text}",
+        "display": ["marker-chart", "marker-table", "timeline-overview"],
+        "data": [field("text", "Description", "string"), field("cutOff", "Cut off", "string")],
+    })
+}
+
+fn command_schema() -> Value {
+    json!({
+        "name": data_type::COMMAND,
+        "tooltipLabel": "{marker.data.command}",
+        "tableLabel": "{marker.data.command} — {marker.data.status}",
+        "chartLabel": "{marker.data.command}",
+        "display": ["marker-chart", "marker-table", "timeline-overview"],
+        "data": [
+            field("command", "Command", "string"),
+            field("status", "Status", "string"),
+            field("pid", "PID", "pid"),
+            field("cutOff", "Cut off", "string"),
+        ],
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_schemas_of_sources_that_are_on_are_declared() {
+        let names = |sources: &[&str]| -> Vec<String> {
+            let sources: Vec<String> = sources.iter().map(|s| (*s).to_owned()).collect();
+            marker_schemas(&sources)
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|s| s["name"].as_str().unwrap().to_owned())
+                .collect()
+        };
+        assert_eq!(names(&[]), ["Text", "Command"]);
+        assert_eq!(
+            names(&[source::CPU, "from-the-future"]),
+            ["Text", "Command", "CPU"]
+        );
+        let all = names(&[
+            source::CPU,
+            source::MEMORY,
+            source::IO,
+            source::NET,
+            source::PROCESSES,
+            source::CGROUP_MEMORY,
+            source::CGROUP_CPU,
+            source::OOM_KILLS,
+            source::PRESSURE,
+            source::LOAD,
+            source::SWAP,
+            source::CPU_FREQUENCY,
+        ]);
+        assert_eq!(all.len(), 18, "{all:?}");
+    }
+
+    #[test]
+    fn graph_colours_are_ones_the_profiler_knows() {
+        let sources = [
+            source::CPU,
+            source::PROCESSES,
+            source::CGROUP_CPU,
+            source::PRESSURE,
+        ];
+        let sources: Vec<String> = sources.iter().map(|s| (*s).to_owned()).collect();
+        for schema in marker_schemas(&sources).as_array().unwrap() {
+            for graph in schema["graphs"].as_array().into_iter().flatten() {
+                let color = graph["color"].as_str().unwrap();
+                assert!(
+                    [
+                        "blue", "green", "grey", "ink", "magenta", "orange", "purple", "red",
+                        "teal", "yellow"
+                    ]
+                    .contains(&color),
+                    "{schema}"
+                );
+            }
+        }
+    }
 }

@@ -21,16 +21,26 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod cgroup;
 mod clock;
+mod command_line;
+mod load;
 mod machine;
+mod pressure;
+mod process_tree;
+mod procfs;
 mod profile_dir;
+mod sampler;
 mod statsd;
 mod system;
 mod writer;
 
+pub use cgroup::{remove_created_cgroup, CgroupError, OwnCgroup, TaskCgroup};
 pub use clock::Clock;
 pub use machine::{machine, task_from_env};
+pub use process_tree::Follow;
 pub use profile_dir::ProfileDirConfig;
+pub use sampler::Sampler;
 pub use statsd::{parse_line as parse_statsd_line, MAX_PACKET_BYTES};
 pub use tc_profile_format::{sanitize_name, MetricLimits};
 pub use writer::{LogSink, Place, SyncPolicy, WriterStats, MIN_SYNC_PERIOD};
@@ -46,7 +56,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
-use system::SystemSampler;
 use tc_profile_format::{
     encode_line, meta_line, thread_line, EndReason, Footer, Line, Marker, MetaInfo, OpenInterval,
     StatsdInfo, TaskInfo,
@@ -76,12 +85,17 @@ pub struct RecorderConfig {
     pub interval: Duration,
     pub sync: SyncPolicy,
     pub task: TaskInfo,
-    /// Whether to sample CPU, memory, disk and network.
+    /// Whether to sample resources at all (CPU, memory, disk, network, and what follows).
     pub sample_system: bool,
     /// The statsd listener's limits, or None for no listener.
     pub statsd: Option<MetricLimits>,
     /// The profile directory to follow, if any.
     pub profile_dir: Option<ProfileDirConfig>,
+    /// The task's processes, drawn against the rest of the machine; none by default.
+    pub follow: Option<Follow>,
+    /// The task's cgroup, whose counters are recorded. When None, the cgroup of a followed
+    /// pid or cgroup is used if it is not the recorder's own.
+    pub cgroup: Option<TaskCgroup>,
 }
 
 impl RecorderConfig {
@@ -97,6 +111,8 @@ impl RecorderConfig {
             sample_system: true,
             statsd: Some(MetricLimits::default()),
             profile_dir: None,
+            follow: None,
+            cgroup: None,
         }
     }
 }
@@ -171,15 +187,15 @@ impl Recorder {
             Some(dir) => Some(profile_dir::prepare(&dir.path)?),
             None => None,
         };
-        let mut sampler = config.sample_system.then(SystemSampler::new);
-        let mut sources = sampler.as_mut().map(|s| s.sources()).unwrap_or_default();
+        let sampler = Sampler::probe(&config, clock);
+        let mut sources = sampler.sources();
         let statsd_socket = match &config.statsd {
             Some(_) => Some(statsd::bind().map_err(RecorderError::Statsd)?),
             None => None,
         };
         let statsd_info = match (&statsd_socket, &config.statsd) {
             (Some(socket), Some(limits)) => {
-                sources.push("statsd".to_owned());
+                sources.push(tc_profile_format::schema::source::STATSD.to_owned());
                 Some(StatsdInfo {
                     address: socket
                         .local_addr()
@@ -202,6 +218,7 @@ impl Recorder {
             recorder: format!("tc-profile {}", env!("CARGO_PKG_VERSION")),
             statsd: statsd_info,
             profile_dir: profile_dir.map(|dir| dir.to_string_lossy().into_owned()),
+            cgroup: sampler.cgroup().cloned(),
         });
         let schemas = schema_names(&meta);
         let headers = [meta, thread_line("tc-profile")].map(|line| encode_line(&line));
@@ -252,7 +269,7 @@ impl Recorder {
                 handle,
             });
         }
-        if let Some(sampler) = sampler {
+        if !sampler.is_empty() {
             let stop = Arc::new(AtomicBool::new(false));
             let interval = config.interval;
             let handle = spawn("tc-profile-sampler", {
@@ -463,22 +480,24 @@ pub fn sampling_interval(base: Duration, elapsed: Duration) -> Duration {
     }
 }
 
-/// Samples every `interval` (see [`sampling_interval`]) until `stop` is set, then once more.
-fn run_sampler(
-    mut sampler: SystemSampler,
-    markers: MarkerSink,
-    interval: Duration,
-    stop: &AtomicBool,
-) {
+/// Samples every `interval` (see [`sampling_interval`]) until `stop` is set, then once
+/// more, the last time.
+fn run_sampler(mut sampler: Sampler, markers: MarkerSink, interval: Duration, stop: &AtomicBool) {
     let started = Instant::now();
     let mut next = started;
     loop {
+        let last = stop.load(Ordering::Acquire);
         let mut lines = Vec::with_capacity(2048);
-        let count = sampler.tick(markers.now(), &mut lines);
+        let now = markers.now();
+        let count = if last {
+            sampler.last_tick(now, &mut lines)
+        } else {
+            sampler.tick(now, &mut lines)
+        };
         if count > 0 {
             markers.send_lines(lines, count, false);
         }
-        if stop.load(Ordering::Acquire) {
+        if last {
             return;
         }
         let interval = sampling_interval(interval, next - started);

@@ -2,35 +2,34 @@
 //! network. Each tick turns the difference from the previous tick into one interval marker
 //! per track ("CPU Use", "Memory", "IO", "NetIO"), as Mozilla's resource monitor draws them.
 
-use serde::{Serialize, Serializer};
-use std::fmt;
+use crate::procfs::ReadBuffer;
+use crate::sampler::{Lines, Percent, Source};
+use serde::Serialize;
 use std::fs::{self, File};
-use std::io;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use tc_profile_format::encode_marker_line_into;
-use tc_profile_format::schema::{category, data_type, track};
+use tc_profile_format::schema::{data_type, source, track};
 
 /// Bytes per sector in a disk's `stat`, whatever the device's real sector size.
 const DISKSTATS_SECTOR: u64 = 512;
 
 /// Jiffies since boot, in /proc/stat's order: user nice system idle iowait irq softirq steal.
 #[derive(Clone, Copy, Default)]
-struct CpuTimes([u64; 8]);
+pub(crate) struct CpuTimes(pub(crate) [u64; 8]);
 
 #[derive(Clone, Copy, Default)]
-struct Counters {
-    read_count: u64,
-    read_bytes: u64,
-    write_count: u64,
-    write_bytes: u64,
+pub(crate) struct Counters {
+    pub(crate) read_count: u64,
+    pub(crate) read_bytes: u64,
+    pub(crate) write_count: u64,
+    pub(crate) write_bytes: u64,
 }
 
-#[derive(Clone, Copy, Default)]
+#[derive(Clone, Default)]
 struct Snapshot {
     time: f64,
     cpu: Option<CpuTimes>,
-    disk: Option<Counters>,
+    /// Per whole disk, in the order of `SystemSampler::disks`.
+    disks: Option<Vec<Counters>>,
     /// Network: "read" is received, "write" is sent.
     net: Option<Counters>,
 }
@@ -71,7 +70,7 @@ struct MemoryData {
 }
 
 #[derive(Serialize)]
-struct IoData {
+pub(crate) struct IoData {
     #[serde(rename = "type")]
     kind: &'static str,
     read_bytes: u64,
@@ -90,151 +89,80 @@ struct NetData {
     sent_count: u64,
 }
 
-/// A fraction shown as a percentage with one decimal, "45.0%".
-#[derive(Clone, Copy, Debug, PartialEq)]
-struct Percent(f64);
-
-impl fmt::Display for Percent {
-    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        // Integer tenths: exact-decimal float formatting costs more than the rest of a tick.
-        let tenths = (self.0.clamp(0.0, 1.0) * 1000.0).round() as u32;
-        write!(f, "{}.{}%", tenths / 10, tenths % 10)
-    }
-}
-
-impl Serialize for Percent {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_str(self)
-    }
-}
-
+/// CPU, memory, disk and network of the whole machine, from /proc files kept open (see
+/// [`ReadBuffer`]: two preads a tick each, where opening took six system calls).
 pub(crate) struct SystemSampler {
-    stat: Option<KernelFile>,
-    meminfo: Option<KernelFile>,
-    net_dev: Option<KernelFile>,
-    /// The `stat` of each whole disk (not partitions, loop or device-mapper devices):
-    /// counting only these never counts a partition and its disk twice, and reading them
-    /// costs less than /proc/diskstats, which lists every block device.
-    disks: Vec<KernelFile>,
-    buffer: Vec<u8>,
+    stat: Option<File>,
+    meminfo: Option<File>,
+    net_dev: Option<File>,
+    /// The name and `stat` of each whole disk (not partitions, loop or device-mapper
+    /// devices): counting only these never counts a partition and its disk twice, and
+    /// reading them costs less than /proc/diskstats, which lists every block device.
+    disks: Vec<(String, File)>,
+    buffer: ReadBuffer,
     previous: Option<Snapshot>,
+    names: Vec<&'static str>,
 }
 
 impl SystemSampler {
-    pub(crate) fn new() -> SystemSampler {
-        let proc = Path::new("/proc");
-        SystemSampler {
-            stat: KernelFile::open(&proc.join("stat")),
-            meminfo: KernelFile::open(&proc.join("meminfo")),
-            net_dev: KernelFile::open(&proc.join("net/dev")),
-            disks: whole_disks(Path::new("/sys/block"))
-                .iter()
-                .filter_map(|disk| KernelFile::open(&disk.join("stat")))
-                .collect(),
-            buffer: vec![0; 16 * 1024],
+    /// The sampler of what this machine offers; None where it offers none of it.
+    pub(crate) fn probe(proc_root: &Path, sys_root: &Path) -> Option<SystemSampler> {
+        let open = |name: &str| File::open(proc_root.join(name)).ok();
+        let disks = whole_disks(&sys_root.join("block"))
+            .iter()
+            .filter_map(|disk| {
+                let name = disk.file_name()?.to_string_lossy().into_owned();
+                Some((name, File::open(disk.join("stat")).ok()?))
+            })
+            .collect();
+        let mut sampler = SystemSampler {
+            stat: open("stat"),
+            meminfo: open("meminfo"),
+            net_dev: open("net/dev"),
+            disks,
+            buffer: ReadBuffer::new(),
             previous: None,
-        }
-    }
-
-    /// The sources this machine offers, for `meta.tcProfile.sources`.
-    pub(crate) fn sources(&mut self) -> Vec<String> {
-        let snapshot = self.snapshot(0.0);
-        let mut sources = Vec::new();
+            names: Vec::new(),
+        };
+        let snapshot = sampler.snapshot(0.0);
         let found = [
-            ("cpu", snapshot.cpu.is_some()),
-            ("memory", self.memory_data().is_some()),
-            ("io", snapshot.disk.is_some()),
-            ("net", snapshot.net.is_some()),
+            (source::CPU, snapshot.cpu.is_some()),
+            (source::MEMORY, sampler.memory_data().is_some()),
+            (source::IO, snapshot.disks.is_some()),
+            (source::NET, snapshot.net.is_some()),
         ];
-        for (name, on) in found {
-            if on {
-                sources.push(name.to_owned());
-            }
-        }
-        sources
-    }
-
-    /// Samples now and appends to `lines` one marker line per track for the interval since
-    /// the previous tick (none on the first tick, which only sets the baseline); returns
-    /// how many.
-    pub(crate) fn tick(&mut self, now: f64, lines: &mut Vec<u8>) -> u64 {
-        let current = self.snapshot(now);
-        let Some(previous) = self.previous.replace(current) else {
-            return 0;
-        };
-        let mut samples = Samples {
-            bytes: lines,
-            start: previous.time,
-            end: now,
-            count: 0,
-        };
-        if let (Some(before), Some(after)) = (previous.cpu, current.cpu) {
-            samples.push(track::CPU, &cpu_data(before, after));
-        }
-        if let Some(memory) = self.memory_data() {
-            samples.push(track::MEMORY, &memory);
-        }
-        if let (Some(before), Some(after)) = (previous.disk, current.disk) {
-            let d = after.since(before);
-            samples.push(
-                track::IO,
-                &IoData {
-                    kind: data_type::IO,
-                    read_bytes: d.read_bytes,
-                    read_count: d.read_count,
-                    write_bytes: d.write_bytes,
-                    write_count: d.write_count,
-                },
-            );
-        }
-        if let (Some(before), Some(after)) = (previous.net, current.net) {
-            let d = after.since(before);
-            samples.push(
-                track::NET_IO,
-                &NetData {
-                    kind: data_type::NET_IO,
-                    recv_bytes: d.read_bytes,
-                    recv_count: d.read_count,
-                    sent_bytes: d.write_bytes,
-                    sent_count: d.write_count,
-                },
-            );
-        }
-        samples.count
+        sampler.names = found
+            .iter()
+            .filter(|(_, on)| *on)
+            .map(|(n, _)| *n)
+            .collect();
+        (!sampler.names.is_empty()).then_some(sampler)
     }
 
     fn snapshot(&mut self, time: f64) -> Snapshot {
-        let cpu = KernelFile::read_head(self.stat.as_ref(), &mut self.buffer).and_then(parse_cpu);
-        let net = KernelFile::read(self.net_dev.as_ref(), &mut self.buffer).map(parse_net_dev);
+        let buffer = &mut self.buffer;
+        let disks: Option<Vec<Counters>> = self
+            .disks
+            .iter()
+            .map(|(_, file)| {
+                std::str::from_utf8(buffer.head_of(file)?)
+                    .ok()
+                    .map(parse_disk_stat)
+            })
+            .collect();
         Snapshot {
             time,
-            cpu,
-            disk: self.disk_counters(),
-            net,
+            cpu: buffer.head_text(&self.stat).and_then(parse_cpu),
+            disks: disks.filter(|d| !d.is_empty()),
+            net: buffer.text_of(&self.net_dev).map(parse_net_dev),
         }
-    }
-
-    /// The sum over whole disks; None without any.
-    fn disk_counters(&mut self) -> Option<Counters> {
-        let mut sum: Option<Counters> = None;
-        for disk in &self.disks {
-            if let Some(counters) =
-                KernelFile::read_head(Some(disk), &mut self.buffer).map(parse_disk_stat)
-            {
-                sum = Some(sum.unwrap_or_default().plus(counters));
-            }
-        }
-        sum
     }
 
     fn memory_data(&mut self) -> Option<MemoryData> {
-        let info = parse_meminfo(KernelFile::read_head(
-            self.meminfo.as_ref(),
-            &mut self.buffer,
-        )?)?;
+        let info = parse_meminfo(self.buffer.head_text(&self.meminfo)?)?;
         Some(MemoryData {
             kind: data_type::MEMORY,
-            used: info.total.saturating_sub(info.available),
+            used: info.used(),
             available: info.available,
             cached: info.cached,
             buffers: info.buffers,
@@ -243,69 +171,65 @@ impl SystemSampler {
     }
 }
 
-/// The lines of one tick: interval markers of the Other category over the same span.
-struct Samples<'a> {
-    bytes: &'a mut Vec<u8>,
-    start: f64,
-    end: f64,
-    count: u64,
-}
-
-impl Samples<'_> {
-    fn push(&mut self, name: &str, data: &impl Serialize) {
-        let (start, end) = (self.start, Some(self.end));
-        encode_marker_line_into(self.bytes, name, start, end, category::OTHER, data);
-        self.count += 1;
-    }
-}
-
-/// A /proc or /sys file kept open for the whole recording. Reading it again from offset 0
-/// makes the kernel generate it afresh: two preads a tick, where opening it each time took
-/// six system calls (open, statx, lseek, two reads, close).
-struct KernelFile(File);
-
-impl KernelFile {
-    fn open(path: &Path) -> Option<KernelFile> {
-        File::open(path).ok().map(KernelFile)
+impl Source for SystemSampler {
+    fn names(&self) -> Vec<&'static str> {
+        self.names.clone()
     }
 
-    /// The whole lines of the file's first `buffer`-full (16 KiB): one pread, for files
-    /// whose figures are in their first lines (/proc/stat, /proc/meminfo, a disk's stat),
-    /// where reading on to the end would cost one more system call per file and tick.
-    fn read_head<'b>(file: Option<&KernelFile>, buffer: &'b mut [u8]) -> Option<&'b str> {
-        let file = &file?.0;
-        let read = loop {
-            match file.read_at(buffer, 0) {
-                Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
-                read => break read.ok()?,
-            }
+    /// One marker line per track for the interval since the previous tick.
+    fn tick(&mut self, now: f64, out: &mut Lines) {
+        let current = self.snapshot(now);
+        let memory = self.memory_data();
+        let Some(previous) = self.previous.replace(current.clone()) else {
+            return;
         };
-        let whole_lines = buffer[..read].iter().rposition(|&b| b == b'\n')? + 1;
-        std::str::from_utf8(&buffer[..whole_lines]).ok()
-    }
-
-    /// The file's text now, in `buffer` (grown to fit). A read returns at most about a
-    /// page of a long file, so reading goes on until one returns nothing.
-    fn read<'b>(file: Option<&KernelFile>, buffer: &'b mut Vec<u8>) -> Option<&'b str> {
-        let file = &file?.0;
-        let mut filled = 0;
-        loop {
-            if filled == buffer.len() {
-                buffer.resize(buffer.len() * 2, 0);
-            }
-            match file.read_at(&mut buffer[filled..], filled as u64) {
-                Ok(0) => break,
-                Ok(n) => filled += n,
-                Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
-                Err(_) => return None,
+        let start = previous.time;
+        if let (Some(before), Some(after)) = (previous.cpu, current.cpu) {
+            out.track(track::CPU, start, now, &cpu_data(before, after));
+        }
+        if let Some(memory) = memory {
+            out.track(track::MEMORY, start, now, &memory);
+        }
+        if let (Some(before), Some(after)) = (&previous.disks, &current.disks) {
+            let total = |all: &[Counters]| all.iter().fold(Counters::default(), Counters::plus);
+            let d = total(after).since(total(before));
+            out.track(track::IO, start, now, &IoData::from(d));
+            // One disk is the IO track already; several get a track each as well.
+            if self.disks.len() > 1 {
+                for ((disk, _), (b, a)) in self.disks.iter().zip(before.iter().zip(after)) {
+                    let name = format!("{}{disk}", track::DISK_PREFIX);
+                    out.track(&name, start, now, &IoData::from(a.since(*b)));
+                }
             }
         }
-        std::str::from_utf8(&buffer[..filled]).ok()
+        if let (Some(before), Some(after)) = (previous.net, current.net) {
+            let d = after.since(before);
+            let data = NetData {
+                kind: data_type::NET_IO,
+                recv_bytes: d.read_bytes,
+                recv_count: d.read_count,
+                sent_bytes: d.write_bytes,
+                sent_count: d.write_count,
+            };
+            out.track(track::NET_IO, start, now, &data);
+        }
+    }
+}
+
+impl From<Counters> for IoData {
+    fn from(d: Counters) -> IoData {
+        IoData {
+            kind: data_type::IO,
+            read_bytes: d.read_bytes,
+            read_count: d.read_count,
+            write_bytes: d.write_bytes,
+            write_count: d.write_count,
+        }
     }
 }
 
 impl Counters {
-    fn plus(self, other: Counters) -> Counters {
+    fn plus(self, other: &Counters) -> Counters {
         Counters {
             read_count: self.read_count + other.read_count,
             read_bytes: self.read_bytes + other.read_bytes,
@@ -314,7 +238,7 @@ impl Counters {
         }
     }
 
-    fn since(self, before: Counters) -> Counters {
+    pub(crate) fn since(self, before: Counters) -> Counters {
         Counters {
             read_count: self.read_count.saturating_sub(before.read_count),
             read_bytes: self.read_bytes.saturating_sub(before.read_bytes),
@@ -354,7 +278,7 @@ fn cpu_data(before: CpuTimes, after: CpuTimes) -> CpuData {
     }
 }
 
-fn parse_cpu(stat: &str) -> Option<CpuTimes> {
+pub(crate) fn parse_cpu(stat: &str) -> Option<CpuTimes> {
     let line = stat.lines().find(|l| l.starts_with("cpu "))?;
     let mut times = CpuTimes::default();
     let mut fields = line.split_ascii_whitespace().skip(1);
@@ -365,16 +289,23 @@ fn parse_cpu(stat: &str) -> Option<CpuTimes> {
     Some(times)
 }
 
-struct MemInfo {
+pub(crate) struct MemInfo {
     total: u64,
     available: u64,
     cached: u64,
     buffers: u64,
-    swap_total: u64,
+    pub(crate) swap_total: u64,
     swap_free: u64,
 }
 
-fn parse_meminfo(text: &str) -> Option<MemInfo> {
+impl MemInfo {
+    /// What Mozilla's monitor draws as used: total minus available.
+    pub(crate) fn used(&self) -> u64 {
+        self.total.saturating_sub(self.available)
+    }
+}
+
+pub(crate) fn parse_meminfo(text: &str) -> Option<MemInfo> {
     const KEYS: [&str; 7] = [
         "MemTotal",
         "MemFree",
@@ -470,7 +401,7 @@ fn whole_disks(sys_block: &Path) -> Vec<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tc_profile_format::{decode_line, Line};
+    use crate::sampler::tick_markers;
 
     #[test]
     fn cpu_fractions_stack_to_the_busy_share() {
@@ -527,26 +458,18 @@ mod tests {
     fn meminfo_used_is_total_minus_available() {
         let text = "MemTotal: 1000 kB\nMemFree: 100 kB\nMemAvailable: 600 kB\nBuffers: 10 kB\nCached: 200 kB\nSwapCached: 7 kB\nSwapTotal: 50 kB\nSwapFree: 20 kB\n";
         let info = parse_meminfo(text).unwrap();
-        assert_eq!(info.total - info.available, 400 * 1024);
+        assert_eq!(info.used(), 400 * 1024);
         assert_eq!(info.cached, 200 * 1024, "SwapCached is not Cached");
         assert_eq!(info.swap_total - info.swap_free, 30 * 1024);
     }
 
     #[test]
     fn live_ticks_produce_all_four_tracks() {
-        let mut sampler = SystemSampler::new();
-        assert_eq!(sampler.tick(0.0, &mut Vec::new()), 0);
+        let mut sampler = SystemSampler::probe(Path::new("/proc"), Path::new("/sys")).unwrap();
+        assert!(tick_markers(&mut sampler, 0.0).is_empty());
         std::thread::sleep(std::time::Duration::from_millis(20));
-        let mut lines = Vec::new();
-        assert_eq!(sampler.tick(20.0, &mut lines), 4);
-        let names: Vec<String> = lines
-            .split(|&b| b == b'\n')
-            .filter(|line| !line.is_empty())
-            .map(|line| match decode_line(line) {
-                Ok(Line::Marker(marker)) => marker.name,
-                other => panic!("not a marker line: {other:?}"),
-            })
-            .collect();
+        let markers = tick_markers(&mut sampler, 20.0);
+        let names: Vec<String> = markers.into_iter().map(|m| m.name).collect();
         assert!(names.contains(&"CPU Use".to_owned()), "{names:?}");
         assert!(names.contains(&"Memory".to_owned()), "{names:?}");
     }

@@ -24,6 +24,9 @@ mod open;
 mod recover;
 /// The log deleted or its directory removed while recording.
 mod resilience;
+/// Resources: the task's process tree against the rest, process markers, cgroups and OOM
+/// kills, and sources left out where the machine lacks them.
+mod resources;
 /// `run`: what a recording of a real command holds, against the profiler's constraints.
 mod run;
 /// `summary`, and the short summary at the end of `run`: known logs, complete and cut off.

@@ -1,0 +1,118 @@
+//! Reading /proc, /sys and cgroup files into one reused buffer. Their size is unknown to
+//! stat, and a file kept open regenerates its text on every read from offset 0: two preads
+//! a sample, where opening it each time takes six system calls (open, statx, lseek, two
+//! reads, close). A read returns at most about a page of a long file, so reading goes on
+//! until one returns nothing.
+
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+
+/// Enough for the head of /proc/stat and /proc/meminfo on any machine; grows for longer
+/// files read whole.
+const INITIAL: usize = 16 * 1024;
+
+pub(crate) struct ReadBuffer {
+    bytes: Vec<u8>,
+}
+
+impl ReadBuffer {
+    pub(crate) fn new() -> ReadBuffer {
+        ReadBuffer {
+            bytes: vec![0; INITIAL],
+        }
+    }
+
+    /// Opens, reads whole and closes `path`.
+    pub(crate) fn read_path(&mut self, path: &Path) -> io::Result<&[u8]> {
+        let file = File::open(path)?;
+        self.read_file(&file)
+    }
+
+    /// Reads a file kept open, whole, from its start.
+    pub(crate) fn read_file(&mut self, file: &File) -> io::Result<&[u8]> {
+        let mut filled = 0;
+        loop {
+            if filled == self.bytes.len() {
+                self.bytes.resize(filled * 2, 0);
+            }
+            match file.read_at(&mut self.bytes[filled..], filled as u64) {
+                Ok(0) => return Ok(&self.bytes[..filled]),
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// The whole lines of a file's first buffer-full: one pread, for files whose figures are
+    /// in their first lines (/proc/stat, /proc/meminfo, /proc/<pid>/stat, a disk's stat),
+    /// where reading on to the end costs one more system call per file and tick.
+    pub(crate) fn head_of(&mut self, file: &File) -> Option<&[u8]> {
+        let read = loop {
+            match file.read_at(&mut self.bytes, 0) {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                read => break read.ok()?,
+            }
+        };
+        let whole_lines = self.bytes[..read].iter().rposition(|&b| b == b'\n')? + 1;
+        Some(&self.bytes[..whole_lines])
+    }
+
+    /// The text of [`ReadBuffer::head_of`] a file kept open.
+    pub(crate) fn head_text(&mut self, file: &Option<File>) -> Option<&str> {
+        std::str::from_utf8(self.head_of(file.as_ref()?)?).ok()
+    }
+
+    /// The text of a file kept open, or None when there is none or it cannot be read.
+    pub(crate) fn text_of(&mut self, file: &Option<File>) -> Option<&str> {
+        std::str::from_utf8(self.read_file(file.as_ref()?).ok()?).ok()
+    }
+
+    /// The text of `path`, or None when it cannot be read or is not UTF-8.
+    pub(crate) fn read_text(&mut self, path: &Path) -> Option<&str> {
+        std::str::from_utf8(self.read_path(path).ok()?).ok()
+    }
+}
+
+/// The first number after `key` and whitespace or `=` on a line starting with `key`
+/// (`pswpin 12`, `oom_kill 1`, `usage_usec 99`).
+pub(crate) fn keyed_number(text: &str, key: &str) -> Option<u64> {
+    text.lines().find_map(|line| {
+        let rest = line.strip_prefix(key)?;
+        let rest = rest.strip_prefix([' ', '\t', '='])?;
+        rest.split_ascii_whitespace().next()?.parse().ok()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_longer_than_the_buffer_is_read_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("long");
+        let text = "x".repeat(INITIAL * 3 + 5);
+        std::fs::write(&path, &text).unwrap();
+        let mut buffer = ReadBuffer::new();
+        assert_eq!(buffer.read_path(&path).unwrap(), text.as_bytes());
+        let file = File::open(&path).unwrap();
+        assert_eq!(buffer.read_file(&file).unwrap().len(), text.len());
+        assert_eq!(
+            buffer.read_file(&file).unwrap().len(),
+            text.len(),
+            "re-read"
+        );
+    }
+
+    #[test]
+    fn keyed_numbers_match_the_whole_key() {
+        let text = "pswpin_extra 5\npswpin 12\noom_kill 3\nusage_usec=99\n";
+        assert_eq!(keyed_number(text, "pswpin"), Some(12));
+        assert_eq!(keyed_number(text, "oom_kill"), Some(3));
+        assert_eq!(keyed_number(text, "usage_usec"), Some(99));
+        assert_eq!(keyed_number(text, "oom"), None);
+    }
+}
