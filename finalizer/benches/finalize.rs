@@ -24,6 +24,7 @@ fn synthetic_log(markers: usize) -> Vec<u8> {
         recorder: "tc-profile bench".into(),
         statsd: None,
         profile_dir: None,
+        cgroup: None,
     });
     let mut log = encode_line(&meta);
     log.extend(encode_line(&thread_line("bench")));

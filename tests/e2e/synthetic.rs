@@ -36,6 +36,7 @@ impl LogBuilder {
             recorder: "tc-profile test".to_owned(),
             statsd: None,
             profile_dir: None,
+            cgroup: None,
         });
         let mut log = LogBuilder { bytes: Vec::new() };
         log.line(&meta).line(&thread_line("tc-profile"));
