@@ -52,6 +52,7 @@ fn main() -> std::io::Result<()> {
         recorder: "long_log".to_owned(),
         statsd: None,
         profile_dir: None,
+        cgroup: None,
     }))?;
     write(thread_line("tc-profile"))?;
     let command = OpenInterval {
