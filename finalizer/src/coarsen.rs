@@ -1,8 +1,8 @@
 //! Bounds the profile of a long recording (SPEC.md, "The finalized profile"): a graph track
 //! with more than [`MAX_SAMPLES_PER_TRACK`] samples is merged into about that many, each
 //! covering an equal stretch of the recording. Peaks and totals survive: memory keeps the
-//! sample with the highest `used` (the task's: `rss`), disk and network add up, CPU is the
-//! time-weighted mean with its highest busy share in `peak`, any other graph the
+//! sample with the highest `used` (the task's: `rss`), disk, network and swap add up, CPU
+//! is the time-weighted mean with its highest busy share in `peak`, any other graph the
 //! time-weighted mean.
 
 use crate::profile_marker::ProfileMarker;
@@ -18,10 +18,11 @@ pub const MAX_SAMPLES_PER_TRACK: usize = 20_000;
 
 /// Memory tracks, by schema, and the field whose highest sample a merged one keeps: the
 /// system's, and the task's processes' against the rest (SPEC.md, "Categories and schemas").
-const KEEP_HIGHEST: [(&str, &str); 3] = [
+const KEEP_HIGHEST: [(&str, &str); 4] = [
     (data_type::MEMORY, "used"),
-    ("TaskMem", "rss"),
-    ("OtherMem", "used"),
+    (data_type::TASK_MEMORY, "rss"),
+    (data_type::OTHER_MEMORY, "used"),
+    (data_type::CGROUP_MEMORY, "current"),
 ];
 
 /// Merges the samples of each graph track in `markers` down to about `max`; returns how
@@ -137,8 +138,11 @@ fn merge(group: &[Marker]) -> Marker {
                 .max_by(|a, b| value(a).total_cmp(&value(b)))
                 .map_or(Value::Null, data)
         }
-        Some(data_type::IO | data_type::NET_IO) => sum(group),
+        Some(data_type::IO | data_type::NET_IO | data_type::SWAP) => sum(group),
         Some(data_type::CPU) => cpu_mean(group),
+        Some(data_type::TASK_CPU | data_type::OTHER_CPU | data_type::CGROUP_CPU) => {
+            share_mean(group)
+        }
         _ => mean(group),
     };
     if let Value::Object(fields) = &mut merged {
@@ -216,6 +220,15 @@ fn cpu_mean(group: &[Marker]) -> Value {
     merged
 }
 
+/// The mean of a `cpu` share, with `cpuPercent` saying it.
+fn share_mean(group: &[Marker]) -> Value {
+    let mut merged = mean(group);
+    if let Some(cpu) = merged.get("cpu").and_then(Value::as_f64) {
+        merged["cpuPercent"] = Value::from(format!("{:.1}%", cpu * 100.0));
+    }
+    merged
+}
+
 /// The last sample's data with every numeric field replaced by `number_of(key)`.
 fn combine(group: &[Marker], number_of: impl Fn(&str) -> Value) -> Value {
     let Some(Value::Object(last)) = group[group.len() - 1].data.clone() else {
@@ -243,7 +256,8 @@ mod tests {
 
     fn meta() -> Map<String, Value> {
         let mut meta = Map::new();
-        meta.insert("markerSchema".to_owned(), marker_schemas());
+        let sources = ["cpu", "memory", "io", "net", "processes", "swap"].map(String::from);
+        meta.insert("markerSchema".to_owned(), marker_schemas(&sources));
         meta
     }
 
@@ -338,5 +352,39 @@ mod tests {
             stretch.get("user_pct").is_none(),
             "stale percentages are left out"
         );
+    }
+
+    #[test]
+    fn task_memory_keeps_its_peak_swap_its_total_and_task_cpu_its_mean() {
+        let mut markers = Vec::new();
+        for s in 0..1000 {
+            let rss = if s == 300 { 5_000 } else { 100 };
+            let data = json!({"type": "TaskMem", "rss": rss, "processes": 2});
+            markers.push(sample(track::TASK_MEMORY, s, data));
+            let data = json!({"type": "Swap", "swap_in": 4096, "swap_out": 0});
+            markers.push(sample(track::SWAP, s, data));
+            let cpu = if s % 2 == 0 { 0.2 } else { 0.4 };
+            let data = json!({"type": "TaskCPU", "cpu": cpu, "cpuPercent": "x", "processes": 1});
+            markers.push(sample(track::TASK_CPU, s, data));
+        }
+        let (merged, markers) = bound(markers, 100);
+        assert_eq!(merged, 3000);
+        let peak = named(&markers, track::TASK_MEMORY)
+            .iter()
+            .filter_map(|m| number(m, "rss"))
+            .fold(0.0, f64::max);
+        assert_eq!(peak, 5_000.0);
+        let swapped: f64 = named(&markers, track::SWAP)
+            .iter()
+            .filter_map(|m| number(m, "swap_in"))
+            .sum();
+        assert_eq!(swapped, 1000.0 * 4096.0);
+        let cpu = named(&markers, track::TASK_CPU);
+        let stretch = cpu[10].data.as_ref().unwrap();
+        assert!(
+            (stretch["cpu"].as_f64().unwrap() - 0.3).abs() < 1e-9,
+            "{stretch}"
+        );
+        assert_eq!(stretch["cpuPercent"], "30.0%");
     }
 }
