@@ -247,7 +247,8 @@ pub struct RunArgs {
     #[arg(long, value_name = "PATH", conflicts_with = "own_cgroup")]
     pub cgroup: Option<PathBuf>,
     /// Run the command in a fresh cgroup (v2, or the v1 memory controller), so that its
-    /// memory peak and OOM kills are its alone; removed at the end. Needs root or a
+    /// memory peak and OOM kills are its alone; removed at the end (after a killed recorder,
+    /// by the `recover` or `finalize` of its log). Needs root or a
     /// delegated cgroup; without, tc-profile warns and records without it.
     #[arg(long)]
     pub own_cgroup: bool,

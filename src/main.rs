@@ -115,6 +115,7 @@ fn finalize_log(args: FinalizeArgs) -> Result<u8> {
     )?;
     drop(reading);
     eprintln!("tc-profile: {}", report::describe_finalized(&report));
+    report::remove_left_cgroup(&report);
     Ok(0)
 }
 

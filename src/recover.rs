@@ -1,7 +1,7 @@
 //! `tc-profile recover`, and the recovery that `run --state-dir` does before it records.
 
 use crate::cli::RecoverArgs;
-use crate::report::describe_finalized;
+use crate::report::{describe_finalized, remove_left_cgroup};
 use anyhow::{bail, Context, Result};
 use std::path::Path;
 use tc_profile_finalizer::{recover, Recovery};
@@ -30,7 +30,8 @@ pub fn recover_state_dir(dir: &Path, show_in_use: bool) -> Result<usize> {
                 eprintln!(
                     "tc-profile: recovered {log}: {}",
                     describe_finalized(&report)
-                )
+                );
+                remove_left_cgroup(&report);
             }
             Recovery::InUse if show_in_use => {
                 eprintln!("tc-profile: {log} is being recorded (locked); left alone")

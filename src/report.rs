@@ -1,6 +1,7 @@
 //! What tc-profile says about a profile it wrote, and about its errors.
 
 use tc_profile_finalizer::FinalizeReport;
+use tc_profile_recorder::remove_created_cgroup;
 
 /// The error and its causes, each once: the libraries' errors quote their source already.
 pub fn describe_error(error: &anyhow::Error) -> String {
@@ -42,4 +43,19 @@ pub fn describe_finalized(report: &FinalizeReport) -> String {
         text.push_str(&format!("; {}", report.marker_problems.summary()));
     }
     text
+}
+
+/// Removes the cgroup that a killed recorder left behind (`run --own-cgroup`); a warning
+/// when it cannot: the profile is written all the same.
+pub fn remove_left_cgroup(report: &FinalizeReport) {
+    let Some(path) = report.left_cgroup.as_deref().filter(|p| p.exists()) else {
+        return;
+    };
+    match remove_created_cgroup(path) {
+        Ok(()) => eprintln!(
+            "tc-profile: removed {}, the cgroup its recorder left",
+            path.display()
+        ),
+        Err(error) => eprintln!("tc-profile: warning: {error}"),
+    }
 }

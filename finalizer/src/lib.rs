@@ -53,7 +53,7 @@ use std::fs::{File, TryLockError};
 use std::io::{self, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use tc_profile_format::Gap;
+use tc_profile_format::{CgroupInfo, Gap};
 
 /// How to finalize.
 #[derive(Clone, Default)]
@@ -89,6 +89,9 @@ pub struct FinalizeReport {
     /// What was dropped from its marker files (by the recorder and here).
     pub marker_problems: Problems,
     pub log_removed: bool,
+    /// The cgroup that the log's recorder created for its task (`run --own-cgroup`), when the
+    /// recording ended early: a killed recorder leaves it behind, for the caller to remove.
+    pub left_cgroup: Option<PathBuf>,
     /// Boxed: a report is passed around by value, the summary is large.
     pub summary: Box<Summary>,
 }
@@ -246,7 +249,12 @@ pub fn finalize_locked(
             source,
         })?;
     }
+    let left_cgroup = compaction
+        .ended_early
+        .then(|| created_cgroup(profile.meta()))
+        .flatten();
     Ok(FinalizeReport {
+        left_cgroup,
         output,
         bytes_written,
         markers: profile.markers().len(),
@@ -296,4 +304,11 @@ fn merge_markers(
             Ok(None)
         }
     }
+}
+
+/// The cgroup that `meta.tcProfile.cgroup` says the recorder created.
+fn created_cgroup(meta: &serde_json::Map<String, serde_json::Value>) -> Option<PathBuf> {
+    let cgroup: CgroupInfo =
+        serde_json::from_value(meta.get("tcProfile")?.get("cgroup")?.clone()).ok()?;
+    cgroup.created.then(|| PathBuf::from(cgroup.path))
 }

@@ -47,7 +47,7 @@ pub enum CgroupError {
     NoHierarchy,
     #[error("{path}: cannot create a cgroup: {source}; run as root or without --own-cgroup")]
     Create { path: PathBuf, source: io::Error },
-    #[error("{path}: not a cgroup that tc-profile created (its name starts with {OWN_PREFIX})")]
+    #[error("{path}: not a cgroup that tc-profile created (a cgroup named {OWN_PREFIX}<pid>); left alone")]
     NotOurs { path: PathBuf },
     #[error("{path}: cannot remove the cgroup: {source}")]
     Remove { path: PathBuf, source: io::Error },
@@ -257,6 +257,12 @@ pub fn remove_created_cgroup(path: &Path) -> Result<(), CgroupError> {
     })?;
     if !path.exists() {
         return Ok(());
+    }
+    // A log names the path: whatever it says, only a cgroup is emptied and removed.
+    if !path.join("cgroup.procs").exists() {
+        return Err(CgroupError::NotOurs {
+            path: path.to_owned(),
+        });
     }
     empty_and_remove(path, &parent.join("cgroup.procs")).map_err(|source| CgroupError::Remove {
         path: path.to_owned(),
@@ -727,5 +733,14 @@ mod tests {
             "{error:?}"
         );
         assert!(remove_created_cgroup(Path::new("/nonexistent/tc-profile-1")).is_ok());
+        let plain = tempfile::tempdir().unwrap();
+        let named_like_ours = plain.path().join("tc-profile-1");
+        fs::create_dir(&named_like_ours).unwrap();
+        let error = remove_created_cgroup(&named_like_ours);
+        assert!(
+            matches!(error, Err(CgroupError::NotOurs { .. })),
+            "{error:?}"
+        );
+        assert!(named_like_ours.exists(), "a plain directory is left alone");
     }
 }

@@ -438,3 +438,81 @@ fn a_source_the_machine_lacks_is_left_out_not_drawn_as_zeros() {
     assert!(lines.iter().all(|l| l["data"]["type"] != "PSI"));
     assert!(!markers_named(&lines, "Task CPU").is_empty());
 }
+
+/// The recorder of `run --own-cgroup` is SIGKILLed while its command lives on inside the
+/// cgroup: the next `recover` finalizes the log, moves the command out and removes the
+/// cgroup.
+#[test]
+fn recover_removes_the_cgroup_a_killed_recorder_left() {
+    let sandbox = Sandbox::new();
+    let args = [
+        "run",
+        "--own-cgroup",
+        "--state-dir",
+        "state",
+        "--",
+        "sh",
+        "-c",
+        "echo $$ > command.pid; exec sleep 60",
+    ];
+    let mut recorder = sandbox
+        .command(&args)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid_file = sandbox.path("command.pid");
+    wait_for(|| std::fs::read_to_string(&pid_file).is_ok_and(|t| t.ends_with('\n')));
+    let command_pid: i32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let inside = std::fs::read_to_string(format!("/proc/{command_pid}/cgroup")).unwrap();
+    let Some(name) = inside
+        .split(['/', '\n'])
+        .find(|part| part.starts_with("tc-profile-"))
+        .map(str::to_owned)
+    else {
+        signal(&recorder, libc::SIGTERM);
+        let output = recorder.wait_with_output().unwrap();
+        eprintln!(
+            "skipped: no cgroup can be created here: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        return;
+    };
+    signal(&recorder, libc::SIGKILL);
+    recorder.wait().unwrap();
+    let log = std::fs::read_dir(sandbox.path("state"))
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .find(|path| path.extension().is_some_and(|e| e == "jsonl"))
+        .expect("the killed recorder's log");
+    let meta = &log_lines(&log)[0]["tcProfile"]["cgroup"];
+    assert_eq!(meta["created"], true, "{meta}");
+    let cgroup = PathBuf::from(meta["path"].as_str().unwrap());
+    assert!(
+        cgroup.ends_with(&name) && cgroup.exists(),
+        "{}",
+        cgroup.display()
+    );
+
+    let output = sandbox.run_ok(&["recover", "--state-dir", "state"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let now_in = std::fs::read_to_string(format!("/proc/{command_pid}/cgroup"));
+    // SAFETY: kill(2) on the command the killed recorder left running.
+    unsafe { libc::kill(command_pid, libc::SIGKILL) };
+    assert!(
+        !cgroup.exists(),
+        "{} is removed: {stderr}",
+        cgroup.display()
+    );
+    assert!(stderr.contains("the cgroup its recorder left"), "{stderr}");
+    let now_in = now_in.unwrap();
+    assert!(
+        !now_in.contains(&name),
+        "the command was moved out: {now_in}"
+    );
+    let again = sandbox.run_ok(&["recover", "--state-dir", "state"]);
+    assert!(again.stderr.is_empty(), "nothing left to recover or remove");
+}
