@@ -108,6 +108,9 @@ struct Process {
     comm: Vec<u8>,
     name: String,
     command: String,
+    /// Whether `name` and `command` come from its command line, not from `comm` alone: a
+    /// process caught in the middle of exec has an empty one for a moment.
+    command_known: bool,
     /// Its marker has been written (it is a zombie, or the recording ended).
     ended: bool,
 }
@@ -217,13 +220,9 @@ impl ProcessTree {
                 if stat.start_ticks != process.stat.start_ticks {
                     return true; // the pid was reused (only possible without a kept file)
                 }
-                let exec = comm != process.comm;
-                if exec {
+                if comm != process.comm || (!process.command_known && !stat.is_zombie()) {
                     process.comm = comm.to_owned();
-                    let cmdline = proc_root.join(pid.to_string()).join("cmdline");
-                    if let Some((name, command)) = describe(buffer, &cmdline, &process.comm) {
-                        (process.name, process.command) = (name, command);
-                    }
+                    process.describe(buffer, &proc_root.join(pid.to_string()));
                 }
                 process.stat = stat;
                 process.peak_rss_pages = process.peak_rss_pages.max(stat.rss_pages);
@@ -325,9 +324,6 @@ impl ProcessTree {
     }
 
     fn admit(&mut self, pid: u32, file: File, stat: Stat, comm: Vec<u8>, now: f64) {
-        let cmdline = self.proc_root.join(pid.to_string()).join("cmdline");
-        let (name, command) = describe(&mut self.buffer, &cmdline, &comm)
-            .unwrap_or_else(|| (lossy(&comm), lossy(&comm)));
         let keep_open = self.open_files < self.open_files_max;
         self.open_files += u64::from(keep_open);
         // Time used before the first tick is before the recording: not counted.
@@ -343,11 +339,13 @@ impl ProcessTree {
             peak_rss_pages: stat.rss_pages,
             last_seen: now,
             comm,
-            name,
-            command,
+            name: String::new(),
+            command: String::new(),
+            command_known: false,
             ended: false,
         };
-        self.processes.insert(pid, process);
+        let process = self.processes.entry(pid).insert_entry(process).into_mut();
+        process.describe(&mut self.buffer, &self.proc_root.join(pid.to_string()));
     }
 
     /// The tree's CPU ticks since the previous tick. A process that ended was counted up
@@ -534,10 +532,17 @@ fn parse_number(field: &[u8]) -> Option<u64> {
     })
 }
 
-fn describe(buffer: &mut ReadBuffer, cmdline: &Path, comm: &[u8]) -> Option<(String, String)> {
-    match buffer.read_path(cmdline) {
-        Ok(bytes) if !bytes.is_empty() => command_line::describe(bytes),
-        _ => Some((lossy(comm), lossy(comm))),
+impl Process {
+    /// Names it from its command line (`dir` is its /proc directory), or from `comm` while
+    /// that is empty.
+    fn describe(&mut self, buffer: &mut ReadBuffer, dir: &Path) {
+        let described = match buffer.read_path(&dir.join("cmdline")) {
+            Ok(bytes) => command_line::describe(bytes),
+            Err(_) => None,
+        };
+        self.command_known = described.is_some();
+        (self.name, self.command) =
+            described.unwrap_or_else(|| (lossy(&self.comm), lossy(&self.comm)));
     }
 }
 
