@@ -20,13 +20,10 @@ pub const SUMMARY_VERSION: u32 = 1;
 const STEP_CATEGORIES: [&str; 3] = ["Worker", "Task", "Phases"];
 /// Markers that say what was lost or dropped, and why.
 const DROP_NOTES: [&str; 3] = [DATA_MISSING, LOG_DAMAGE, MARKER_FILES];
-/// Schemas of the task's process tree against the rest (SPEC.md, "Categories and schemas"):
-/// `data.cpu` (a fraction of all cores) of the task's processes and of everything else,
-/// `data.rss` of the task's processes, and one interval per process of the task.
-const TASK_CPU: &str = "TaskCPU";
-const OTHER_CPU: &str = "OtherCPU";
-const TASK_MEMORY: &str = "TaskMem";
-const PROCESS: &str = "Process";
+// Schemas of the task's process tree against the rest (SPEC.md, "Categories and schemas"):
+// `data.cpu` (a fraction of all cores) of the task's processes and of everything else,
+// `data.rss` of the task's processes, and one interval per process of the task.
+use data_type::{OTHER_CPU, PROCESS, TASK_CPU, TASK_MEMORY};
 /// Processes listed, the busiest first.
 const TOP_PROCESSES: usize = 10;
 /// Characters in a sparkline.
