@@ -129,6 +129,11 @@ pub(crate) struct ProcessTree {
     /// (a reused pid gets a new one) and the tick that last listed them.
     others: HashMap<u32, (u64, u64)>,
     tick: u64,
+    /// /proc/loadavg, whose last field is the pid most recently given out on the machine,
+    /// and that pid at the last listing of /proc: while it stays the same, no process has
+    /// been created, and listing /proc (the costliest read of a tick) finds nothing new.
+    loadavg: Option<File>,
+    listed_at_pid: Option<u32>,
     open_files: u64,
     open_files_max: u64,
     /// /proc/stat, /proc/meminfo and the recorder's own /proc/<pid>/stat, kept open.
@@ -168,6 +173,8 @@ impl ProcessTree {
             processes: HashMap::new(),
             others: HashMap::new(),
             tick: 0,
+            loadavg: File::open(proc_root.join("loadavg")).ok(),
+            listed_at_pid: None,
             open_files: 0,
             open_files_max: open_files_max(),
             buffer: ReadBuffer::new(),
@@ -265,6 +272,11 @@ impl ProcessTree {
     /// Puts into `candidates` the listed processes that are neither in the tree nor known
     /// to be outside it.
     fn list_unknown_processes(&mut self) {
+        let last_pid = self.read_last_pid();
+        if last_pid.is_some() && last_pid == self.listed_at_pid {
+            return;
+        }
+        self.listed_at_pid = last_pid;
         self.tick += 1;
         let Ok(entries) = fs::read_dir(&self.proc_root) else {
             return;
@@ -288,6 +300,14 @@ impl ProcessTree {
         }
         let tick = self.tick;
         self.others.retain(|_, (_, listed)| *listed == tick);
+    }
+
+    /// The pid most recently given out, from the last field of /proc/loadavg
+    /// ("0.77 0.85 0.53 3/108 12481").
+    fn read_last_pid(&mut self) -> Option<u32> {
+        let text = self.buffer.head_of(self.loadavg.as_ref()?)?;
+        let last = text.trim_ascii_end().rsplit(|&b| b == b' ').next()?;
+        std::str::from_utf8(last).ok()?.parse().ok()
     }
 
     /// Reads the candidates and admits those whose parent is in the tree (or, by
@@ -618,6 +638,50 @@ mod tests {
         let old_kernel = &STAT[..STAT.len() - 40];
         assert_eq!(parse_stat(old_kernel).unwrap().0.exit_status, None);
         assert!(parse_stat(b"1 (x) S 0 1").is_none(), "too short");
+    }
+
+    /// A /proc with this machine's stat and meminfo, the test's own stat, and `loadavg`.
+    fn fake_proc(loadavg: &str) -> tempfile::TempDir {
+        let root = tempfile::tempdir().unwrap();
+        for file in ["stat", "meminfo"] {
+            fs::copy(Path::new("/proc").join(file), root.path().join(file)).unwrap();
+        }
+        let own = stat_path(root.path(), std::process::id());
+        fs::create_dir(own.parent().unwrap()).unwrap();
+        fs::copy("/proc/self/stat", own).unwrap();
+        fs::write(root.path().join("loadavg"), loadavg).unwrap();
+        root
+    }
+
+    #[test]
+    fn proc_is_listed_again_only_once_a_new_pid_was_given_out() {
+        let clock = Clock::start();
+        let root = fake_proc("0.10 0.20 0.30 1/100 5000\n");
+        let mut tree = ProcessTree::probe(
+            root.path(),
+            &Follow::Children,
+            Duration::from_millis(100),
+            clock,
+        )
+        .unwrap();
+        tick_markers(&mut tree, clock.now_ms());
+        let child = format!("5001 (child) S {} ", std::process::id());
+        let fields =
+            String::from_utf8(STAT[STAT.iter().position(|&b| b == b'Z').unwrap() + 5..].to_vec());
+        let child_stat = stat_path(root.path(), 5001);
+        fs::create_dir(child_stat.parent().unwrap()).unwrap();
+        fs::write(&child_stat, child + &fields.unwrap()).unwrap();
+        tick_markers(&mut tree, clock.now_ms());
+        assert!(
+            tree.processes.is_empty(),
+            "no pid given out: /proc is not listed"
+        );
+        fs::write(root.path().join("loadavg"), "0.10 0.20 0.30 1/101 5001\n").unwrap();
+        tick_markers(&mut tree, clock.now_ms());
+        assert!(
+            tree.processes.contains_key(&5001),
+            "listed once pid 5001 was given out"
+        );
     }
 
     #[test]
