@@ -1,9 +1,11 @@
 //! The line encoder and decoder on the lines a recording is made of: a CPU sample (the
-//! longest line, written every interval) and a task's instant marker with a text payload.
+//! longest line, written every interval) and a task's instant marker with a text payload;
+//! decoded into a [`tc_profile_format::Line`], and with the payload left as text (what the
+//! finalizer does).
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use std::hint::black_box;
-use tc_profile_format::{decode_line, encode_line};
+use tc_profile_format::{decode_line, decode_marker_raw, encode_line};
 
 /// As the recorder writes them (a real log's lines, newline left off).
 const LINES: [(&str, &[u8]); 2] = [
@@ -27,6 +29,9 @@ fn lines(c: &mut Criterion) {
         });
         group.bench_function(format!("decode {name}"), |b| {
             b.iter(|| decode_line(black_box(bytes)))
+        });
+        group.bench_function(format!("decode {name}, payload as text"), |b| {
+            b.iter(|| decode_marker_raw(black_box(bytes)))
         });
     }
     group.finish();
