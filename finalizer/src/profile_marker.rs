@@ -53,6 +53,15 @@ impl ProfileMarker {
         serde_json::from_str(self.data.as_ref()?.get()).ok()
     }
 
+    /// The payload's `type` when it is its first key, as the recorder writes payloads:
+    /// found without parsing the rest. None when the payload starts otherwise.
+    pub fn leading_type(&self) -> Option<&str> {
+        let rest = self.data.as_ref()?.get().strip_prefix(r#"{"type":""#)?;
+        let kind = &rest[..rest.find('"')?];
+        // An escaped character: left to a parser.
+        (!kind.contains('\\')).then_some(kind)
+    }
+
     /// The payload's `type` and numbers, read without building a tree.
     pub fn figures(&self) -> Figures<'_> {
         self.data
@@ -210,6 +219,21 @@ mod tests {
         for absent in ["nice", "steal", "iowait", "softirq", "used", "cpuPercent"] {
             assert_eq!(figures.get(absent), None, "{absent}");
         }
+    }
+
+    #[test]
+    fn a_leading_type_is_read_without_parsing_and_anything_else_is_left_alone() {
+        let marker = |data: &str| ProfileMarker {
+            data: Some(RawValue::from_string(data.to_owned()).unwrap()),
+            ..ProfileMarker::from(Marker::instant("m", 0.0))
+        };
+        assert_eq!(
+            marker(r#"{"type":"CPU","user":1}"#).leading_type(),
+            Some("CPU")
+        );
+        assert_eq!(marker(r#"{"user":1,"type":"CPU"}"#).leading_type(), None);
+        assert_eq!(marker(r#"{"type": "CPU"}"#).leading_type(), None);
+        assert_eq!(marker(r#"{"type":"C\"PU"}"#).leading_type(), None);
     }
 
     #[test]

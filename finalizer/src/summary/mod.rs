@@ -24,6 +24,17 @@ const DROP_NOTES: [&str; 3] = [DATA_MISSING, LOG_DAMAGE, MARKER_FILES];
 // `data.cpu` (a fraction of all cores) of the task's processes and of everything else,
 // `data.rss` of the task's processes, and one interval per process of the task.
 use data_type::{OTHER_CPU, PROCESS, TASK_CPU, TASK_MEMORY};
+/// The payload types a summary reads figures of.
+const SUMMARIZED: [&str; 8] = [
+    data_type::CPU,
+    data_type::MEMORY,
+    data_type::IO,
+    data_type::NET_IO,
+    TASK_CPU,
+    OTHER_CPU,
+    TASK_MEMORY,
+    PROCESS,
+];
 /// Processes listed, the busiest first.
 const TOP_PROCESSES: usize = 10;
 /// Characters in a sparkline.
@@ -335,6 +346,13 @@ impl Tracks {
             let (Some(end), Some(_)) = (marker.end_time, &marker.data) else {
                 continue;
             };
+            // Most markers of a busy task say first that they are none of these.
+            if marker
+                .leading_type()
+                .is_some_and(|kind| !SUMMARIZED.contains(&kind))
+            {
+                continue;
+            }
             let figures = marker.figures();
             let number = |key: &str| figures.get(key);
             let sample = |value: f64| Sample {
