@@ -47,7 +47,9 @@ pub(crate) fn bound_tracks(
     if graph_types.is_empty() || crowded.is_empty() {
         return 0;
     }
-    let mut tracks: BTreeMap<(String, String), Vec<Marker>> = BTreeMap::new();
+    // Kept as read: a payload is parsed only while its stretch is merged, so that a day of
+    // samples never sits in memory as JSON trees.
+    let mut tracks: BTreeMap<(String, String), Vec<ProfileMarker>> = BTreeMap::new();
     let mut others = Vec::with_capacity(markers.len());
     for marker in markers.drain(..) {
         let track = crowded
@@ -55,7 +57,7 @@ pub(crate) fn bound_tracks(
             .then(|| track_of(&marker, &graph_types))
             .flatten();
         match track {
-            Some(key) => tracks.entry(key).or_default().push(marker.to_marker()),
+            Some(key) => tracks.entry(key).or_default().push(marker),
             None => others.push(marker),
         }
     }
@@ -64,9 +66,14 @@ pub(crate) fn bound_tracks(
         if samples.len() > max {
             samples.sort_by(|a, b| a.start_time.total_cmp(&b.start_time));
             merged += samples.len();
-            samples = merge_track(&samples, max);
+            others.extend(
+                merge_track(&samples, max)
+                    .into_iter()
+                    .map(ProfileMarker::from),
+            );
+        } else {
+            others.extend(samples);
         }
-        others.extend(samples.into_iter().map(ProfileMarker::from));
     }
     *markers = others;
     merged
@@ -98,7 +105,7 @@ fn track_of(marker: &ProfileMarker, graph_types: &HashSet<String>) -> Option<(St
 }
 
 /// One sample per stretch of `(last end - first start) / max`.
-fn merge_track(samples: &[Marker], max: usize) -> Vec<Marker> {
+fn merge_track(samples: &[ProfileMarker], max: usize) -> Vec<Marker> {
     let start = samples[0].start_time;
     let end = samples
         .iter()
@@ -108,9 +115,13 @@ fn merge_track(samples: &[Marker], max: usize) -> Vec<Marker> {
     let mut merged = Vec::with_capacity(max + 1);
     let mut group_start = 0;
     for i in 1..=samples.len() {
-        let stretch = |s: &Marker| ((s.start_time - start) / width).floor();
+        let stretch = |s: &ProfileMarker| ((s.start_time - start) / width).floor();
         if i == samples.len() || stretch(&samples[i]) != stretch(&samples[group_start]) {
-            merged.push(merge(&samples[group_start..i]));
+            let group: Vec<Marker> = samples[group_start..i]
+                .iter()
+                .map(ProfileMarker::to_marker)
+                .collect();
+            merged.push(merge(&group));
             group_start = i;
         }
     }
