@@ -12,8 +12,9 @@
 
 use crate::command_line;
 use crate::procfs::ReadBuffer;
+use crate::sampler::Machine;
 use crate::sampler::{fraction, Lines, Percent, Source};
-use crate::system::{parse_cpu, parse_meminfo, CpuTimes};
+use crate::system::CpuTimes;
 use crate::Clock;
 use serde::Serialize;
 use serde_json::json;
@@ -136,9 +137,7 @@ pub(crate) struct ProcessTree {
     listed_at_pid: Option<u32>,
     open_files: u64,
     open_files_max: u64,
-    /// /proc/stat, /proc/meminfo and the recorder's own /proc/<pid>/stat, kept open.
-    machine_stat: File,
-    meminfo: File,
+    /// The recorder's own /proc/<pid>/stat, kept open.
     own_stat: File,
     buffer: ReadBuffer,
     candidates: Vec<(u32, u64)>,
@@ -158,11 +157,11 @@ impl ProcessTree {
         follow: &Follow,
         interval: Duration,
         clock: Clock,
+        machine: &Machine,
     ) -> Option<ProcessTree> {
+        machine_now(machine)?;
         let mut tree = ProcessTree {
             proc_root: proc_root.to_owned(),
-            machine_stat: File::open(proc_root.join("stat")).ok()?,
-            meminfo: File::open(proc_root.join("meminfo")).ok()?,
             own_stat: File::open(stat_path(proc_root, std::process::id())).ok()?,
             follow: follow.clone(),
             own_pid: std::process::id(),
@@ -181,21 +180,12 @@ impl ProcessTree {
             candidates: Vec::new(),
             previous: None,
         };
-        tree.read_machine()?;
         tree.read_own_reaped_ticks()?;
         if let Follow::Pid(root) = *follow {
             tree.candidates.push((root, 0));
             tree.admit_candidates(clock.now_ms(), |_| true);
         }
         Some(tree)
-    }
-
-    /// CPU times of the machine and the memory it uses.
-    fn read_machine(&mut self) -> Option<(CpuTimes, u64)> {
-        let cpu = parse_cpu(std::str::from_utf8(self.buffer.head_of(&self.machine_stat)?).ok()?)?;
-        let meminfo = std::str::from_utf8(self.buffer.head_of(&self.meminfo)?).ok()?;
-        let used = parse_meminfo(meminfo)?.used();
-        Some((cpu, used))
     }
 
     fn read_own_reaped_ticks(&mut self) -> Option<u64> {
@@ -450,7 +440,7 @@ impl Source for ProcessTree {
             }
         }
         let (Some((cpu, used)), Some(own_reaped)) =
-            (self.read_machine(), self.read_own_reaped_ticks())
+            (machine_now(out.machine), self.read_own_reaped_ticks())
         else {
             self.previous = None;
             return;
@@ -506,6 +496,11 @@ impl Source for ProcessTree {
             }
         }
     }
+}
+
+/// CPU times of the machine and the memory it uses.
+fn machine_now(machine: &Machine) -> Option<(CpuTimes, u64)> {
+    Some((machine.cpu?, machine.memory.as_ref()?.used()))
 }
 
 fn stat_path(proc_root: &Path, pid: u32) -> PathBuf {
@@ -613,7 +608,7 @@ fn open_files_max() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sampler::tick_markers;
+    use crate::sampler::{machine_of, tick_markers};
 
     const STAT: &[u8] = b"4242 (a (b) c) Z 17 4242 17 0 -1 4194560 100 0 0 0 250 50 7 3 20 0 1 0 123456 5000000 300 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0 0 0 0 0 0 0 0 9\n";
 
@@ -662,6 +657,7 @@ mod tests {
             &Follow::Children,
             Duration::from_millis(100),
             clock,
+            &machine_of(root.path()),
         )
         .unwrap();
         tick_markers(&mut tree, clock.now_ms());
@@ -689,7 +685,14 @@ mod tests {
         let clock = Clock::start();
         let follow = Follow::Children;
         let interval = Duration::from_millis(10);
-        let mut tree = ProcessTree::probe(Path::new("/proc"), &follow, interval, clock).unwrap();
+        let mut tree = ProcessTree::probe(
+            Path::new("/proc"),
+            &follow,
+            interval,
+            clock,
+            &machine_of(Path::new("/proc")),
+        )
+        .unwrap();
         tick_markers(&mut tree, clock.now_ms());
         let mut child = std::process::Command::new("sleep")
             .arg("0.3")

@@ -302,7 +302,7 @@ mod tests {
             );
             std::thread::sleep(Duration::from_millis(5));
         }
-        recorder.finish(EndReason::Stopped).unwrap();
+        drop(recorder.finish(EndReason::Stopped).unwrap());
         // A scan may find the file before its line (created, not yet written): a batch of
         // its own, without lines.
         let text = std::fs::read_to_string(&log).unwrap();

@@ -6,10 +6,12 @@ use crate::cgroup::{self, CgroupSampler};
 use crate::load::{CpuFrequency, LoadAverage, Swap};
 use crate::pressure::Pressure;
 use crate::process_tree::ProcessTree;
-use crate::system::SystemSampler;
+use crate::procfs::ReadBuffer;
+use crate::system::{parse_cpu, parse_meminfo, CpuTimes, MemInfo, SystemSampler};
 use crate::{Clock, RecorderConfig};
 use serde::{Serialize, Serializer};
 use std::fmt;
+use std::fs::File;
 use std::path::Path;
 use tc_profile_format::schema::category;
 use tc_profile_format::{encode_line_into, encode_marker_line_into, CgroupInfo, Line, Marker};
@@ -27,10 +29,44 @@ pub(crate) trait Source: Send {
     }
 }
 
-/// The lines of one tick, encoded as they are made, for one write.
+/// What the system tracks and the task's process tree both need of the machine, read once
+/// a tick: /proc/stat and /proc/meminfo are among the costliest files of a tick.
+#[derive(Default)]
+pub(crate) struct Machine {
+    pub(crate) cpu: Option<CpuTimes>,
+    pub(crate) memory: Option<MemInfo>,
+}
+
+/// /proc/stat and /proc/meminfo, kept open.
+struct MachineFiles {
+    stat: Option<File>,
+    meminfo: Option<File>,
+    buffer: ReadBuffer,
+}
+
+impl MachineFiles {
+    fn open(proc_root: &Path) -> MachineFiles {
+        MachineFiles {
+            stat: File::open(proc_root.join("stat")).ok(),
+            meminfo: File::open(proc_root.join("meminfo")).ok(),
+            buffer: ReadBuffer::new(),
+        }
+    }
+
+    fn read(&mut self) -> Machine {
+        Machine {
+            cpu: self.buffer.head_text(&self.stat).and_then(parse_cpu),
+            memory: self.buffer.head_text(&self.meminfo).and_then(parse_meminfo),
+        }
+    }
+}
+
+/// The lines of one tick, encoded as they are made, for one write; and the machine as
+/// read at this tick.
 pub(crate) struct Lines<'a> {
     bytes: &'a mut Vec<u8>,
     count: u64,
+    pub(crate) machine: &'a Machine,
 }
 
 impl Lines<'_> {
@@ -53,6 +89,7 @@ impl Lines<'_> {
 pub struct Sampler {
     sources: Vec<Box<dyn Source>>,
     cgroup: Option<CgroupInfo>,
+    machine: Option<MachineFiles>,
 }
 
 impl Sampler {
@@ -61,18 +98,23 @@ impl Sampler {
         let mut sampler = Sampler {
             sources: Vec::new(),
             cgroup: None,
+            machine: None,
         };
         if !config.sample_system {
             return sampler;
         }
         let (proc_root, sys_root) = (Path::new("/proc"), Path::new("/sys"));
-        sampler.add(SystemSampler::probe(proc_root, sys_root));
+        let mut machine_files = MachineFiles::open(proc_root);
+        let machine = machine_files.read();
+        sampler.machine = Some(machine_files);
+        sampler.add(SystemSampler::probe(proc_root, sys_root, &machine));
         if let Some(follow) = &config.follow {
             sampler.add(ProcessTree::probe(
                 proc_root,
                 follow,
                 config.interval,
                 clock,
+                &machine,
             ));
         }
         let task_cgroup = config
@@ -116,9 +158,11 @@ impl Sampler {
     /// Samples every source now, appending to `lines` the marker lines of the interval
     /// since the previous tick; returns how many.
     pub fn tick(&mut self, now: f64, lines: &mut Vec<u8>) -> u64 {
+        let machine = self.read_machine();
         let mut out = Lines {
             bytes: lines,
             count: 0,
+            machine: &machine,
         };
         for source in &mut self.sources {
             source.tick(now, &mut out);
@@ -126,11 +170,21 @@ impl Sampler {
         out.count
     }
 
+    fn read_machine(&mut self) -> Machine {
+        self.machine
+            .as_mut()
+            .filter(|_| !self.sources.is_empty())
+            .map(MachineFiles::read)
+            .unwrap_or_default()
+    }
+
     /// The last tick of a recording: also writes out what is still open (live processes).
     pub fn last_tick(&mut self, now: f64, lines: &mut Vec<u8>) -> u64 {
+        let machine = self.read_machine();
         let mut out = Lines {
             bytes: lines,
             count: 0,
+            machine: &machine,
         };
         for source in &mut self.sources {
             source.last_tick(now, &mut out);
@@ -143,12 +197,20 @@ impl Sampler {
 #[cfg(test)]
 pub(crate) fn tick_markers(source: &mut impl Source, now: f64) -> Vec<Marker> {
     let mut bytes = Vec::new();
+    let machine = machine_of(Path::new("/proc"));
     let mut out = Lines {
         bytes: &mut bytes,
         count: 0,
+        machine: &machine,
     };
     source.tick(now, &mut out);
     decode_markers(&bytes)
+}
+
+/// The machine as read under `proc_root` now: for unit tests.
+#[cfg(test)]
+pub(crate) fn machine_of(proc_root: &Path) -> Machine {
+    MachineFiles::open(proc_root).read()
 }
 
 #[cfg(test)]

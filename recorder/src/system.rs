@@ -3,7 +3,7 @@
 //! per track ("CPU Use", "Memory", "IO", "NetIO"), as Mozilla's resource monitor draws them.
 
 use crate::procfs::ReadBuffer;
-use crate::sampler::{Lines, Percent, Source};
+use crate::sampler::{Lines, Machine, Percent, Source};
 use serde::Serialize;
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
@@ -92,8 +92,6 @@ struct NetData {
 /// CPU, memory, disk and network of the whole machine, from /proc files kept open (see
 /// [`ReadBuffer`]: two preads a tick each, where opening took six system calls).
 pub(crate) struct SystemSampler {
-    stat: Option<File>,
-    meminfo: Option<File>,
     net_dev: Option<File>,
     /// The name and `stat` of each whole disk (not partitions, loop or device-mapper
     /// devices): counting only these never counts a partition and its disk twice, and
@@ -106,7 +104,11 @@ pub(crate) struct SystemSampler {
 
 impl SystemSampler {
     /// The sampler of what this machine offers; None where it offers none of it.
-    pub(crate) fn probe(proc_root: &Path, sys_root: &Path) -> Option<SystemSampler> {
+    pub(crate) fn probe(
+        proc_root: &Path,
+        sys_root: &Path,
+        machine: &Machine,
+    ) -> Option<SystemSampler> {
         let open = |name: &str| File::open(proc_root.join(name)).ok();
         let disks = whole_disks(&sys_root.join("block"))
             .iter()
@@ -116,18 +118,16 @@ impl SystemSampler {
             })
             .collect();
         let mut sampler = SystemSampler {
-            stat: open("stat"),
-            meminfo: open("meminfo"),
             net_dev: open("net/dev"),
             disks,
             buffer: ReadBuffer::new(),
             previous: None,
             names: Vec::new(),
         };
-        let snapshot = sampler.snapshot(0.0);
+        let snapshot = sampler.snapshot(0.0, machine);
         let found = [
             (source::CPU, snapshot.cpu.is_some()),
-            (source::MEMORY, sampler.memory_data().is_some()),
+            (source::MEMORY, machine.memory.is_some()),
             (source::IO, snapshot.disks.is_some()),
             (source::NET, snapshot.net.is_some()),
         ];
@@ -139,7 +139,7 @@ impl SystemSampler {
         (!sampler.names.is_empty()).then_some(sampler)
     }
 
-    fn snapshot(&mut self, time: f64) -> Snapshot {
+    fn snapshot(&mut self, time: f64, machine: &Machine) -> Snapshot {
         let buffer = &mut self.buffer;
         let disks: Option<Vec<Counters>> = self
             .disks
@@ -152,22 +152,21 @@ impl SystemSampler {
             .collect();
         Snapshot {
             time,
-            cpu: buffer.head_text(&self.stat).and_then(parse_cpu),
+            cpu: machine.cpu,
             disks: disks.filter(|d| !d.is_empty()),
             net: buffer.text_of(&self.net_dev).map(parse_net_dev),
         }
     }
 
-    fn memory_data(&mut self) -> Option<MemoryData> {
-        let info = parse_meminfo(self.buffer.head_text(&self.meminfo)?)?;
-        Some(MemoryData {
+    fn memory_data(info: &MemInfo) -> MemoryData {
+        MemoryData {
             kind: data_type::MEMORY,
             used: info.used(),
             available: info.available,
             cached: info.cached,
             buffers: info.buffers,
             swap: info.swap_total.saturating_sub(info.swap_free),
-        })
+        }
     }
 }
 
@@ -178,8 +177,8 @@ impl Source for SystemSampler {
 
     /// One marker line per track for the interval since the previous tick.
     fn tick(&mut self, now: f64, out: &mut Lines) {
-        let current = self.snapshot(now);
-        let memory = self.memory_data();
+        let current = self.snapshot(now, out.machine);
+        let memory = out.machine.memory.as_ref().map(SystemSampler::memory_data);
         let Some(previous) = self.previous.replace(current.clone()) else {
             return;
         };
@@ -401,7 +400,7 @@ fn whole_disks(sys_block: &Path) -> Vec<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sampler::tick_markers;
+    use crate::sampler::{machine_of, tick_markers};
 
     #[test]
     fn cpu_fractions_stack_to_the_busy_share() {
@@ -465,7 +464,12 @@ mod tests {
 
     #[test]
     fn live_ticks_produce_all_four_tracks() {
-        let mut sampler = SystemSampler::probe(Path::new("/proc"), Path::new("/sys")).unwrap();
+        let mut sampler = SystemSampler::probe(
+            Path::new("/proc"),
+            Path::new("/sys"),
+            &machine_of(Path::new("/proc")),
+        )
+        .unwrap();
         assert!(tick_markers(&mut sampler, 0.0).is_empty());
         std::thread::sleep(std::time::Duration::from_millis(20));
         let markers = tick_markers(&mut sampler, 20.0);
