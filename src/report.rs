@@ -1,7 +1,7 @@
 //! What tc-profile says about a profile it wrote, and about its errors.
 
 use tc_profile_finalizer::FinalizeReport;
-use tc_profile_recorder::remove_created_cgroup;
+use tc_profile_recorder::{own_cgroup_name, remove_created_cgroup};
 
 /// The error and its causes, each once: the libraries' errors quote their source already.
 pub fn describe_error(error: &anyhow::Error) -> String {
@@ -51,6 +51,11 @@ pub fn remove_left_cgroup(report: &FinalizeReport) {
     let Some(path) = report.left_cgroup.as_deref().filter(|p| p.exists()) else {
         return;
     };
+    // A killed recorder that had our pid: `run --own-cgroup` has already removed its cgroup
+    // and made one of the same name for this task.
+    if path.file_name() == Some(std::ffi::OsStr::new(&own_cgroup_name())) {
+        return;
+    }
     match remove_created_cgroup(path) {
         Ok(()) => eprintln!(
             "tc-profile: removed {}, the cgroup its recorder left",

@@ -17,10 +17,7 @@ use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Arc;
 use tc_profile_format::schema::{category, data_type};
 use tc_profile_format::EndReason;
-use tc_profile_recorder::{Follow, MarkerSink, OwnCgroup, TaskCgroup};
-
-/// The longest command line kept in the profile; the rest is cut with an ellipsis.
-const COMMAND_TEXT_MAX: usize = 200;
+use tc_profile_recorder::{summarize_command, Follow, MarkerSink, OwnCgroup, TaskCgroup};
 
 /// Runs the command and returns the exit code that tc-profile itself exits with: the
 /// command's, whatever happened to the recording. A wrapper never stops the task: when
@@ -44,7 +41,9 @@ pub fn run(args: RunArgs) -> Result<u8> {
         }
     };
     let markers = session.as_ref().map(|s| s.recorder.markers());
+    // Task logs are often public: the profile and stderr get the command with secrets masked.
     let command_text = describe_command(&args.command);
+    let program = args.command[0].to_string_lossy();
     let forwarding = SignalForwarding::install()?;
 
     let mut command = Command::new(&args.command[0]);
@@ -60,16 +59,26 @@ pub fn run(args: RunArgs) -> Result<u8> {
         unsafe { command.pre_exec(own.enter_hook()) };
     }
     let exit_code = match command.spawn() {
-        Ok(child) => run_child(child, markers.as_ref(), &command_text, &forwarding)?,
+        Ok(child) => {
+            if let Some(own) = own_cgroup
+                .as_ref()
+                .filter(|own| own.holds(child.id()) == Some(false))
+            {
+                eprintln!(
+                    "tc-profile: warning: --own-cgroup: the command could not be moved into {}; \
+                     its cgroup figures are not the task's",
+                    own.path().display()
+                );
+            }
+            run_child(child, markers.as_ref(), &command_text, &forwarding)?
+        }
         Err(error) => {
-            eprintln!("tc-profile: cannot run {command_text}: {error}");
+            eprintln!("tc-profile: cannot run {program}: {error}");
             if let Some(markers) = &markers {
                 markers.instant(
                     "Command failed to start",
                     category::TASK,
-                    Some(
-                        json!({"type": data_type::TEXT, "text": format!("{command_text}: {error}")}),
-                    ),
+                    Some(json!({"type": data_type::TEXT, "text": format!("{program}: {error}")})),
                 );
             }
             if error.kind() == std::io::ErrorKind::NotFound {
@@ -153,15 +162,8 @@ fn run_child(
 }
 
 fn describe_command(command: &[std::ffi::OsString]) -> String {
-    let text = command
-        .iter()
-        .map(|arg| arg.to_string_lossy())
-        .collect::<Vec<_>>()
-        .join(" ");
-    match text.char_indices().nth(COMMAND_TEXT_MAX) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
-        None => text,
-    }
+    let args: Vec<_> = command.iter().map(|arg| arg.to_string_lossy()).collect();
+    summarize_command(&args)
 }
 
 fn describe_status(status: ExitStatus) -> String {

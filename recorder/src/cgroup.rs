@@ -179,7 +179,7 @@ impl OwnCgroup {
             Some(dir) => dir,
             None => parent(Hierarchy::V1Memory).ok_or(CgroupError::NoHierarchy)?,
         };
-        let path = parent.join(format!("{OWN_PREFIX}{}", std::process::id()));
+        let path = parent.join(own_cgroup_name());
         if path.exists() {
             // Left by a killed recorder that had our pid.
             remove_created_cgroup(&path)?;
@@ -207,7 +207,8 @@ impl OwnCgroup {
     }
 
     /// A hook for `CommandExt::pre_exec` that moves the command into this cgroup before it
-    /// runs: it only opens, writes and closes, which is safe between fork and exec.
+    /// runs: it only opens, writes and closes, which is safe between fork and exec. It never
+    /// fails: the task runs even where the move is refused (see [`OwnCgroup::holds`]).
     pub fn enter_hook(&self) -> impl FnMut() -> io::Result<()> + Send + Sync + 'static {
         let procs =
             CString::new(self.path.join("cgroup.procs").as_os_str().as_bytes()).unwrap_or_default();
@@ -215,19 +216,25 @@ impl OwnCgroup {
             // SAFETY: open, write and close are async-signal-safe; `procs` outlives the calls.
             unsafe {
                 let fd = libc::open(procs.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
-                if fd < 0 {
-                    return Err(io::Error::last_os_error());
-                }
-                // "0" is the writing process itself.
-                let written = libc::write(fd, b"0\n".as_ptr().cast(), 2);
-                let error = io::Error::last_os_error();
-                libc::close(fd);
-                if written < 0 {
-                    return Err(error);
+                if fd >= 0 {
+                    // "0" is the writing process itself.
+                    libc::write(fd, b"0\n".as_ptr().cast(), 2);
+                    libc::close(fd);
                 }
             }
             Ok(())
         }
+    }
+
+    /// Whether process `pid` is in this cgroup; None when that cannot be read (it has gone).
+    pub fn holds(&self, pid: u32) -> Option<bool> {
+        let name = self.path.file_name()?.to_str()?;
+        let cgroups = fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
+        Some(
+            cgroups
+                .lines()
+                .any(|line| line.ends_with(&format!("/{name}"))),
+        )
     }
 
     /// Moves what is still inside to the parent cgroup and removes this one.
@@ -243,6 +250,11 @@ impl Drop for OwnCgroup {
             let _ = remove_created_cgroup(&self.path);
         }
     }
+}
+
+/// The name of the cgroup that [`OwnCgroup::create`] makes for this process.
+pub fn own_cgroup_name() -> String {
+    format!("{OWN_PREFIX}{}", std::process::id())
 }
 
 /// Removes a cgroup that tc-profile created (named `tc-profile-<pid>`), with any cgroups
@@ -312,13 +324,20 @@ pub(crate) struct CgroupSampler {
     previous: Option<(f64, Counters)>,
 }
 
+/// The cgroup's counters at a tick; None where a file could not be read (the cgroup was
+/// removed, or a read failed): that interval is left out, never drawn as zeros.
 #[derive(Clone, Copy, Default)]
 struct Counters {
-    cpu_usec: u64,
+    cpu: Option<CpuCounters>,
+    io: Option<system::Counters>,
+    oom_kills: Option<u64>,
+}
+
+#[derive(Clone, Copy)]
+struct CpuCounters {
+    usage_usec: u64,
     throttled_usec: u64,
     throttled_count: u64,
-    io: system::Counters,
-    oom_kills: u64,
 }
 
 #[derive(Serialize)]
@@ -468,21 +487,21 @@ impl CgroupSampler {
     fn counters(&mut self) -> Counters {
         let mut counters = Counters::default();
         if self.cpu {
-            if let Some(text) = self.read("cpu.stat") {
-                counters.cpu_usec = keyed_number(text, "usage_usec").unwrap_or(0);
-                counters.throttled_usec = keyed_number(text, "throttled_usec").unwrap_or(0);
-                counters.throttled_count = keyed_number(text, "nr_throttled").unwrap_or(0);
-            }
+            counters.cpu = self.read("cpu.stat").and_then(|text| {
+                Some(CpuCounters {
+                    usage_usec: keyed_number(text, "usage_usec")?,
+                    throttled_usec: keyed_number(text, "throttled_usec").unwrap_or(0),
+                    throttled_count: keyed_number(text, "nr_throttled").unwrap_or(0),
+                })
+            });
         }
         if !self.disks.is_empty() {
             let disks = std::mem::take(&mut self.disks);
-            if let Some(text) = self.read("io.stat") {
-                counters.io = parse_io_stat(text, &disks);
-            }
+            counters.io = self.read("io.stat").map(|text| parse_io_stat(text, &disks));
             self.disks = disks;
         }
         if self.oom.is_some() {
-            counters.oom_kills = self.oom_kills().unwrap_or(0);
+            counters.oom_kills = self.oom_kills();
         }
         counters
     }
@@ -508,7 +527,11 @@ impl Source for CgroupSampler {
         } else {
             None
         };
-        let after = self.counters();
+        let mut after = self.counters();
+        if let Some((_, before)) = &self.previous {
+            // A failed read is not "no kills": the next count is compared with the last one.
+            after.oom_kills = after.oom_kills.or(before.oom_kills);
+        }
         let Some((start, before)) = self.previous.replace((now, after)) else {
             return;
         };
@@ -516,8 +539,8 @@ impl Source for CgroupSampler {
             out.track(track::CGROUP_MEMORY, start, now, &memory);
         }
         let interval_us = (now - start) * 1000.0;
-        if self.cpu {
-            let used = after.cpu_usec.saturating_sub(before.cpu_usec) as f64;
+        if let (Some(before), Some(after)) = (before.cpu, after.cpu) {
+            let used = after.usage_usec.saturating_sub(before.usage_usec) as f64;
             let cpu = fraction(used, interval_us * self.cpus);
             let throttled = after.throttled_usec.saturating_sub(before.throttled_usec) as f64;
             let data = CpuData {
@@ -529,14 +552,18 @@ impl Source for CgroupSampler {
             };
             out.track(track::CGROUP_CPU, start, now, &data);
         }
-        if !self.disks.is_empty() {
-            let data = IoData::from(after.io.since(before.io));
-            out.track(track::CGROUP_IO, start, now, &data);
+        if let (Some(before), Some(after)) = (before.io, after.io) {
+            out.track(
+                track::CGROUP_IO,
+                start,
+                now,
+                &IoData::from(after.since(before)),
+            );
         }
-        if let Some(oom) = &mut self.oom {
-            let kills = after.oom_kills.saturating_sub(before.oom_kills);
-            if kills > 0 {
-                out.marker(oom.marker(now, kills, &self.path));
+        let kills = before.oom_kills.zip(after.oom_kills);
+        if let (Some(oom), Some((before, after))) = (&mut self.oom, kills) {
+            if after > before {
+                out.marker(oom.marker(now, after - before, &self.path));
             }
         }
     }
@@ -662,7 +689,9 @@ fn parse_oom_record(record: &str, cgroup: &str) -> Option<(String, u32)> {
             .split(',')
             .find_map(|f| f.strip_prefix(key)?.strip_prefix('='))
     };
-    let memcg = value("oom_memcg")?;
+    // The victim's own cgroup: the limit that was hit may be an ancestor's (a task in a
+    // cgroup of its own without a limit, on a worker whose cgroup has one).
+    let memcg = value("task_memcg").or_else(|| value("oom_memcg"))?;
     let inside = memcg == cgroup || memcg.strip_prefix(cgroup)?.starts_with('/');
     inside.then_some(())?;
     Some((value("task")?.to_owned(), value("pid")?.parse().ok()?))
@@ -708,6 +737,12 @@ mod tests {
         assert_eq!(
             parse_oom_record("6,1,2,-;Killed process 5 (dd)\n", "/ci"),
             None
+        );
+        let ancestors_limit = record.replace("oom_memcg=/ci/tc-profile-7", "oom_memcg=/ci");
+        assert_eq!(
+            parse_oom_record(&ancestors_limit, "/ci/tc-profile-7"),
+            Some(("dd".to_owned(), 4242)),
+            "killed in our cgroup for the limit of its parent"
         );
     }
 

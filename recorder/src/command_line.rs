@@ -32,22 +32,65 @@ pub(crate) fn describe(cmdline: &[u8]) -> Option<(String, String)> {
     }
     let program = args.first()?;
     let name = program.rsplit('/').next().unwrap_or(program).to_owned();
-    let mut summary = name.clone();
-    let mut mask_next = false;
-    for arg in &args[1..] {
-        let shown = if mask_next {
-            MASK.to_owned()
-        } else {
-            mask(arg)
-        };
-        mask_next = is_secret_flag(arg);
+    Some((name, summarize(&args)))
+}
+
+/// The command line as one line of text, secrets masked, cut after [`SUMMARY_MAX`]
+/// characters: argv0's basename, then the arguments.
+pub fn summarize<S: AsRef<str>>(args: &[S]) -> String {
+    let Some((program, args)) = args.split_first() else {
+        return String::new();
+    };
+    let program = program.as_ref();
+    let mut summary = program.rsplit('/').next().unwrap_or(program).to_owned();
+    let mut masking = Masking::default();
+    // An argument may be a whole script (`sh -c "TOKEN=x curl ..."`): masked word by word.
+    for word in args.iter().flat_map(|arg| arg.as_ref().split(' ')) {
         summary.push(' ');
-        summary.push_str(&shown);
+        summary.push_str(&masking.mask(word));
         if summary.len() > SUMMARY_MAX {
             break;
         }
     }
-    Some((name, cut(summary)))
+    cut(summary)
+}
+
+/// What the words before asked of the next one.
+#[derive(Default)]
+struct Masking {
+    /// Mask the next word whole (`--token x`, `Authorization: x`).
+    next: bool,
+    /// Mask what follows the colon of the next word (`-u user:password`).
+    next_password: bool,
+}
+
+impl Masking {
+    fn mask(&mut self, word: &str) -> String {
+        if std::mem::take(&mut self.next) {
+            // `Authorization: Bearer x`: the scheme, then the credentials.
+            self.next = AUTH_SCHEMES.iter().any(|s| s.eq_ignore_ascii_case(word));
+            return MASK.to_owned();
+        }
+        if std::mem::take(&mut self.next_password) {
+            if let Some((user, _)) = word.split_once(':') {
+                return format!("{user}:{MASK}");
+            }
+        }
+        if word.starts_with('-') && !word.contains('=') {
+            self.next = names_a_secret(word);
+            self.next_password = USER_FLAGS.contains(&word);
+            return word.to_owned();
+        }
+        if let Some((name, value)) = word.split_once(':') {
+            if !value.starts_with("//") && names_a_secret(name) {
+                // `Authorization:` alone, or `Authorization:Bearer`: the credentials follow.
+                self.next =
+                    value.is_empty() || AUTH_SCHEMES.iter().any(|s| s.eq_ignore_ascii_case(value));
+                return format!("{name}:{MASK}");
+            }
+        }
+        mask_pairs(&mask_userinfo(word))
+    }
 }
 
 /// Lossy UTF-8 with control characters shown as `?`.
@@ -58,49 +101,50 @@ fn printable(bytes: &[u8]) -> String {
         .collect()
 }
 
+/// Authorization schemes: the credentials are the word after.
+const AUTH_SCHEMES: [&str; 4] = ["Bearer", "Basic", "Token", "Digest"];
+/// Options whose value is `user:password`.
+const USER_FLAGS: [&str; 4] = ["-u", "--user", "--proxy-user", "-U"];
+
 fn names_a_secret(name: &str) -> bool {
     let name = name.to_ascii_lowercase();
     SECRET_WORDS.iter().any(|word| name.contains(word))
 }
 
-/// `--token` alone: its value is the next argument.
-fn is_secret_flag(arg: &str) -> bool {
-    arg.starts_with('-') && !arg.contains('=') && names_a_secret(arg)
-}
-
-/// `--password=x`, `API_KEY=x`, `Authorization: Bearer x`, and in URLs
-/// `https://user:x@host` and `?token=x`.
-fn mask(arg: &str) -> String {
-    if let Some((scheme, rest)) = arg.split_once("://") {
-        return format!("{scheme}://{}", mask_url(rest));
-    }
-    for separator in ["=", ": "] {
-        if let Some((name, _)) = arg.split_once(separator) {
-            if names_a_secret(name) {
-                return format!("{name}{separator}{MASK}");
-            }
-        }
-    }
-    arg.to_owned()
-}
-
-fn mask_url(rest: &str) -> String {
-    let (address, query) = rest.split_once('?').unwrap_or((rest, ""));
-    let authority = address.split('/').next().unwrap_or(address);
-    let mut masked = match authority.rsplit_once('@') {
-        Some((_, host)) => format!("{MASK}@{host}{}", &address[authority.len()..]),
-        None => address.to_owned(),
+/// `scheme://user:password@host` becomes `scheme://***@host`.
+fn mask_userinfo(word: &str) -> String {
+    let Some(at) = word.find("://") else {
+        return word.to_owned();
     };
-    if rest.contains('?') {
-        let pairs: Vec<String> = query
-            .split('&')
-            .map(|pair| match pair.split_once('=') {
-                Some((name, _)) if names_a_secret(name) => format!("{name}={MASK}"),
-                _ => pair.to_owned(),
-            })
-            .collect();
-        masked.push('?');
-        masked.push_str(&pairs.join("&"));
+    let authority_start = at + 3;
+    let rest = &word[authority_start..];
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or(rest);
+    match authority.rfind('@') {
+        Some(end) => format!("{}{MASK}{}", &word[..authority_start], &rest[end..]),
+        None => word.to_owned(),
+    }
+}
+
+/// Every `name=value` whose name names a secret, in a word of pairs separated by `&`, `;`
+/// or `,` (`API_KEY=x`, `--password=x`, `?a=1&token=x`, `Server=h;Password=x`,
+/// `opt=1,password=x`).
+fn mask_pairs(word: &str) -> String {
+    let mut masked = String::with_capacity(word.len());
+    let mut rest = word;
+    while !rest.is_empty() {
+        let end = rest.find(['&', ';', ',']).unwrap_or(rest.len());
+        let (pair, after) = rest.split_at(end);
+        match pair.split_once('=') {
+            Some((name, _)) if names_a_secret(name.rsplit('?').next().unwrap_or(name)) => {
+                masked.push_str(name);
+                masked.push('=');
+                masked.push_str(MASK);
+            }
+            _ => masked.push_str(pair),
+        }
+        let separator = after.chars().next();
+        masked.extend(separator);
+        rest = &after[separator.map_or(0, char::len_utf8)..];
     }
     masked
 }
@@ -141,12 +185,47 @@ mod tests {
             "abc123",
             "--api-key=abc123",
             "https://user:abc123@example.com/path?a=1&sig_token=abc123",
-            "GITHUB_TOKEN=abc123",
         ]);
         assert!(!command.contains("abc123"), "{command}");
         assert_eq!(
             command,
-            "curl -H Authorization: *** --token *** --api-key=*** https://***@example.com/path?a=1&sig_token=*** GITHUB_TOKEN=***"
+            "curl -H Authorization:*** *** *** --token *** --api-key=*** https://***@example.com/path?a=1&sig_token=***"
+        );
+        assert_eq!(
+            summary(&["env", "GITHUB_TOKEN=abc123"]).1,
+            "env GITHUB_TOKEN=***"
+        );
+    }
+
+    #[test]
+    fn secrets_inside_scripts_lists_and_user_options_are_masked() {
+        let cases: [&[&str]; 7] = [
+            &[
+                "sh",
+                "-c",
+                "GITHUB_TOKEN=abc123 git push https://x:abc123@github.com/a/b",
+            ],
+            &["sh", "-c", "A=1 TOKEN=abc123 deploy --token abc123"],
+            &["odbc", "Server=h;Password=abc123"],
+            &["mount", "-o", "opt=1,password=abc123"],
+            &["curl", "-H", "Authorization:Bearer abc123"],
+            &["curl", "-u", "user:abc123", "--user", "me:abc123"],
+            &[
+                "sh",
+                "-c",
+                "curl -H 'Authorization: token abc123' https://h",
+            ],
+        ];
+        for args in cases {
+            let (_, command) = summary(args);
+            assert!(!command.contains("abc123"), "{args:?}: {command}");
+        }
+        let (_, command) = summary(&["curl", "-u", "user:abc123", "https://h/x?page=2"]);
+        assert_eq!(command, "curl -u user:*** https://h/x?page=2");
+        let (_, command) = summary(&["make", "-j8", "CC=clang", "all"]);
+        assert_eq!(
+            command, "make -j8 CC=clang all",
+            "nothing secret, nothing masked"
         );
     }
 

@@ -35,8 +35,9 @@ mod statsd;
 mod system;
 mod writer;
 
-pub use cgroup::{remove_created_cgroup, CgroupError, OwnCgroup, TaskCgroup};
+pub use cgroup::{own_cgroup_name, remove_created_cgroup, CgroupError, OwnCgroup, TaskCgroup};
 pub use clock::Clock;
+pub use command_line::summarize as summarize_command;
 pub use machine::{machine, task_from_env};
 pub use process_tree::Follow;
 pub use profile_dir::ProfileDirConfig;

@@ -103,6 +103,8 @@ struct Process {
     stat: Stat,
     /// Its ticks (own and reaped) already counted in "Task CPU".
     counted_ticks: u64,
+    /// How much its reaped-children ticks grew at the last refresh.
+    reaped_increase: u64,
     peak_rss_pages: u64,
     /// The last tick that found it alive.
     last_seen: f64,
@@ -142,6 +144,21 @@ pub(crate) struct ProcessTree {
     buffer: ReadBuffer,
     candidates: Vec<(u32, u64)>,
     previous: Option<Previous>,
+    /// What ended processes' reapers owe the tree's ticks, and what they reaped that no ended
+    /// process accounted for, from the tick before: a reap that falls between two reads of
+    /// a tick shows one tick late.
+    reapers: HashMap<u32, Reaped>,
+    /// Ticks taken back beyond what a tick counted, taken from the next ticks.
+    owed_ticks: i64,
+}
+
+/// One reaper's side of the ledger, carried for one tick.
+#[derive(Clone, Copy, Default)]
+struct Reaped {
+    /// Ticks of its ended children counted already, not yet found in its reaped time.
+    pending: u64,
+    /// Growth of its reaped time not yet matched by an ended child.
+    unmatched: u64,
 }
 
 struct Previous {
@@ -179,6 +196,8 @@ impl ProcessTree {
             buffer: ReadBuffer::new(),
             candidates: Vec::new(),
             previous: None,
+            reapers: HashMap::new(),
+            owed_ticks: 0,
         };
         tree.read_own_reaped_ticks()?;
         if let Follow::Pid(root) = *follow {
@@ -221,6 +240,8 @@ impl ProcessTree {
                     process.comm = comm.to_owned();
                     process.describe(buffer, &proc_root.join(pid.to_string()));
                 }
+                process.reaped_increase =
+                    stat.reaped_ticks.saturating_sub(process.stat.reaped_ticks);
                 process.stat = stat;
                 process.peak_rss_pages = process.peak_rss_pages.max(stat.rss_pages);
                 if !stat.is_zombie() {
@@ -303,20 +324,24 @@ impl ProcessTree {
     /// Reads the candidates and admits those whose parent is in the tree (or, by
     /// `is_root_parent`, is the tree's root), until no more join; the rest are others.
     fn admit_candidates(&mut self, now: f64, is_root_parent: impl Fn(u32) -> bool) {
-        let mut read: Vec<(u32, u64, File, Stat, Vec<u8>)> = Vec::new();
+        // A v1 cgroup.procs may list a pid twice.
+        self.candidates.sort_unstable();
+        self.candidates.dedup_by_key(|&mut (pid, _)| pid);
+        // Files are closed once read: the first listing reads every process of the machine.
+        let mut read: Vec<(u32, u64, Stat, Vec<u8>)> = Vec::new();
         for (pid, inode) in std::mem::take(&mut self.candidates) {
             let Ok(file) = File::open(stat_path(&self.proc_root, pid)) else {
                 continue;
             };
             if let Some((stat, comm)) = self.buffer.head_of(&file).and_then(parse_stat) {
-                read.push((pid, inode, file, stat, comm.to_owned()));
+                read.push((pid, inode, stat, comm.to_owned()));
             }
         }
         let whole_list = !matches!(self.follow, Follow::Children | Follow::Pid(_));
         loop {
             let joining: Vec<usize> = (0..read.len())
                 .filter(|&i| {
-                    let ppid = read[i].3.ppid;
+                    let ppid = read[i].2.ppid;
                     whole_list || is_root_parent(ppid) || self.processes.contains_key(&ppid)
                 })
                 .collect();
@@ -324,8 +349,8 @@ impl ProcessTree {
                 break;
             }
             for i in joining.into_iter().rev() {
-                let (pid, _, file, stat, comm) = read.swap_remove(i);
-                self.admit(pid, file, stat, comm, now);
+                let (pid, _, stat, comm) = read.swap_remove(i);
+                self.admit(pid, stat, comm, now);
             }
         }
         for (pid, inode, ..) in read {
@@ -333,9 +358,11 @@ impl ProcessTree {
         }
     }
 
-    fn admit(&mut self, pid: u32, file: File, stat: Stat, comm: Vec<u8>, now: f64) {
-        let keep_open = self.open_files < self.open_files_max;
-        self.open_files += u64::from(keep_open);
+    fn admit(&mut self, pid: u32, stat: Stat, comm: Vec<u8>, now: f64) {
+        let file = (self.open_files < self.open_files_max)
+            .then(|| File::open(stat_path(&self.proc_root, pid)).ok())
+            .flatten();
+        self.open_files += u64::from(file.is_some());
         // Time used before the first tick is before the recording: not counted.
         let counted_ticks = if self.previous.is_none() {
             stat.total_ticks()
@@ -343,9 +370,10 @@ impl ProcessTree {
             0
         };
         let process = Process {
-            file: keep_open.then_some(file),
+            file,
             stat,
             counted_ticks,
+            reaped_increase: 0,
             peak_rss_pages: stat.rss_pages,
             last_seen: now,
             comm,
@@ -359,8 +387,10 @@ impl ProcessTree {
     }
 
     /// The tree's CPU ticks since the previous tick. A process that ended was counted up
-    /// to the previous tick; its parent's reaped time now holds all of it, so what was
-    /// counted is taken back out.
+    /// to the previous tick; the reaped time of the tree's process that reaped it (or of
+    /// the recorder, for the command) now holds all of it, so what was counted is taken
+    /// back out, as far as that reaped time grew: a child reaped by nobody in the tree (its
+    /// parent ignored SIGCHLD, or died first) is not taken out.
     fn tree_ticks(&mut self, gone: &[(u32, Process)], own_reaped: u64, previous: &Previous) -> u64 {
         let mut ticks: i64 = 0;
         for process in self.processes.values_mut() {
@@ -369,19 +399,68 @@ impl ProcessTree {
             process.counted_ticks = total;
         }
         let children = self.follow == Follow::Children;
+        let own_increase = own_reaped.saturating_sub(previous.own_reaped_ticks);
         if children {
-            ticks += own_reaped.saturating_sub(previous.own_reaped_ticks) as i64;
+            ticks += own_increase as i64;
         }
+        let mut due: HashMap<u32, u64> = HashMap::new();
         for (_, process) in gone {
-            let ppid = process.stat.ppid;
-            let parent_counts_it = (children && ppid == self.own_pid)
-                || self.processes.contains_key(&ppid)
-                || gone.iter().any(|(pid, _)| *pid == ppid);
-            if parent_counts_it {
-                ticks -= process.counted_ticks as i64;
+            if let Some(reaper) = self.reaper_of(process.stat.ppid, gone) {
+                *due.entry(reaper).or_default() += process.counted_ticks;
             }
         }
+        let increase = |pid: u32| match self.processes.get(&pid) {
+            Some(process) => process.reaped_increase,
+            None if children && pid == self.own_pid => own_increase,
+            None => 0,
+        };
+        let mut reapers: Vec<u32> = due.keys().chain(self.reapers.keys()).copied().collect();
+        reapers.extend(
+            self.processes
+                .iter()
+                .filter(|(_, p)| p.reaped_increase > 0)
+                .map(|(&pid, _)| pid),
+        );
+        if children && own_increase > 0 {
+            reapers.push(self.own_pid);
+        }
+        reapers.sort_unstable();
+        reapers.dedup();
+        let mut ledger = HashMap::new();
+        for pid in reapers {
+            let before = self.reapers.get(&pid).copied().unwrap_or_default();
+            let (due_now, increase_now) = (due.get(&pid).copied().unwrap_or(0), increase(pid));
+            let available = increase_now + before.unmatched;
+            let needed = due_now + before.pending;
+            let taken = available.min(needed);
+            ticks -= taken as i64;
+            let after = Reaped {
+                pending: due_now.min(needed - taken),
+                unmatched: increase_now.min(available - taken),
+            };
+            if after.pending > 0 || after.unmatched > 0 {
+                ledger.insert(pid, after);
+            }
+        }
+        self.reapers = ledger;
+        ticks += self.owed_ticks;
+        self.owed_ticks = ticks.min(0);
         ticks.max(0) as u64
+    }
+
+    /// The process that reaps a child of `ppid` among those still here: `ppid` itself, or
+    /// the nearest ancestor past those that ended with it; None outside the tree.
+    fn reaper_of(&self, mut ppid: u32, gone: &[(u32, Process)]) -> Option<u32> {
+        // Each step goes one generation up among the ended: at most that many steps.
+        for _ in 0..=gone.len() {
+            if self.processes.contains_key(&ppid)
+                || (self.follow == Follow::Children && ppid == self.own_pid)
+            {
+                return Some(ppid);
+            }
+            ppid = gone.iter().find(|(pid, _)| *pid == ppid)?.1.stat.ppid;
+        }
+        None
     }
 
     fn process_marker(&self, pid: u32, process: &Process, now: f64, status: String) -> Marker {
@@ -646,6 +725,118 @@ mod tests {
         fs::copy("/proc/self/stat", own).unwrap();
         fs::write(root.path().join("loadavg"), loadavg).unwrap();
         root
+    }
+
+    fn process(ppid: u32, own_ticks: u64, reaped_ticks: u64, reaped_increase: u64) -> Process {
+        let stat = Stat {
+            ppid,
+            own_ticks,
+            reaped_ticks,
+            ..Stat::default()
+        };
+        Process {
+            file: None,
+            stat,
+            counted_ticks: stat.total_ticks() - reaped_increase,
+            reaped_increase,
+            peak_rss_pages: 0,
+            last_seen: 0.0,
+            comm: Vec::new(),
+            name: String::new(),
+            command: String::new(),
+            command_known: true,
+            ended: false,
+        }
+    }
+
+    /// Ticks of the tree: `live` and `gone` as (pid, ppid, own ticks, reaped ticks, reaped
+    /// increase at this refresh, counted ticks); ppid 0 is the recorder.
+    type Row = (u32, u32, u64, u64, u64, u64);
+
+    fn tick_of(tree: &mut ProcessTree, live: &[Row], gone: &[Row]) -> u64 {
+        let own = tree.own_pid;
+        let process = |&(pid, ppid, own_ticks, reaped_ticks, increase, counted): &Row| {
+            let ppid = if ppid == 0 { own } else { ppid };
+            let stat = Stat {
+                ppid,
+                own_ticks,
+                reaped_ticks,
+                ..Stat::default()
+            };
+            let process = Process {
+                file: None,
+                stat,
+                counted_ticks: counted,
+                reaped_increase: increase,
+                peak_rss_pages: 0,
+                last_seen: 0.0,
+                comm: Vec::new(),
+                name: String::new(),
+                command: String::new(),
+                command_known: true,
+                ended: false,
+            };
+            (pid, process)
+        };
+        tree.processes = live.iter().map(process).collect();
+        let gone: Vec<(u32, Process)> = gone.iter().map(process).collect();
+        let previous = Previous {
+            time: 0.0,
+            cpu: CpuTimes::default(),
+            own_reaped_ticks: 0,
+        };
+        tree.tree_ticks(&gone, 0, &previous)
+    }
+
+    fn fresh_tree() -> (ProcessTree, tempfile::TempDir) {
+        let root = fake_proc("0.10 0.20 0.30 1/100 5000\n");
+        let interval = Duration::from_millis(100);
+        let machine = machine_of(root.path());
+        let tree = ProcessTree::probe(
+            root.path(),
+            &Follow::Children,
+            interval,
+            Clock::start(),
+            &machine,
+        );
+        (tree.unwrap(), root)
+    }
+
+    /// Parent 10 (the recorder's child) and its child 11, which ends and is reaped.
+    #[test]
+    fn an_ended_child_is_taken_out_once_of_what_its_reaper_reaped_even_a_tick_late() {
+        // Seen ended in the tick whose read of its parent holds it: 10 more ticks.
+        let (mut tree, _root) = fresh_tree();
+        let parent = (10, 0, 100, 60, 60, 100);
+        assert_eq!(tick_of(&mut tree, &[parent], &[(11, 10, 50, 0, 0, 50)]), 10);
+
+        // Reaped between the reads of one tick (the child read first, then the parent):
+        // one tick over, the next ones under, the same in all: 5 of the child, 80 of the
+        // parent.
+        let (mut tree, _root) = fresh_tree();
+        let ticks = [
+            tick_of(
+                &mut tree,
+                &[(10, 0, 100, 55, 55, 100), (11, 10, 55, 0, 0, 50)],
+                &[],
+            ),
+            tick_of(
+                &mut tree,
+                &[(10, 0, 100, 55, 0, 155)],
+                &[(11, 10, 55, 0, 0, 55)],
+            ),
+            tick_of(&mut tree, &[(10, 0, 140, 55, 0, 155)], &[]),
+            tick_of(&mut tree, &[(10, 0, 180, 55, 0, 195)], &[]),
+        ];
+        assert_eq!(ticks.iter().sum::<u64>(), 85, "{ticks:?}");
+        assert_eq!(tree.owed_ticks, 0);
+
+        // Reaped by nobody in the tree (its parent ignores SIGCHLD): nothing taken out.
+        let (mut tree, _root) = fresh_tree();
+        let parent = (10, 0, 100, 0, 0, 90);
+        assert_eq!(tick_of(&mut tree, &[parent], &[(11, 10, 30, 0, 0, 30)]), 10);
+        assert_eq!(tick_of(&mut tree, &[(10, 0, 110, 0, 0, 100)], &[]), 10);
+        assert_eq!(tree.owed_ticks, 0);
     }
 
     #[test]

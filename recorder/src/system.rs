@@ -183,8 +183,12 @@ impl Source for SystemSampler {
             return;
         };
         let start = previous.time;
-        if let (Some(before), Some(after)) = (previous.cpu, current.cpu) {
-            out.track(track::CPU, start, now, &cpu_data(before, after));
+        if let Some(cpu) = previous
+            .cpu
+            .zip(current.cpu)
+            .and_then(|(b, a)| cpu_data(b, a))
+        {
+            out.track(track::CPU, start, now, &cpu);
         }
         if let Some(memory) = memory {
             out.track(track::MEMORY, start, now, &memory);
@@ -249,16 +253,20 @@ impl Counters {
 
 /// Cumulative fractions of all cores, in Mozilla's stacking order: nice, then +user,
 /// +system, +iowait, +irq and softirq, +steal; so that bars drawn over each other stack.
-fn cpu_data(before: CpuTimes, after: CpuTimes) -> CpuData {
+/// None when no jiffy passed in between (a last tick just after the one before).
+fn cpu_data(before: CpuTimes, after: CpuTimes) -> Option<CpuData> {
     let mut d = [0.0; 8];
     for (slot, (after, before)) in d.iter_mut().zip(after.0.iter().zip(before.0)) {
         *slot = after.saturating_sub(before) as f64;
     }
-    let total: f64 = d.iter().sum::<f64>().max(1.0);
+    let total: f64 = d.iter().sum();
+    if total == 0.0 {
+        return None;
+    }
     let [user, nice, system, idle, iowait, irq, softirq, steal] = d.map(|v| v / total);
     let irqs = irq + softirq;
     let round = |v: f64| (v * 10000.0).round() / 10000.0;
-    CpuData {
+    Some(CpuData {
         kind: data_type::CPU,
         cpu_percent: Percent(1.0 - idle - iowait),
         nice: round(nice),
@@ -274,7 +282,7 @@ fn cpu_data(before: CpuTimes, after: CpuTimes) -> CpuData {
         irq_pct: Percent(irqs),
         steal_pct: Percent(steal),
         idle_pct: Percent(idle),
-    }
+    })
 }
 
 pub(crate) fn parse_cpu(stat: &str) -> Option<CpuTimes> {
@@ -406,7 +414,11 @@ mod tests {
     fn cpu_fractions_stack_to_the_busy_share() {
         let before = CpuTimes([100, 0, 50, 800, 0, 0, 0, 0]);
         let after = CpuTimes([160, 10, 70, 900, 10, 0, 0, 0]);
-        let data = cpu_data(before, after);
+        assert!(
+            cpu_data(before, before).is_none(),
+            "no jiffy passed: no sample"
+        );
+        let data = cpu_data(before, after).unwrap();
         // 200 jiffies: user 60, nice 10, system 20, idle 100, iowait 10.
         assert_eq!(data.nice, 0.05);
         assert_eq!(data.user, 0.35);

@@ -177,3 +177,29 @@ fn task_metadata_comes_from_the_environment_and_nothing_else_does() {
             .map(|n| n.get() as u64)
     );
 }
+
+/// Task logs and profiles are often public: the command's secrets are masked in the
+/// Command marker as in process markers.
+#[test]
+fn the_command_marker_masks_secrets() {
+    let sandbox = Sandbox::new();
+    let args = [
+        "run",
+        "--",
+        "sh",
+        "-c",
+        "exit 0",
+        "TOKEN=abc123 deploy",
+        "--password",
+        "abc123",
+    ];
+    sandbox.run_ok(&args);
+    let profile = read_json(&sandbox.path("profile_resource-usage.json"));
+    let markers = profile_markers(&profile);
+    let command = markers.iter().find(|m| m.name == "Command").unwrap();
+    let text = command.data["command"].as_str().unwrap();
+    assert_eq!(
+        text, "sh -c exit 0 TOKEN=*** deploy --password ***",
+        "{text}"
+    );
+}
