@@ -727,28 +727,6 @@ mod tests {
         root
     }
 
-    fn process(ppid: u32, own_ticks: u64, reaped_ticks: u64, reaped_increase: u64) -> Process {
-        let stat = Stat {
-            ppid,
-            own_ticks,
-            reaped_ticks,
-            ..Stat::default()
-        };
-        Process {
-            file: None,
-            stat,
-            counted_ticks: stat.total_ticks() - reaped_increase,
-            reaped_increase,
-            peak_rss_pages: 0,
-            last_seen: 0.0,
-            comm: Vec::new(),
-            name: String::new(),
-            command: String::new(),
-            command_known: true,
-            ended: false,
-        }
-    }
-
     /// Ticks of the tree: `live` and `gone` as (pid, ppid, own ticks, reaped ticks, reaped
     /// increase at this refresh, counted ticks); ppid 0 is the recorder.
     type Row = (u32, u32, u64, u64, u64, u64);

@@ -158,6 +158,19 @@ impl Sampler {
     /// Samples every source now, appending to `lines` the marker lines of the interval
     /// since the previous tick; returns how many.
     pub fn tick(&mut self, now: f64, lines: &mut Vec<u8>) -> u64 {
+        self.each_source(lines, |source, out| source.tick(now, out))
+    }
+
+    /// The last tick of a recording: also writes out what is still open (live processes).
+    pub fn last_tick(&mut self, now: f64, lines: &mut Vec<u8>) -> u64 {
+        self.each_source(lines, |source, out| source.last_tick(now, out))
+    }
+
+    fn each_source(
+        &mut self,
+        lines: &mut Vec<u8>,
+        tick: impl Fn(&mut dyn Source, &mut Lines),
+    ) -> u64 {
         let machine = self.read_machine();
         let mut out = Lines {
             bytes: lines,
@@ -165,7 +178,7 @@ impl Sampler {
             machine: &machine,
         };
         for source in &mut self.sources {
-            source.tick(now, &mut out);
+            tick(source.as_mut(), &mut out);
         }
         out.count
     }
@@ -176,20 +189,6 @@ impl Sampler {
             .filter(|_| !self.sources.is_empty())
             .map(MachineFiles::read)
             .unwrap_or_default()
-    }
-
-    /// The last tick of a recording: also writes out what is still open (live processes).
-    pub fn last_tick(&mut self, now: f64, lines: &mut Vec<u8>) -> u64 {
-        let machine = self.read_machine();
-        let mut out = Lines {
-            bytes: lines,
-            count: 0,
-            machine: &machine,
-        };
-        for source in &mut self.sources {
-            source.last_tick(now, &mut out);
-        }
-        out.count
     }
 }
 
