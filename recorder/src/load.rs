@@ -2,7 +2,7 @@
 //! reads files kept open.
 
 use crate::procfs::{keyed_number, ReadBuffer};
-use crate::sampler::{Lines, Source};
+use crate::sampler::{Lines, Machine, Source};
 use crate::system::parse_meminfo;
 use serde::Serialize;
 use std::fs::{self, File};
@@ -36,39 +36,38 @@ struct FrequencyData {
     max_mhz: u64,
 }
 
-/// "Load": the 1, 5 and 15 minute load averages and the runnable threads, from
-/// /proc/loadavg.
+/// /proc/loadavg: `0.77 0.85 0.53 3/108 12481`.
+#[derive(Clone, Copy)]
+pub(crate) struct Loadavg {
+    averages: [f64; 3],
+    runnable: u64,
+    /// The pid most recently given out on the machine.
+    pub(crate) last_pid: u32,
+}
+
+pub(crate) fn parse_loadavg(text: &str) -> Option<Loadavg> {
+    let mut fields = text.split_ascii_whitespace();
+    let mut average = || fields.next()?.parse::<f64>().ok();
+    let averages = [average()?, average()?, average()?];
+    let runnable = fields.next()?.split_once('/')?.0.parse().ok()?;
+    let last_pid = fields.next()?.parse().ok()?;
+    Some(Loadavg {
+        averages,
+        runnable,
+        last_pid,
+    })
+}
+
+/// "Load": the 1, 5 and 15 minute load averages and the runnable threads, from the
+/// machine's /proc/loadavg as read at each tick.
 pub(crate) struct LoadAverage {
-    file: Option<File>,
-    buffer: ReadBuffer,
     previous: Option<f64>,
 }
 
 impl LoadAverage {
-    pub(crate) fn probe(proc_root: &Path) -> Option<LoadAverage> {
-        let mut load = LoadAverage {
-            file: File::open(proc_root.join("loadavg")).ok(),
-            buffer: ReadBuffer::new(),
-            previous: None,
-        };
-        load.read()?;
-        Some(load)
-    }
-
-    /// `0.77 0.85 0.53 3/108 12481`.
-    fn read(&mut self) -> Option<LoadData> {
-        let text = self.buffer.text_of(&self.file)?;
-        let mut fields = text.split_ascii_whitespace();
-        let mut average = || fields.next()?.parse::<f64>().ok();
-        let (load1, load5, load15) = (average()?, average()?, average()?);
-        let runnable = fields.next()?.split_once('/')?.0.parse().ok()?;
-        Some(LoadData {
-            kind: data_type::LOAD,
-            load1,
-            load5,
-            load15,
-            runnable,
-        })
+    pub(crate) fn probe(machine: &Machine) -> Option<LoadAverage> {
+        machine.load?;
+        Some(LoadAverage { previous: None })
     }
 }
 
@@ -78,7 +77,13 @@ impl Source for LoadAverage {
     }
 
     fn tick(&mut self, now: f64, out: &mut Lines) {
-        let data = self.read();
+        let data = out.machine.load.map(|load| LoadData {
+            kind: data_type::LOAD,
+            load1: load.averages[0],
+            load5: load.averages[1],
+            load15: load.averages[2],
+            runnable: load.runnable,
+        });
         if let (Some(start), Some(data)) = (self.previous.replace(now), data) {
             out.track(track::LOAD, start, now, &data);
         }
@@ -207,7 +212,7 @@ impl Source for CpuFrequency {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sampler::tick_markers;
+    use crate::sampler::{machine_of, tick_markers, tick_markers_under};
 
     fn fake_root(files: &[(&str, &str)]) -> tempfile::TempDir {
         let root = tempfile::tempdir().unwrap();
@@ -222,9 +227,9 @@ mod tests {
     #[test]
     fn load_average_reads_the_three_averages_and_runnable_threads() {
         let root = fake_root(&[("loadavg", "0.77 0.85 0.53 3/108 12481\n")]);
-        let mut load = LoadAverage::probe(root.path()).unwrap();
-        tick_markers(&mut load, 0.0);
-        let out = tick_markers(&mut load, 100.0);
+        let mut load = LoadAverage::probe(&machine_of(root.path())).unwrap();
+        tick_markers_under(&mut load, 0.0, root.path());
+        let out = tick_markers_under(&mut load, 100.0, root.path());
         let data = out[0].data.as_ref().unwrap();
         assert_eq!(
             (data["load1"].as_f64(), data["runnable"].as_u64()),

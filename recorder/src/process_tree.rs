@@ -132,10 +132,9 @@ pub(crate) struct ProcessTree {
     /// (a reused pid gets a new one) and the tick that last listed them.
     others: HashMap<u32, (u64, u64)>,
     tick: u64,
-    /// /proc/loadavg, whose last field is the pid most recently given out on the machine,
-    /// and that pid at the last listing of /proc: while it stays the same, no process has
-    /// been created, and listing /proc (the costliest read of a tick) finds nothing new.
-    loadavg: Option<File>,
+    /// The pid most recently given out on the machine (/proc/loadavg) at the last listing
+    /// of /proc: while it stays the same, no process has been created, and listing /proc
+    /// (the costliest read of a tick) finds nothing new.
     listed_at_pid: Option<u32>,
     open_files: u64,
     open_files_max: u64,
@@ -189,7 +188,6 @@ impl ProcessTree {
             processes: HashMap::new(),
             others: HashMap::new(),
             tick: 0,
-            loadavg: File::open(proc_root.join("loadavg")).ok(),
             listed_at_pid: None,
             open_files: 0,
             open_files_max: open_files_max(),
@@ -259,7 +257,7 @@ impl ProcessTree {
     }
 
     /// Finds the processes that joined the tree since the previous tick.
-    fn discover(&mut self, now: f64) {
+    fn discover(&mut self, now: f64, last_pid: Option<u32>) {
         match &self.follow {
             Follow::Cgroup(path) => {
                 let procs = path.join("cgroup.procs");
@@ -272,7 +270,7 @@ impl ProcessTree {
                 self.admit_candidates(now, |_| true);
             }
             Follow::Children | Follow::Pid(_) => {
-                self.list_unknown_processes();
+                self.list_unknown_processes(last_pid);
                 let own_pid = self.own_pid;
                 let children = self.follow == Follow::Children;
                 self.admit_candidates(now, |parent| children && parent == own_pid);
@@ -282,8 +280,7 @@ impl ProcessTree {
 
     /// Puts into `candidates` the listed processes that are neither in the tree nor known
     /// to be outside it.
-    fn list_unknown_processes(&mut self) {
-        let last_pid = self.read_last_pid();
+    fn list_unknown_processes(&mut self, last_pid: Option<u32>) {
         if last_pid.is_some() && last_pid == self.listed_at_pid {
             return;
         }
@@ -311,14 +308,6 @@ impl ProcessTree {
         }
         let tick = self.tick;
         self.others.retain(|_, (_, listed)| *listed == tick);
-    }
-
-    /// The pid most recently given out, from the last field of /proc/loadavg
-    /// ("0.77 0.85 0.53 3/108 12481").
-    fn read_last_pid(&mut self) -> Option<u32> {
-        let text = self.buffer.head_of(self.loadavg.as_ref()?)?;
-        let last = text.trim_ascii_end().rsplit(|&b| b == b' ').next()?;
-        std::str::from_utf8(last).ok()?.parse().ok()
     }
 
     /// Reads the candidates and admits those whose parent is in the tree (or, by
@@ -499,7 +488,7 @@ impl Source for ProcessTree {
 
     fn tick(&mut self, now: f64, out: &mut Lines) {
         let gone = self.refresh(now);
-        self.discover(now);
+        self.discover(now, out.machine.load.map(|load| load.last_pid));
         for (pid, process) in &gone {
             if !process.ended {
                 self.end(*pid, process, now, "unknown".to_owned(), out);
@@ -687,7 +676,7 @@ fn open_files_max() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sampler::{machine_of, tick_markers};
+    use crate::sampler::{machine_of, tick_markers, tick_markers_under};
 
     const STAT: &[u8] = b"4242 (a (b) c) Z 17 4242 17 0 -1 4194560 100 0 0 0 250 50 7 3 20 0 1 0 123456 5000000 300 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0 0 0 0 0 0 0 0 9\n";
 
@@ -829,20 +818,20 @@ mod tests {
             &machine_of(root.path()),
         )
         .unwrap();
-        tick_markers(&mut tree, clock.now_ms());
+        tick_markers_under(&mut tree, clock.now_ms(), root.path());
         let child = format!("5001 (child) S {} ", std::process::id());
         let fields =
             String::from_utf8(STAT[STAT.iter().position(|&b| b == b'Z').unwrap() + 5..].to_vec());
         let child_stat = stat_path(root.path(), 5001);
         fs::create_dir(child_stat.parent().unwrap()).unwrap();
         fs::write(&child_stat, child + &fields.unwrap()).unwrap();
-        tick_markers(&mut tree, clock.now_ms());
+        tick_markers_under(&mut tree, clock.now_ms(), root.path());
         assert!(
             tree.processes.is_empty(),
             "no pid given out: /proc is not listed"
         );
         fs::write(root.path().join("loadavg"), "0.10 0.20 0.30 1/101 5001\n").unwrap();
-        tick_markers(&mut tree, clock.now_ms());
+        tick_markers_under(&mut tree, clock.now_ms(), root.path());
         assert!(
             tree.processes.contains_key(&5001),
             "listed once pid 5001 was given out"

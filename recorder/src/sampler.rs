@@ -3,7 +3,7 @@
 //! ticked by the sampler thread. A source the machine lacks is simply not there.
 
 use crate::cgroup::{self, CgroupSampler};
-use crate::load::{CpuFrequency, LoadAverage, Swap};
+use crate::load::{parse_loadavg, CpuFrequency, LoadAverage, Loadavg, Swap};
 use crate::pressure::Pressure;
 use crate::process_tree::ProcessTree;
 use crate::procfs::ReadBuffer;
@@ -29,26 +29,31 @@ pub(crate) trait Source: Send {
     }
 }
 
-/// What the system tracks and the task's process tree both need of the machine, read once
-/// a tick: /proc/stat and /proc/meminfo are among the costliest files of a tick.
+/// What several sources need of the machine, read once a tick: /proc/stat and
+/// /proc/meminfo (the system tracks and the task's process tree; among the costliest files
+/// of a tick) and /proc/loadavg (the load track, and the process tree's new-pid check).
 #[derive(Default)]
 pub(crate) struct Machine {
     pub(crate) cpu: Option<CpuTimes>,
     pub(crate) memory: Option<MemInfo>,
+    pub(crate) load: Option<Loadavg>,
 }
 
-/// /proc/stat and /proc/meminfo, kept open.
+/// /proc/stat, /proc/meminfo and /proc/loadavg, kept open.
 struct MachineFiles {
     stat: Option<File>,
     meminfo: Option<File>,
+    loadavg: Option<File>,
     buffer: ReadBuffer,
 }
 
 impl MachineFiles {
     fn open(proc_root: &Path) -> MachineFiles {
+        let open = |name: &str| File::open(proc_root.join(name)).ok();
         MachineFiles {
-            stat: File::open(proc_root.join("stat")).ok(),
-            meminfo: File::open(proc_root.join("meminfo")).ok(),
+            stat: open("stat"),
+            meminfo: open("meminfo"),
+            loadavg: open("loadavg"),
             buffer: ReadBuffer::new(),
         }
     }
@@ -57,6 +62,7 @@ impl MachineFiles {
         Machine {
             cpu: self.buffer.head_text(&self.stat).and_then(parse_cpu),
             memory: self.buffer.head_text(&self.meminfo).and_then(parse_meminfo),
+            load: self.buffer.head_text(&self.loadavg).and_then(parse_loadavg),
         }
     }
 }
@@ -128,7 +134,7 @@ impl Sampler {
             }
         }
         sampler.add(Pressure::probe(proc_root));
-        sampler.add(LoadAverage::probe(proc_root));
+        sampler.add(LoadAverage::probe(&machine));
         sampler.add(Swap::probe(proc_root));
         sampler.add(CpuFrequency::probe(sys_root));
         sampler
@@ -195,8 +201,18 @@ impl Sampler {
 /// The markers that one tick of `source` writes, decoded: for unit tests.
 #[cfg(test)]
 pub(crate) fn tick_markers(source: &mut impl Source, now: f64) -> Vec<Marker> {
+    tick_markers_under(source, now, Path::new("/proc"))
+}
+
+/// [`tick_markers`] with the machine read under `proc_root`.
+#[cfg(test)]
+pub(crate) fn tick_markers_under(
+    source: &mut impl Source,
+    now: f64,
+    proc_root: &Path,
+) -> Vec<Marker> {
     let mut bytes = Vec::new();
-    let machine = machine_of(Path::new("/proc"));
+    let machine = machine_of(proc_root);
     let mut out = Lines {
         bytes: &mut bytes,
         count: 0,
