@@ -1,14 +1,15 @@
 //! Bounds the profile of a long recording (SPEC.md, "The finalized profile"): a graph track
 //! with more than [`MAX_SAMPLES_PER_TRACK`] samples is merged into about that many, each
-//! covering an equal stretch of the recording. Peaks and totals survive: memory keeps the
+//! covering an equal stretch of the track. Peaks and totals survive: memory keeps the
 //! sample with the highest `used` (the task's: `rss`), disk, network and swap add up, CPU
-//! is the time-weighted mean with its highest busy share in `peak`, any other graph the
-//! time-weighted mean.
+//! is the time-weighted mean with its highest busy share in `peak`, metrics keep what the
+//! task sent (counts add up), any other graph the time-weighted mean.
 
 use crate::profile_marker::ProfileMarker;
 use crate::summary::busy_share;
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, HashMap, HashSet};
+use tc_profile_format::metric::MetricKind;
 use tc_profile_format::schema::data_type;
 use tc_profile_format::Marker;
 
@@ -133,22 +134,22 @@ fn merge(group: &[Marker]) -> Marker {
     if group.len() == 1 {
         return last.clone();
     }
-    let data = |m: &Marker| m.data.clone().unwrap_or(Value::Null);
     let kind = last
         .data
         .as_ref()
         .and_then(|d| d.get("type"))
         .and_then(Value::as_str);
     let highest = KEEP_HIGHEST.iter().find(|(k, _)| Some(*k) == kind);
+    let metric = kind.and_then(MetricKind::from_data_type);
     let mut merged = match kind {
-        _ if highest.is_some() => {
-            let key = highest.map_or("", |(_, key)| key);
+        _ if let Some((_, key)) = highest => {
             let value = |m: &Marker| number(m, key).unwrap_or(0.0);
             group
                 .iter()
                 .max_by(|a, b| value(a).total_cmp(&value(b)))
-                .map_or(Value::Null, data)
+                .map_or(Value::Null, data_of)
         }
+        _ if let Some(metric) = metric => merge_metric(group, metric),
         Some(data_type::IO | data_type::NET_IO | data_type::SWAP) => sum(group),
         Some(data_type::CPU) => cpu_mean(group),
         Some(data_type::TASK_CPU | data_type::OTHER_CPU | data_type::CGROUP_CPU) => {
@@ -194,6 +195,51 @@ fn mean(group: &[Marker]) -> Value {
                 .sum::<f64>(),
         )
     })
+}
+
+/// A metric's intervals as one: what the task sent in the stretch, so that totals taken from
+/// the profile stay whole. Counters and timer counts add up, a gauge keeps its last value,
+/// a timer its lowest min, highest max and count-weighted mean, a set its most distinct
+/// members (members seen in two intervals cannot be told apart).
+fn merge_metric(group: &[Marker], metric: MetricKind) -> Value {
+    match metric {
+        MetricKind::Counter => sum(group),
+        MetricKind::Gauge => data_of(&group[group.len() - 1]),
+        MetricKind::Set => combine(group, |key| extreme(group, key, f64::max)),
+        MetricKind::Timer | MetricKind::Histogram => {
+            let values = |key| group.iter().map(move |m| number(m, key).unwrap_or(0.0));
+            let count: f64 = values("count").sum();
+            let timed: f64 = values("count")
+                .zip(values("mean"))
+                .map(|(n, t)| n * t)
+                .sum();
+            let mut merged = sum(group);
+            merged["min"] = extreme(group, "min", f64::min);
+            merged["max"] = extreme(group, "max", f64::max);
+            merged["mean"] = Value::from(if count > 0.0 { timed / count } else { 0.0 });
+            merged
+        }
+    }
+}
+
+fn data_of(marker: &Marker) -> Value {
+    marker.data.clone().unwrap_or(Value::Null)
+}
+
+/// The group's lowest or highest `key` (by `pick`), a whole number when every one is.
+fn extreme(group: &[Marker], key: &str, pick: fn(f64, f64) -> f64) -> Value {
+    let values = group.iter().filter_map(|m| m.data.as_ref()?.get(key));
+    let picked = values.clone().filter_map(Value::as_f64).reduce(pick);
+    match values.map(Value::as_u64).collect::<Option<Vec<u64>>>() {
+        Some(whole) if picked.is_some() => Value::from(
+            whole
+                .into_iter()
+                .map(|v| v as f64)
+                .reduce(pick)
+                .unwrap_or(0.0) as u64,
+        ),
+        _ => picked.map_or(Value::Null, Value::from),
+    }
 }
 
 /// The last sample's fields, each number replaced by the group's total.
@@ -318,6 +364,52 @@ mod tests {
 
     fn named<'a>(markers: &'a [Marker], name: &str) -> Vec<&'a Marker> {
         markers.iter().filter(|m| m.name == name).collect()
+    }
+
+    #[test]
+    fn merged_metrics_keep_what_the_task_sent() {
+        let metric = |kind: MetricKind, s: usize, data: Value| {
+            let mut data = data;
+            data["type"] = json!(kind.data_type());
+            sample("task.x", s, data)
+        };
+        let counter = [1, 2, 3].map(|v| metric(MetricKind::Counter, v, json!({"value": v})));
+        assert_eq!(
+            merge(&counter).data.unwrap()["value"],
+            6,
+            "a counter adds up"
+        );
+        let gauge = [5, 9, 7].map(|v| metric(MetricKind::Gauge, v, json!({"value": v})));
+        assert_eq!(
+            merge(&gauge).data.unwrap()["value"],
+            7,
+            "a gauge's last value"
+        );
+        let timer = [
+            metric(
+                MetricKind::Timer,
+                0,
+                json!({"count": 1, "min": 10, "mean": 10.0, "max": 10}),
+            ),
+            metric(
+                MetricKind::Timer,
+                1,
+                json!({"count": 3, "min": 2, "mean": 30.0, "max": 50}),
+            ),
+        ];
+        let merged = merge(&timer).data.unwrap();
+        assert_eq!(
+            (
+                &merged["count"],
+                &merged["min"],
+                &merged["mean"],
+                &merged["max"]
+            ),
+            (&json!(4), &json!(2), &json!(25.0), &json!(50)),
+            "{merged}"
+        );
+        let set = [4, 2].map(|v| metric(MetricKind::Set, v, json!({"distinct": v})));
+        assert_eq!(merge(&set).data.unwrap()["distinct"], 4);
     }
 
     #[test]
