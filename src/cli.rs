@@ -100,7 +100,7 @@ pub enum Command {
         InfluxDB credentials come from --influx-credentials FILE (lines token=..., or username=...\n\
         and password=...; the file must be readable by its owner only), else from\n\
         TC_PROFILE_INFLUX_TOKEN, or TC_PROFILE_INFLUX_USERNAME and TC_PROFILE_INFLUX_PASSWORD.\n\
-        Failed writes are retried 5 times over about 4 s."
+        A write is tried 5 times, about 4 s of waits in between, 30 s at most each."
     )]
     Export(ExportArgs),
 }
@@ -122,7 +122,8 @@ pub struct RecordingArgs {
     /// dead recorders left there (see `tc-profile recover`).
     #[arg(long, value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
-    /// Seconds between samples of CPU, memory, disk and network (0.01 to 3600).
+    /// Seconds between samples of CPU, memory, disk and network (0.01 to 3600); from 10
+    /// minutes on, samples are at least 1 s apart.
     #[arg(long, value_name = "SECONDS", default_value = "0.1", value_parser = parse_interval)]
     pub interval: Duration,
     /// When the log is fdatasync'd: always (after every batch), interval (at most once a
