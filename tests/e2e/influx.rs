@@ -335,6 +335,11 @@ fn credentials_others_can_read_or_put_in_the_url_are_refused() {
         Some(2),
         "the missing input is the error now"
     );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("nothing.jsonl") && !stderr.contains("credentials"),
+        "the credentials are taken: {stderr}"
+    );
 }
 
 #[test]
