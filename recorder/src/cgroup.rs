@@ -6,7 +6,7 @@
 //! (systemd's, and this kind of CI machine) have v2 mounted without its memory controller.
 
 use crate::process_tree::Follow;
-use crate::procfs::{keyed_number, ReadBuffer};
+use crate::procfs::{keyed_number, sysconf, ReadBuffer};
 use crate::sampler::{fraction, Lines, Percent, Source};
 use crate::system::{self, IoData};
 use serde::Serialize;
@@ -613,9 +613,7 @@ fn disk_numbers(sys_block: &Path) -> Vec<String> {
 }
 
 fn online_cpus() -> f64 {
-    // SAFETY: sysconf(3) has no memory-safety preconditions.
-    let cpus = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
-    cpus.max(1) as f64
+    sysconf(libc::_SC_NPROCESSORS_ONLN).unwrap_or(1) as f64
 }
 
 /// Names the victim of an OOM kill from the kernel log: the `oom-kill:` line that Linux

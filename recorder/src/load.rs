@@ -1,9 +1,8 @@
 //! Small machine-wide tracks: the load average, swap traffic and the CPUs' frequency. Each
 //! reads files kept open.
 
-use crate::procfs::{keyed_number, ReadBuffer};
+use crate::procfs::{keyed_number, sysconf, ReadBuffer};
 use crate::sampler::{Lines, Machine, Source};
-use crate::system::parse_meminfo;
 use serde::Serialize;
 use std::fs::{self, File};
 use std::path::Path;
@@ -100,18 +99,14 @@ pub(crate) struct Swap {
 }
 
 impl Swap {
-    pub(crate) fn probe(proc_root: &Path) -> Option<Swap> {
-        let mut buffer = ReadBuffer::new();
-        let meminfo = parse_meminfo(buffer.read_text(&proc_root.join("meminfo"))?)?;
-        if meminfo.swap_total == 0 {
+    pub(crate) fn probe(proc_root: &Path, machine: &Machine) -> Option<Swap> {
+        if machine.memory.as_ref()?.swap_total == 0 {
             return None;
         }
-        // SAFETY: sysconf(3) has no memory-safety preconditions.
-        let page_size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
         let mut swap = Swap {
             vmstat: File::open(proc_root.join("vmstat")).ok(),
-            page_size: u64::try_from(page_size).ok()?,
-            buffer,
+            page_size: sysconf(libc::_SC_PAGESIZE)?,
+            buffer: ReadBuffer::new(),
             previous: None,
         };
         swap.read()?;
@@ -248,7 +243,7 @@ mod tests {
             ("vmstat", vmstat),
         ]);
         assert!(
-            Swap::probe(none.path()).is_none(),
+            Swap::probe(none.path(), &machine_of(none.path())).is_none(),
             "no swap is no source, not zeros"
         );
 
@@ -259,7 +254,7 @@ mod tests {
             ),
             ("vmstat", vmstat),
         ]);
-        let mut swap = Swap::probe(root.path()).unwrap();
+        let mut swap = Swap::probe(root.path(), &machine_of(root.path())).unwrap();
         tick_markers(&mut swap, 0.0);
         fs::write(root.path().join("vmstat"), "pswpin 12\npswpout 20\n").unwrap();
         let out = tick_markers(&mut swap, 100.0);

@@ -11,7 +11,7 @@
 //! it among the reaped children's time (cutime, cstime) once it has been waited for.
 
 use crate::command_line;
-use crate::procfs::ReadBuffer;
+use crate::procfs::{sysconf, ReadBuffer};
 use crate::sampler::Machine;
 use crate::sampler::{fraction, Lines, Percent, Source};
 use crate::system::CpuTimes;
@@ -640,12 +640,6 @@ fn describe_status(status: Option<i32>) -> String {
         Some(s) if libc::WIFSIGNALED(s) => format!("killed by signal {}", libc::WTERMSIG(s)),
         _ => "unknown".to_owned(),
     }
-}
-
-fn sysconf(name: libc::c_int) -> Option<u64> {
-    // SAFETY: sysconf(3) has no memory-safety preconditions.
-    let value = unsafe { libc::sysconf(name) };
-    (value > 0).then_some(value as u64)
 }
 
 /// Milliseconds since boot, on the clock that /proc/<pid>/stat start times use.

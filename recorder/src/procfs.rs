@@ -76,6 +76,13 @@ impl ReadBuffer {
     }
 }
 
+/// A positive sysconf(3) value (clock ticks, page size, online CPUs), or None.
+pub(crate) fn sysconf(name: libc::c_int) -> Option<u64> {
+    // SAFETY: sysconf(3) has no memory-safety preconditions.
+    let value = unsafe { libc::sysconf(name) };
+    (value > 0).then_some(value as u64)
+}
+
 /// The first number after `key` and whitespace or `=` on a line starting with `key`
 /// (`pswpin 12`, `oom_kill 1`, `usage_usec 99`).
 pub(crate) fn keyed_number(text: &str, key: &str) -> Option<u64> {

@@ -135,7 +135,7 @@ impl Sampler {
         }
         sampler.add(Pressure::probe(proc_root));
         sampler.add(LoadAverage::probe(&machine));
-        sampler.add(Swap::probe(proc_root));
+        sampler.add(Swap::probe(proc_root, &machine));
         sampler.add(CpuFrequency::probe(sys_root));
         sampler
     }
