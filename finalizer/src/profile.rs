@@ -11,7 +11,7 @@ use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 use tc_profile_format::marker_file::Problem;
-use tc_profile_format::schema::{category, data_type};
+use tc_profile_format::schema::{category, data_type, declare_notes};
 use tc_profile_format::{same_name_match, Dropped, Marker, OpenInterval};
 
 /// Name of the instant marker that says a recording has no clean-end footer.
@@ -161,6 +161,8 @@ pub fn compact(mut recording: Recording) -> (Profile, Compaction) {
         .footer
         .as_ref()
         .map_or(recording.last_time, |f| f.end_time.max(recording.last_time));
+    let mut meta = std::mem::take(&mut recording.meta);
+    let notes = declare_notes(&mut meta);
     let mut markers = std::mem::take(&mut recording.markers);
     match_closes(&mut recording, &mut markers);
     let cut_off = recording.open.len();
@@ -175,7 +177,7 @@ pub fn compact(mut recording: Recording) -> (Profile, Compaction) {
             "No clean-end footer: the recorder stopped at {end_time:.3} ms without finishing \
              (killed, crashed, or still running); {cut_off} open intervals were cut off there."
         );
-        markers.push(note(ENDED_EARLY, end_time, text));
+        markers.push(note(ENDED_EARLY, end_time, notes, text));
     }
     let data_missing = recording.gaps.len();
     for gap in std::mem::take(&mut recording.gaps) {
@@ -186,18 +188,19 @@ pub fn compact(mut recording: Recording) -> (Profile, Compaction) {
         };
         markers.push(
             Marker::interval(DATA_MISSING, gap.start_time, gap.end_time)
-                .with_category(category::RECORDER)
+                .with_category(notes)
                 .with_data(json!({"type": data_type::TEXT, "text": text}))
                 .into(),
         );
     }
     if !recording.damage.is_empty() {
-        markers.push(note(LOG_DAMAGE, end_time, recording.damage.summary()));
+        let text = recording.damage.summary();
+        markers.push(note(LOG_DAMAGE, end_time, notes, text));
     }
     if !recording.problems.is_empty() {
-        markers.push(note(MARKER_FILES, end_time, recording.problems.summary()));
+        let text = recording.problems.summary();
+        markers.push(note(MARKER_FILES, end_time, notes, text));
     }
-    let mut meta = recording.meta;
     meta.insert("profilingEndTime".to_owned(), json!(end_time));
     add_schemas(&mut meta, recording.schemas);
     let merged_samples = bound_tracks(&mut markers, &meta, MAX_SAMPLES_PER_TRACK);
@@ -278,9 +281,9 @@ fn flag_cut_off(marker: &mut Marker) {
     }
 }
 
-fn note(name: &str, time: f64, text: String) -> ProfileMarker {
+fn note(name: &str, time: f64, category: u32, text: String) -> ProfileMarker {
     Marker::instant(name, time)
-        .with_category(category::RECORDER)
+        .with_category(category)
         .with_data(json!({"type": data_type::TEXT, "text": text}))
         .into()
 }

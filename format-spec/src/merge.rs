@@ -240,7 +240,7 @@ impl Merger {
 
     /// A new schema name becomes a `schema` line; a known one (ours, or declared before)
     /// is ignored: the first declaration wins.
-    fn declare(&mut self, schema: Map<String, Value>) -> Result<Option<Line>, Problem> {
+    fn declare(&mut self, mut schema: Map<String, Value>) -> Result<Option<Line>, Problem> {
         let name = schema
             .get("name")
             .and_then(Value::as_str)
@@ -252,6 +252,7 @@ impl Merger {
             return Err(Problem::TooManySchemas);
         }
         self.adopt_schema(name);
+        crate::schema::as_task_schema(&mut schema);
         Ok(Some(Line::Schema(schema)))
     }
 }

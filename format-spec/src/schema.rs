@@ -3,7 +3,7 @@
 //! monitor draws them, so that profiles from both tools look alike.
 
 use crate::metric::{self, MetricKind};
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
 /// Indices into `meta.categories`.
 pub mod category {
@@ -100,6 +100,47 @@ pub fn categories() -> Value {
     ])
 }
 
+/// Where a log's meta puts the finalizer's notes (`Text` markers in the Recorder category):
+/// the index of its `Recorder` category, and the `Text` schema, both declared first when the
+/// log is another tool's (Mozilla's resource monitor declares three categories).
+pub fn declare_notes(meta: &mut Map<String, Value>) -> u32 {
+    if let Some(Value::Array(schemas)) = meta.get_mut("markerSchema") {
+        if !schemas.iter().any(|s| s["name"] == data_type::TEXT) {
+            schemas.push(text_schema());
+        }
+    }
+    let recorder = categories()[category::RECORDER as usize].clone();
+    let Some(Value::Array(categories)) = meta.get_mut("categories") else {
+        meta.insert("categories".to_owned(), self::categories());
+        return category::RECORDER;
+    };
+    let index = match categories
+        .iter()
+        .position(|c| c["name"] == recorder["name"])
+    {
+        Some(index) => index,
+        None => {
+            categories.push(recorder);
+            categories.len() - 1
+        }
+    };
+    index as u32
+}
+
+/// A task's schema as the profile can show it: a `unique-string` field becomes `string`,
+/// since its value must be an index into the profile's string table, which a task cannot
+/// know; the task's text is shown as it wrote it.
+pub fn as_task_schema(schema: &mut Map<String, Value>) {
+    let Some(Value::Array(fields)) = schema.get_mut("data") else {
+        return;
+    };
+    for field in fields {
+        if field["format"] == "unique-string" {
+            field["format"] = json!("string");
+        }
+    }
+}
+
 fn field(key: &str, label: &str, format: &str) -> Value {
     json!({"key": key, "label": label, "format": format})
 }
@@ -121,7 +162,7 @@ pub fn marker_schemas(sources: &[String]) -> Value {
 /// One fixed schema per metric kind: a graph track per series (marker name).
 fn metric_schema(kind: MetricKind) -> Value {
     let identity = [
-        field(metric::key::METRIC, "Metric", "unique-string"),
+        field(metric::key::METRIC, "Metric", "string"),
         field(metric::key::TAGS, "Tags", "string"),
     ];
     let (values, graphs): (Vec<Value>, Vec<Value>) = match kind {

@@ -366,3 +366,29 @@ fn file_schemas_join_ours_without_replacing_them_and_unmatched_intervals_are_rep
     assert!(note.contains("end without its begin: 1 line"), "{note}");
     assert!(stderr.contains("end without its begin"), "{stderr}");
 }
+
+#[test]
+fn a_unique_string_field_of_a_task_schema_shows_the_tasks_text() {
+    let sandbox = Sandbox::new();
+    let recording = Recording::start(&sandbox, &[]);
+    let now = epoch_ms();
+    let lines = [
+        r#"{"type":"schema","name":"Test","display":["marker-table"],"tableLabel":"{marker.data.status}","data":[{"key":"status","label":"Status","format":"unique-string"}]}"#.to_owned(),
+        format!(r#"{{"type":"marker","name":"test_login","startTime":{now},"endTime":{},"data":{{"type":"Test","status":"PASS"}}}}"#, now + 5.0),
+    ];
+    append(
+        &recording.file("1.jsonl"),
+        (lines.join("\n") + "\n").as_bytes(),
+    );
+    recording.wait_logged("test_login");
+    recording.stop();
+
+    let profile = read_json(&sandbox.path("profile_resource-usage.json"));
+    assert_processed_profile(&profile);
+    let schemas = profile["meta"]["markerSchema"].as_array().unwrap();
+    let test = schemas.iter().find(|s| s["name"] == "Test").unwrap();
+    assert_eq!(test["data"][0]["format"], "string", "{test}");
+    let markers = profile_markers(&profile);
+    let marker = markers.iter().find(|m| m.name == "test_login").unwrap();
+    assert_eq!(marker.data["status"], "PASS");
+}

@@ -1,6 +1,6 @@
 //! Helpers shared by the end-to-end tests: a directory per test, running the binary with
 //! failures that show the command and its output, and the Firefox Profiler's constraints
-//! (../shared/FIREFOX-PROFILER-FORMAT.md) as assertions.
+//! (those its front-end applies on import and drawing) as assertions.
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -8,10 +8,10 @@ use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_tc-profile");
-/// A log of Mozilla's resource monitor (../shared/fixtures).
+/// A log of Mozilla's resource monitor, as Firefox CI writes it.
 pub const MOZILLA_STREAM: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/../shared/fixtures/mozsystemmonitor-stream.jsonl"
+    "/tests/fixtures/mozsystemmonitor-stream.jsonl"
 );
 
 /// A fresh directory for one test, removed when dropped.
@@ -160,12 +160,16 @@ pub fn assert_streamed_profile(bytes: &[u8]) {
     assert_eq!(threads, 1, "exactly one thread line");
     let meta: Value = serde_json::from_slice(lines[0]).unwrap();
     assert_meta(&meta);
-    assert_graph_keys_numeric(
-        &meta,
-        lines[2..]
-            .iter()
-            .map(|l| serde_json::from_slice::<Value>(l).unwrap()),
-    );
+    // The importer's string table holds the marker names, in the order first seen.
+    let markers: Vec<Value> = lines[2..]
+        .iter()
+        .map(|l| serde_json::from_slice::<Value>(l).unwrap())
+        .filter(|line| line["type"] == "marker")
+        .collect();
+    let names: std::collections::HashSet<&str> =
+        markers.iter().filter_map(|m| m["name"].as_str()).collect();
+    let strings = names.len() as u64;
+    assert_markers_fit_meta(&meta, markers.iter().cloned(), strings);
 }
 
 fn assert_thread_tables(thread: &Value) {
@@ -224,32 +228,45 @@ fn assert_meta(meta: &Value) {
     }
 }
 
-/// A value under a graph key must be a number: a string is an error in the profiler.
-fn assert_graph_keys_numeric(meta: &Value, markers: impl Iterator<Item = Value>) {
-    let graphs: Vec<(String, Vec<String>)> = meta["markerSchema"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|s| {
-            let keys = s["graphs"]
-                .as_array()?
-                .iter()
-                .map(|g| g["key"].as_str().unwrap().to_owned())
-                .collect();
-            Some((s["name"].as_str().unwrap().to_owned(), keys))
-        })
-        .collect();
+/// What the front-end requires of each marker against the meta: its category is declared,
+/// a graph key holds a number (a string is an error), and a `unique-string` field holds an
+/// index into the string table (a string there renders as garbage).
+fn assert_markers_fit_meta(meta: &Value, markers: impl Iterator<Item = Value>, strings: u64) {
+    let categories = meta["categories"].as_array().unwrap().len() as u64;
+    let schemas = meta["markerSchema"].as_array().unwrap();
+    let keys_of = |schema: &Value, list: &str, wanted: fn(&Value) -> bool| -> Vec<String> {
+        schema[list]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|entry| wanted(entry))
+            .map(|entry| entry["key"].as_str().unwrap().to_owned())
+            .collect()
+    };
     for marker in markers {
+        let category = marker.get("category").map_or(Some(0), Value::as_u64);
+        assert!(
+            category.is_some_and(|c| c < categories),
+            "category must index meta.categories ({categories}): {marker}"
+        );
         let Some(kind) = marker["data"]["type"].as_str() else {
             continue;
         };
-        if let Some((_, keys)) = graphs.iter().find(|(name, _)| name == kind) {
-            for key in keys {
-                assert!(
-                    marker["data"][key].is_number(),
-                    "graph key {key} must be a number: {marker}"
-                );
-            }
+        let Some(schema) = schemas.iter().find(|s| s["name"] == kind) else {
+            continue;
+        };
+        for key in keys_of(schema, "graphs", |_| true) {
+            assert!(
+                marker["data"][&key].is_number(),
+                "graph key {key} must be a number: {marker}"
+            );
+        }
+        for key in keys_of(schema, "data", |f| f["format"] == "unique-string") {
+            let value = &marker["data"][&key];
+            assert!(
+                value.is_null() || value.as_u64().is_some_and(|i| i < strings),
+                "unique-string field {key} must index the string table ({strings}): {marker}"
+            );
         }
     }
 }
@@ -292,12 +309,10 @@ pub fn assert_processed_profile(profile: &Value) {
             "phase of marker {i}"
         );
     }
-    let rows = markers["data"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|data| serde_json::json!({ "data": data }));
-    assert_graph_keys_numeric(&profile["meta"], rows);
+    let rows = (0..length).map(
+        |i| serde_json::json!({ "category": markers["category"][i], "data": markers["data"][i] }),
+    );
+    assert_markers_fit_meta(&profile["meta"], rows, strings);
 }
 
 /// Polls a condition for up to 20 s: for the recorder's own progress, never for timing.
