@@ -7,7 +7,7 @@ mod json;
 mod text;
 
 use crate::profile::{Profile, DATA_MISSING, ENDED_EARLY, LOG_DAMAGE, MARKER_FILES};
-use crate::profile_marker::ProfileMarker;
+use crate::profile_marker::{busy_share, ProfileMarker};
 use serde::Serialize;
 use serde_json::{Map, Value};
 use tc_profile_format::schema::{data_type, track};
@@ -424,19 +424,6 @@ fn count(number: Option<f64>) -> u64 {
     number
         .filter(|n| *n >= 0.0 && n.fract() == 0.0)
         .map_or(0, |n| n as u64)
-}
-
-/// The busy share of all cores in a CPU sample, given its numbers by key: the top of the
-/// stacked bars, less the iowait bar (cores waiting on I/O are idle).
-pub(crate) fn busy_share(number: impl Fn(&str) -> Option<f64>) -> Option<f64> {
-    let top = ["steal", "softirq", "iowait", "system", "user", "nice"]
-        .into_iter()
-        .find_map(&number)?;
-    let iowait = match (number("iowait"), number("system")) {
-        (Some(iowait), Some(system)) => (iowait - system).max(0.0),
-        _ => 0.0,
-    };
-    Some((top - iowait).clamp(0.0, 1.0))
 }
 
 fn last_time(markers: &[ProfileMarker]) -> f64 {
