@@ -6,9 +6,8 @@ use crate::input::{self, ProgressFn};
 use crate::markers::{merge_profile_dir, profile_dir_of};
 use crate::output::{self, names_file, write_atomically};
 use crate::problems::Problems;
-use crate::profile::{compact, Compaction};
+use crate::profile::{compact, Compaction, Profile};
 use crate::reader::{read_log, Damage, ReadError, Recording};
-use crate::summary::{summarize, Summary};
 use std::fs::{File, TryLockError};
 use std::io::{self, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
@@ -53,8 +52,13 @@ pub struct FinalizeReport {
     /// The cgroup that the log's recorder created for its task (`run --own-cgroup`), when the
     /// recording ended early: a killed recorder leaves it behind, for the caller to remove.
     pub left_cgroup: Option<PathBuf>,
-    /// Boxed: a report is passed around by value, the summary is large.
-    pub summary: Box<Summary>,
+}
+
+/// A log finalized: what was done, and the profile written, still in memory for whoever
+/// reports on it next (the end of `run` and `record`), so that it is not read back.
+pub struct Finalized {
+    pub report: FinalizeReport,
+    pub profile: Profile,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -145,7 +149,7 @@ pub fn default_output(log: &Path) -> PathBuf {
 /// Locks `log`, reads it, writes the profile atomically, then removes the log unless asked
 /// to keep it.
 pub fn finalize(log: &Path, options: &FinalizeOptions) -> Result<FinalizeReport, FinalizeError> {
-    finalize_locked(&LockedLog::try_lock(log)?, options)
+    finalize_locked(&LockedLog::try_lock(log)?, options).map(|finalized| finalized.report)
 }
 
 /// [`finalize`] of a log already locked. The log is read through the locked handle, so a
@@ -154,7 +158,7 @@ pub fn finalize(log: &Path, options: &FinalizeOptions) -> Result<FinalizeReport,
 pub fn finalize_locked(
     locked: &LockedLog,
     options: &FinalizeOptions,
-) -> Result<FinalizeReport, FinalizeError> {
+) -> Result<Finalized, FinalizeError> {
     let log = locked.path.as_path();
     let output = options
         .output
@@ -214,7 +218,7 @@ pub fn finalize_locked(
         .ended_early
         .then(|| created_cgroup(profile.meta()))
         .flatten();
-    Ok(FinalizeReport {
+    let report = FinalizeReport {
         left_cgroup,
         output,
         bytes_written,
@@ -224,8 +228,8 @@ pub fn finalize_locked(
         profile_dir,
         marker_problems,
         log_removed: remove,
-        summary: Box::new(summarize(&profile)),
-    })
+    };
+    Ok(Finalized { report, profile })
 }
 
 /// Merges the marker files the recorder had not taken; returns the directory read. The

@@ -15,7 +15,6 @@
 
 mod coarsen;
 mod compression;
-mod export;
 mod finalize;
 mod input;
 mod markers;
@@ -25,17 +24,12 @@ mod profile;
 mod profile_marker;
 mod reader;
 mod recover;
-mod summary;
 
 pub use coarsen::MAX_SAMPLES_PER_TRACK;
 pub use compression::{decompressed, Compression};
-pub use export::{
-    send_statsd, statsd_packets, write_influx, Credentials, ExportError, ExportFormat, Figure,
-    InfluxTarget, MetricPoint, Retry, SeriesReport, StepReport, TaskReport, TASK_TAGS,
-};
 pub use finalize::{
     default_output, finalize, finalize_locked, FinalizeError, FinalizeOptions, FinalizeReport,
-    LockedLog,
+    Finalized, LockedLog,
 };
 pub use input::{read_input, Input, InputError, ProgressFn};
 pub use markers::{merge_profile_dir, profile_dir_of};
@@ -47,7 +41,3 @@ pub use profile::{
 pub use profile_marker::{busy_share, Figures, Number, ProfileMarker};
 pub use reader::{read_log, Damage, DropReason, Read, ReadError, Recording};
 pub use recover::{recover, Recovery};
-pub use summary::{
-    summarize, CpuFigures, CpuUse, DiskUse, Dropped, Hint, MachineSize, MemoryUse, NetworkUse,
-    ProcessUse, Sparklines, Step, Summary, SummaryFormat, Verdict, SUMMARY_VERSION,
-};

@@ -66,7 +66,7 @@ fn recover_one(log: &Path) -> Option<Recovery> {
         Err(error) => return Some(Recovery::Failed(error)),
     };
     match finalize_locked(&locked, &FinalizeOptions::default()) {
-        Ok(report) => Some(Recovery::Finalized(report)),
+        Ok(finalized) => Some(Recovery::Finalized(finalized.report)),
         Err(FinalizeError::NotALog {
             source: ReadError::Empty | ReadError::BadMeta | ReadError::NoThread,
             ..

@@ -9,9 +9,9 @@ mod statsd;
 
 pub use send::{send_statsd, write_influx, Credentials, ExportError, InfluxTarget, Retry};
 
-use crate::profile::Profile;
 use crate::summary::Summary;
 use serde_json::{Map, Value};
+use tc_profile_finalizer::Profile;
 use tc_profile_format::metric::{self, MetricKind};
 
 /// Tag keys that name the task; a metric's own tag with one of these keys is dropped, so

@@ -6,10 +6,11 @@
 mod json;
 mod text;
 
-use crate::profile::{Profile, DATA_MISSING, ENDED_EARLY, LOG_DAMAGE, MARKER_FILES};
-use crate::profile_marker::{busy_share, ProfileMarker};
 use serde::Serialize;
 use serde_json::{Map, Value};
+use tc_profile_finalizer::{
+    busy_share, Profile, ProfileMarker, DATA_MISSING, ENDED_EARLY, LOG_DAMAGE, MARKER_FILES,
+};
 use tc_profile_format::schema::{data_type, track};
 
 /// `summaryVersion` of the JSON form; raised only for changes that old readers would
