@@ -1,7 +1,7 @@
 //! The summary as text for a terminal or a task log: a label column, then one line per
 //! subject, then the steps as a table.
 
-use super::{ProcessUse, Step, Summary};
+use crate::summary::model::{ProcessUse, Step, Summary};
 use std::fmt::Write;
 
 const BOLD: &str = "\x1b[1m";
