@@ -101,7 +101,7 @@ fn figures(summary: &Summary) -> Vec<(&'static str, Figure)> {
     let duration_s = summary.duration_ms / 1000.0;
     let cores = summary.machine.logical_cpus.map(f64::from);
     let number = |key, value: Option<f64>| value.map(|v| (key, Figure::Number(v)));
-    let cpu = summary.cpu.as_ref();
+    let cpu = summary.cpu.as_ref().map(|cpu| &cpu.all);
     let memory = summary.memory.as_ref();
     let disk = summary.disk.as_ref();
     let network = summary.network.as_ref();

@@ -17,7 +17,7 @@ pub(super) fn hint(
 ) -> Option<Hint> {
     let cores = f64::from(machine.logical_cpus?);
     let total_gib = machine.main_memory_bytes? as f64 / GIB;
-    let p95_cores = cpu?.p95 * cores;
+    let p95_cores = cpu?.all.p95 * cores;
     let peak_gib = memory?.peak_bytes as f64 / GIB;
 
     let cores_needed = smallest_power_of_two_above(p95_cores / HEADROOM);
@@ -75,6 +75,7 @@ fn smallest_power_of_two_above(need: f64) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::summary::model::CpuFigures;
 
     const GIB_BYTES: u64 = 1 << 30;
 
@@ -86,9 +87,11 @@ mod tests {
         };
         let p95 = p95_cores / f64::from(cores);
         let cpu = CpuUse {
-            average: p95,
-            p95,
-            peak: p95,
+            all: CpuFigures {
+                average: p95,
+                p95,
+                peak: p95,
+            },
             task: None,
             other: None,
         };

@@ -64,9 +64,9 @@ pub struct Step {
 #[derive(Serialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct CpuUse {
-    pub average: f64,
-    pub p95: f64,
-    pub peak: f64,
+    /// All cores; its keys stand beside `task` and `other` in the JSON form.
+    #[serde(flatten)]
+    pub all: CpuFigures,
     pub task: Option<CpuFigures>,
     pub other: Option<CpuFigures>,
 }

@@ -32,6 +32,10 @@ pub(super) fn steps(
             if !STEP_CATEGORIES.contains(&category) {
                 return None;
             }
+            // A process of the task is no step: most say so first, and are not parsed.
+            if marker.leading_type() == Some(PROCESS) {
+                return None;
+            }
             let data = marker.data_value();
             let data = data.as_ref();
             if data.and_then(|d| d.get("type")).and_then(Value::as_str) == Some(PROCESS) {

@@ -85,12 +85,15 @@ impl Tracks {
             let (Some(end), Some(_)) = (marker.end_time, &marker.data) else {
                 continue;
             };
-            // Most markers of a busy task say first that they are none of these.
-            if marker
-                .leading_type()
-                .is_some_and(|kind| !SUMMARIZED.contains(&kind))
-            {
-                continue;
+            match marker.leading_type() {
+                // Most markers of a busy task say first that they are none of these.
+                Some(kind) if !SUMMARIZED.contains(&kind) => continue,
+                // Its text is wanted too: parsed whole, once.
+                Some(PROCESS) => {
+                    tracks.processes.push(process_use(marker, end));
+                    continue;
+                }
+                _ => {}
             }
             let figures = marker.figures();
             let number = |key: &str| figures.get(key);
@@ -132,21 +135,7 @@ impl Tracks {
                 (_, TASK_CPU) => tracks.task_cpu.extend(number("cpu").map(sample)),
                 (_, OTHER_CPU) => tracks.other_cpu.extend(number("cpu").map(sample)),
                 (_, TASK_MEMORY) => tracks.task_memory.extend(number("rss").map(sample)),
-                (_, PROCESS) => {
-                    let data = marker.data_value().unwrap_or_default();
-                    tracks.processes.push(ProcessUse {
-                        name: marker.name.clone(),
-                        command: data
-                            .get("command")
-                            .and_then(Value::as_str)
-                            .map(str::to_owned),
-                        pid: data.get("pid").and_then(Value::as_u64),
-                        cpu_ms: number("cpuTime").unwrap_or(0.0),
-                        peak_rss_bytes: data.get("peakRss").and_then(Value::as_u64),
-                        start_ms: marker.start_time,
-                        duration_ms: end - marker.start_time,
-                    })
-                }
+                (_, PROCESS) => tracks.processes.push(process_use(marker, end)),
                 _ => {}
             }
         }
@@ -155,6 +144,23 @@ impl Tracks {
             .sort_by(|a, b| b.cpu_ms.total_cmp(&a.cpu_ms));
         tracks.processes.truncate(TOP_PROCESSES);
         tracks
+    }
+}
+
+/// A process of the task, from its marker's payload.
+fn process_use(marker: &ProfileMarker, end: f64) -> ProcessUse {
+    let data = marker.data_value().unwrap_or_default();
+    ProcessUse {
+        name: marker.name.clone(),
+        command: data
+            .get("command")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+        pid: data.get("pid").and_then(Value::as_u64),
+        cpu_ms: data.get("cpuTime").and_then(Value::as_f64).unwrap_or(0.0),
+        peak_rss_bytes: data.get("peakRss").and_then(Value::as_u64),
+        start_ms: marker.start_time,
+        duration_ms: end - marker.start_time,
     }
 }
 

@@ -4,11 +4,8 @@ use crate::summary::model::{CpuFigures, CpuUse, MemoryUse};
 use crate::summary::tracks::{Sample, Tracks};
 
 pub(super) fn cpu_use(tracks: &Tracks) -> Option<CpuUse> {
-    let all = cpu_figures(&tracks.cpu)?;
     Some(CpuUse {
-        average: all.average,
-        p95: all.p95,
-        peak: all.peak,
+        all: cpu_figures(&tracks.cpu)?,
         task: cpu_figures(&tracks.task_cpu),
         other: cpu_figures(&tracks.other_cpu),
     })
