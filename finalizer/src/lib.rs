@@ -2,8 +2,17 @@
 //! processed Firefox Profiler profile atomically; the log is removed only once the profile
 //! is durable.
 //!
-//! Main items: [`finalize`] (log file to profile file), [`read_log`] (any reader to a
-//! [`Recording`]), [`compact`] (a recording to a [`Profile`]), [`FinalizeReport`].
+//! Main items: [`finalize`] (log file to profile file), [`finalize_locked`] (the same, with
+//! the [`Profile`] kept in memory in [`Finalized`]), [`read_log`] (any reader to a
+//! [`Recording`]), [`compact`] (a recording to a [`Profile`]), [`read_input`] (a log or a
+//! profile a user names). What reads a finished profile (summaries, exports) is the
+//! `tc-profile-reports` crate above this one.
+//!
+//! Inside, the flow is one way: `reader.rs` (log lines to a recording, with `problems.rs`
+//! and `profile_marker.rs`) and `markers.rs` (the profile directory's marker files) feed
+//! `profile.rs` (compaction, bounding long tracks through `coarsen.rs`); `finalize.rs` runs
+//! them under the log's lock and writes through `output.rs` and `compression.rs`;
+//! `recover.rs` finalizes what dead recorders left.
 //!
 //! ```no_run
 //! use tc_profile_finalizer::{finalize, FinalizeOptions};
