@@ -7,9 +7,10 @@ use crate::output;
 use anyhow::{bail, Context, Result};
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-use tc_profile_finalizer::{
-    read_input, send_statsd, statsd_packets, summarize, write_influx, Credentials, ExportFormat,
-    InfluxTarget, Retry, TaskReport,
+use tc_profile_finalizer::read_input;
+use tc_profile_reports::{
+    send_statsd, statsd_packets, summarize, write_influx, Credentials, ExportFormat, InfluxTarget,
+    Retry, TaskReport,
 };
 
 /// The recorder's own configuration: kept from the command it runs.
@@ -152,13 +153,14 @@ pub fn export(args: ExportArgs) -> Result<u8> {
     Ok(0)
 }
 
-/// The export at the end of `run`, once the profile is durable: a failure is reported and
-/// the exit status stays the command's.
-pub fn export_at_end(destinations: &Destinations, profile: &Path) {
-    if let Err(error) = load_report(profile).and_then(|report| destinations.send(&report)) {
+/// The export at the end of `run` and `record`, once the profile at `written` is durable,
+/// of its report made from the profile still in memory: a failure is reported and the exit
+/// status stays the command's.
+pub fn export_at_end(destinations: &Destinations, report: &TaskReport, written: &Path) {
+    if let Err(error) = destinations.send(report) {
         eprintln!(
             "tc-profile: warning: export failed: {error:#}; retry with tc-profile export {}",
-            profile.display()
+            written.display()
         );
     }
 }

@@ -10,11 +10,12 @@ use crate::report::describe_finalized;
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
-use tc_profile_finalizer::{finalize_locked, FinalizeOptions, LockedLog, SummaryFormat};
+use tc_profile_finalizer::{finalize_locked, FinalizeOptions, LockedLog};
 use tc_profile_format::EndReason;
 use tc_profile_recorder::{
     Follow, MetricLimits, ProfileDirConfig, Recorder, RecorderConfig, SyncPolicy, TaskCgroup,
 };
+use tc_profile_reports::{summarize, SummaryFormat, TaskReport};
 
 /// A recording in progress.
 pub struct Session {
@@ -147,7 +148,7 @@ pub fn finish(session: Session, args: &RecordingArgs, reason: EndReason) -> Resu
         );
     }
     let reading = Reading::start(&session.log, "writing the profile");
-    let report = finalize_locked(
+    let finalized = finalize_locked(
         &LockedLog::held(session.log, finished.log),
         &FinalizeOptions {
             output: Some(args.output.clone()),
@@ -161,9 +162,11 @@ pub fn finish(session: Session, args: &RecordingArgs, reason: EndReason) -> Resu
         },
     )?;
     drop(reading);
+    let report = &finalized.report;
+    let summary = summarize(&finalized.profile);
     if !args.quiet {
-        eprintln!("tc-profile: {}", describe_finalized(&report));
-        output::to_stderr(&SummaryFormat::Short.serialize(&report.summary))?;
+        eprintln!("tc-profile: {}", describe_finalized(report));
+        output::to_stderr(&SummaryFormat::Short.serialize(&summary))?;
     }
     if session.created_dir && !args.keep_log {
         // Never follows a symbolic link the task may have put in its place.
@@ -175,7 +178,8 @@ pub fn finish(session: Session, args: &RecordingArgs, reason: EndReason) -> Resu
         }
     }
     if let Some(export) = &session.export {
-        export_at_end(export, &report.output);
+        let task_report = TaskReport::new(&finalized.profile, &summary);
+        export_at_end(export, &task_report, &report.output);
     }
     Ok(())
 }

@@ -4,7 +4,8 @@ use crate::cli::{SummaryArgs, SummaryFormatArg};
 use crate::output;
 use crate::progress::Reading;
 use anyhow::Result;
-use tc_profile_finalizer::{read_input, summarize, SummaryFormat};
+use tc_profile_finalizer::read_input;
+use tc_profile_reports::{summarize, SummaryFormat};
 
 pub fn summary(args: SummaryArgs) -> Result<u8> {
     let reading = Reading::start(&args.input, "summarizing");

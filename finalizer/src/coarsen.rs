@@ -5,8 +5,7 @@
 //! is the time-weighted mean with its highest busy share in `peak`, metrics keep what the
 //! task sent (counts add up), any other graph the time-weighted mean.
 
-use crate::profile_marker::ProfileMarker;
-use crate::summary::busy_share;
+use crate::profile_marker::{busy_share, ProfileMarker};
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use tc_profile_format::metric::MetricKind;

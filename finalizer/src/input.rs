@@ -2,7 +2,7 @@
 //! gzip or zstd, told apart by their first bytes.
 
 use crate::compression::decompressed;
-use crate::profile::{Profile, ProfileError};
+use crate::profile::{compact, Profile, ProfileError};
 use crate::reader::{read_log, ReadError, Recording};
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
@@ -26,7 +26,7 @@ impl Input {
     /// passed on as it was written.
     pub fn into_profile_json(self, path: &Path) -> Result<Vec<u8>, InputError> {
         match self {
-            Input::Log(recording) => Ok(serde_json::to_vec(&crate::compact(*recording).0)
+            Input::Log(recording) => Ok(serde_json::to_vec(&compact(*recording).0)
                 .unwrap_or_else(|e| unreachable!("serialize a profile: {e}"))),
             Input::Profile(bytes) => match Profile::from_processed(&bytes) {
                 Ok(_) => Ok(bytes),
@@ -41,7 +41,7 @@ impl Input {
     /// The profile: a log is compacted in memory, a processed profile parsed.
     pub fn into_profile(self, path: &Path) -> Result<Profile, InputError> {
         match self {
-            Input::Log(recording) => Ok(crate::compact(*recording).0),
+            Input::Log(recording) => Ok(compact(*recording).0),
             Input::Profile(bytes) => {
                 Profile::from_processed(&bytes).map_err(|source| InputError::NotAProfile {
                     path: path.to_owned(),

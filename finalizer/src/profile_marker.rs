@@ -156,6 +156,19 @@ impl Figures<'_> {
     }
 }
 
+/// The busy share of all cores in a CPU sample, given its numbers by key: the top of the
+/// stacked bars, less the iowait bar (cores waiting on I/O are idle).
+pub fn busy_share(number: impl Fn(&str) -> Option<f64>) -> Option<f64> {
+    let top = ["steal", "softirq", "iowait", "system", "user", "nice"]
+        .into_iter()
+        .find_map(&number)?;
+    let iowait = match (number("iowait"), number("system")) {
+        (Some(iowait), Some(system)) => (iowait - system).max(0.0),
+        _ => 0.0,
+    };
+    Some((top - iowait).clamp(0.0, 1.0))
+}
+
 /// A JSON number, or None for any other value (which is skipped, not an error).
 #[derive(Default, Debug, Clone, Copy, PartialEq)]
 pub struct Number(pub Option<f64>);

@@ -2,9 +2,9 @@
 //! finalized once, beside itself. A live recorder holds its log's lock, and so does a
 //! recoverer while it finalizes, so two recoverers never finalize the same log.
 
+use crate::finalize::{finalize_locked, FinalizeError, FinalizeOptions, FinalizeReport, LockedLog};
 use crate::output::remove_durably;
-use crate::ReadError;
-use crate::{finalize_locked, FinalizeError, FinalizeOptions, FinalizeReport, LockedLog};
+use crate::reader::ReadError;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -66,7 +66,7 @@ fn recover_one(log: &Path) -> Option<Recovery> {
         Err(error) => return Some(Recovery::Failed(error)),
     };
     match finalize_locked(&locked, &FinalizeOptions::default()) {
-        Ok(report) => Some(Recovery::Finalized(report)),
+        Ok(finalized) => Some(Recovery::Finalized(finalized.report)),
         Err(FinalizeError::NotALog {
             source: ReadError::Empty | ReadError::BadMeta | ReadError::NoThread,
             ..

@@ -393,19 +393,7 @@ fn sanitize_tags(tags: &[(String, String)]) -> Option<String> {
         sorted.push((key, value));
     }
     sorted.sort();
-    Some(
-        sorted
-            .iter()
-            .map(|(k, v)| {
-                if v.is_empty() {
-                    k.clone()
-                } else {
-                    format!("{k}:{v}")
-                }
-            })
-            .collect::<Vec<_>>()
-            .join(","),
-    )
+    Some(metric::join_tags(&sorted))
 }
 
 #[cfg(test)]

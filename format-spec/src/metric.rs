@@ -70,7 +70,47 @@ pub mod key {
     pub const TAGS: &str = "tags";
 }
 
+/// Tags as the [`key::TAGS`] key holds them: `key:value` pairs (a bare `key` when its value
+/// is empty) joined by commas, in the order given.
+pub fn join_tags(tags: &[(String, String)]) -> String {
+    tags.iter()
+        .map(|(key, value)| {
+            if value.is_empty() {
+                key.clone()
+            } else {
+                format!("{key}:{value}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// The `(key, value)` pairs of tags joined by [`join_tags`].
+pub fn split_tags(joined: &str) -> impl Iterator<Item = (&str, &str)> {
+    joined
+        .split(',')
+        .filter(|tag| !tag.is_empty())
+        .map(|tag| tag.split_once(':').unwrap_or((tag, "")))
+}
+
 /// Name of the marker that counts, per interval, the metric input that was dropped.
 pub const DROPPED_MARKER: &str = "Metrics dropped";
 /// `data.type` of [`DROPPED_MARKER`].
 pub const DROPPED_DATA_TYPE: &str = "MetricDrops";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tags_split_into_the_pairs_they_were_joined_from() {
+        let tags = [("fast", ""), ("route", "/a:b"), ("suite", "unit")]
+            .map(|(key, value)| (key.to_owned(), value.to_owned()));
+        let joined = join_tags(&tags);
+        assert_eq!(joined, "fast,route:/a:b,suite:unit");
+        assert_eq!(
+            split_tags(&joined).collect::<Vec<_>>(),
+            [("fast", ""), ("route", "/a:b"), ("suite", "unit")]
+        );
+    }
+}

@@ -7,7 +7,7 @@
 //!
 //! Every number is written as a float, so a field never changes type between tasks.
 
-use super::{Figure, TaskReport};
+use crate::export::report::{Figure, TaskReport};
 use std::fmt::Write;
 
 pub const TASK_MEASUREMENT: &str = "tc_profile_task";
@@ -100,7 +100,7 @@ fn escape(text: &str, special: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::export::tests::sample_report;
+    use crate::export::report::tests::sample_report;
 
     #[test]
     fn every_part_of_a_report_is_a_line_with_escaped_tags() {

@@ -1,7 +1,7 @@
 //! The summary as text for a terminal or a task log: a label column, then one line per
 //! subject, then the steps as a table.
 
-use super::{ProcessUse, Step, Summary};
+use crate::summary::model::{ProcessUse, Step, Summary};
 use std::fmt::Write;
 
 const BOLD: &str = "\x1b[1m";
@@ -31,16 +31,16 @@ pub(super) fn serialize(summary: &Summary, form: Form) -> Vec<u8> {
                 let c = |share: f64| format!("{:.1}", share * f64::from(n));
                 format!(
                     "average {}, p95 {}, peak {} of {n} cores",
-                    c(cpu.average),
-                    c(cpu.p95),
-                    c(cpu.peak)
+                    c(cpu.all.average),
+                    c(cpu.all.p95),
+                    c(cpu.all.peak)
                 )
             }
             None => format!(
                 "average {}, p95 {}, peak {} of all cores",
-                percent(cpu.average),
-                percent(cpu.p95),
-                percent(cpu.peak)
+                percent(cpu.all.average),
+                percent(cpu.all.p95),
+                percent(cpu.all.peak)
             ),
         };
         line("CPU", &text);

@@ -6,7 +6,7 @@
 //!  "series":[{"metric":..,"kind":"Counter","tags":{..},"points":[{"time":..,"value":..}]}]}
 //! ```
 
-use super::{Figure, TaskReport};
+use crate::export::report::{Figure, TaskReport};
 use serde_json::{json, Map, Value};
 
 pub fn serialize(report: &TaskReport) -> Vec<u8> {
@@ -73,7 +73,7 @@ fn tag_object(tags: &[(String, String)]) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::export::tests::sample_report;
+    use crate::export::report::tests::sample_report;
 
     #[test]
     fn the_document_holds_figures_steps_and_points() {

@@ -1,7 +1,7 @@
 //! The one place that talks to servers: InfluxDB's HTTP write endpoint (with retries and
 //! backoff) and an upstream statsd over UDP.
 //!
-//! HTTP goes through `ureq`: blocking like the rest of the finalizer, small, maintained, and
+//! HTTP goes through `ureq`: blocking like the rest of the reports, small, maintained, and
 //! with rustls, since a fleet's InfluxDB is reached over https with credentials; a plain
 //! `TcpStream` would do http alone.
 

@@ -1,45 +1,17 @@
-//! Export of a task to a time-series database: its metric series and a summary of the
-//! task, tagged with the task's identity. [`TaskReport`] is what every format renders;
-//! each format is one file whose `serialize` does no I/O; [`send`] alone talks to servers.
+//! [`TaskReport`], what every export format renders: the task's identity, its summary's
+//! figures and steps, and its metric series, made from a profile and its summary.
 
-mod influx;
-mod json;
-mod send;
-mod statsd;
-
-pub use send::{send_statsd, write_influx, Credentials, ExportError, InfluxTarget, Retry};
-
-use crate::profile::Profile;
 use crate::summary::Summary;
+use serde::Deserialize;
 use serde_json::{Map, Value};
+use std::collections::HashMap;
+use tc_profile_finalizer::Profile;
 use tc_profile_format::metric::{self, MetricKind};
+use tc_profile_format::TaskInfo;
 
 /// Tag keys that name the task; a metric's own tag with one of these keys is dropped, so
 /// that a task cannot write under another task's identity.
 pub const TASK_TAGS: [&str; 4] = ["task_id", "run_id", "worker_type", "instance_type"];
-
-/// The formats `tc-profile export --format` prints.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ExportFormat {
-    /// InfluxDB line protocol, millisecond timestamps: what `--influx` sends.
-    Influx,
-    /// One JSON document (README, "Exporting").
-    Json,
-}
-
-impl ExportFormat {
-    pub fn serialize(self, report: &TaskReport) -> Vec<u8> {
-        match self {
-            ExportFormat::Influx => influx::serialize(report),
-            ExportFormat::Json => json::serialize(report),
-        }
-    }
-}
-
-/// The statsd packets that forward a report (`--statsd`), each at most 1432 bytes.
-pub fn statsd_packets(report: &TaskReport) -> Vec<Vec<u8>> {
-    statsd::serialize(report)
-}
 
 /// A figure of the task summary.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -129,7 +101,7 @@ fn figures(summary: &Summary) -> Vec<(&'static str, Figure)> {
     let duration_s = summary.duration_ms / 1000.0;
     let cores = summary.machine.logical_cpus.map(f64::from);
     let number = |key, value: Option<f64>| value.map(|v| (key, Figure::Number(v)));
-    let cpu = summary.cpu.as_ref();
+    let cpu = summary.cpu.as_ref().map(|cpu| &cpu.all);
     let memory = summary.memory.as_ref();
     let disk = summary.disk.as_ref();
     let network = summary.network.as_ref();
@@ -156,27 +128,42 @@ fn figures(summary: &Summary) -> Vec<(&'static str, Figure)> {
     .collect()
 }
 
+/// The task's identity from `meta.tcProfile.task`, as the recorder wrote it.
 fn task_tags(meta: &Map<String, Value>) -> Vec<(String, String)> {
-    let task = &meta.get("tcProfile").unwrap_or(&Value::Null)["task"];
-    let keys = ["taskId", "runId", "workerType", "instanceType"];
+    let task = meta
+        .get("tcProfile")
+        .and_then(|tc_profile| tc_profile.get("task"))
+        .and_then(|task| TaskInfo::deserialize(task).ok())
+        .unwrap_or_default();
+    let values = [
+        task.task_id,
+        task.run_id,
+        task.worker_type,
+        task.instance_type,
+    ];
     TASK_TAGS
         .iter()
-        .zip(keys)
-        .filter_map(|(tag, key)| Some(((*tag).to_owned(), task[key].as_str()?.to_owned())))
-        .filter(|(_, value)| !value.is_empty())
+        .zip(values)
+        .filter_map(|(tag, value)| Some(((*tag).to_owned(), value.filter(|v| !v.is_empty())?)))
         .collect()
 }
 
 /// The metric markers of a profile, grouped by series in order of first appearance.
 fn metric_series(profile: &Profile, start_time: f64) -> Vec<SeriesReport> {
     let mut series: Vec<SeriesReport> = Vec::new();
-    let mut index: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    let mut index: HashMap<&str, usize> = HashMap::new();
     for marker in profile.markers() {
-        let figures = marker.figures();
-        let Some(kind) = figures.kind.as_deref().and_then(MetricKind::from_data_type) else {
+        // Most markers say first that they are no metric: their payload is not parsed.
+        if marker
+            .leading_type()
+            .is_some_and(|kind| MetricKind::from_data_type(kind).is_none())
+        {
+            continue;
+        }
+        let Some(data) = marker.data_value() else {
             continue;
         };
-        let Some(data) = marker.data_value() else {
+        let Some(kind) = data["type"].as_str().and_then(MetricKind::from_data_type) else {
             continue;
         };
         let Some(name) = data[metric::key::METRIC].as_str() else {
@@ -205,16 +192,11 @@ fn metric_series(profile: &Profile, start_time: f64) -> Vec<SeriesReport> {
     series
 }
 
-/// `key:value,key2` back into pairs, without the keys that name the task.
+/// A metric's own tags, without those whose keys name the task.
 fn metric_tags(joined: &str) -> Vec<(String, String)> {
-    joined
-        .split(',')
-        .filter(|tag| !tag.is_empty())
-        .map(|tag| match tag.split_once(':') {
-            Some((key, value)) => (key.to_owned(), value.to_owned()),
-            None => (tag.to_owned(), String::new()),
-        })
-        .filter(|(key, _)| !TASK_TAGS.contains(&key.as_str()))
+    metric::split_tags(joined)
+        .filter(|(key, _)| !TASK_TAGS.contains(key))
+        .map(|(key, value)| (key.to_owned(), value.to_owned()))
         .collect()
 }
 

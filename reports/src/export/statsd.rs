@@ -7,7 +7,7 @@
 //!   members of an interval, `|g`; timers and histograms: `<name>.count|c`, and
 //!   `<name>.min`, `.mean`, `.max` as `|g`.
 
-use super::{Figure, SeriesReport, TaskReport};
+use crate::export::report::{Figure, SeriesReport, TaskReport};
 use tc_profile_format::metric::MetricKind;
 
 /// The largest packet: fits one Ethernet frame, as statsd clients do.
@@ -129,7 +129,7 @@ fn packets(lines: Vec<String>) -> Vec<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::export::tests::sample_report;
+    use crate::export::report::tests::sample_report;
 
     #[test]
     fn a_report_is_one_value_per_metric_with_tags() {

@@ -1,7 +1,7 @@
 //! The summary as stable JSON (README.md, "Summaries"): camelCase keys, every key always
 //! present (`null` when unknown), times in milliseconds, CPU as fractions of all cores.
 
-use super::Summary;
+use crate::summary::model::Summary;
 
 pub(super) fn serialize(summary: &Summary) -> Vec<u8> {
     // A Summary holds only strings, numbers and options: serializing it cannot fail.

@@ -1,0 +1,279 @@
+//! Finalizing one log: lock it, read it through the lock, merge the marker files it did
+//! not take, compact, write the profile atomically, and only then remove the log.
+
+use crate::compression::Compression;
+use crate::input::{self, ProgressFn};
+use crate::markers::{merge_profile_dir, profile_dir_of};
+use crate::output::{self, names_file, write_atomically};
+use crate::problems::Problems;
+use crate::profile::{compact, Compaction, Profile};
+use crate::reader::{read_log, Damage, ReadError, Recording};
+use std::fs::{File, TryLockError};
+use std::io::{self, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use tc_profile_format::marker_file::{Limits, Problem};
+use tc_profile_format::{CgroupInfo, Gap};
+
+/// How to finalize.
+#[derive(Clone, Default)]
+pub struct FinalizeOptions {
+    /// Where to write the profile; default: [`default_output`]. A `.gz` or `.zst` name is
+    /// compressed.
+    pub output: Option<PathBuf>,
+    /// Keep the log after the profile is durable.
+    pub keep_log: bool,
+    /// The profile directory whose marker files to merge; default: the log's
+    /// `meta.tcProfile.profileDir`, when it still exists.
+    pub profile_dir: Option<PathBuf>,
+    /// Caps on reading the profile directory.
+    pub limits: Limits,
+    /// Spans missing from the log that its recorder knows of but could not write into it
+    /// (its disk still failed at the end).
+    pub unwritten_gaps: Vec<Gap>,
+    /// Told how far reading the log has come.
+    pub progress: Option<Arc<ProgressFn>>,
+}
+
+/// What finalizing did.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FinalizeReport {
+    pub output: PathBuf,
+    pub bytes_written: u64,
+    /// Markers in the profile, notes included.
+    pub markers: usize,
+    pub compaction: Compaction,
+    pub damage: Damage,
+    /// The profile directory merged, if any.
+    pub profile_dir: Option<PathBuf>,
+    /// What was dropped from its marker files (by the recorder and here).
+    pub marker_problems: Problems,
+    pub log_removed: bool,
+    /// The cgroup that the log's recorder created for its task (`run --own-cgroup`), when the
+    /// recording ended early: a killed recorder leaves it behind, for the caller to remove.
+    pub left_cgroup: Option<PathBuf>,
+}
+
+/// A log finalized: what was done, and the profile written, still in memory for whoever
+/// reports on it next (the end of `run` and `record`), so that it is not read back.
+pub struct Finalized {
+    pub report: FinalizeReport,
+    pub profile: Profile,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum FinalizeError {
+    #[error("cannot read {path}: {source}")]
+    Open { path: PathBuf, source: io::Error },
+    #[error("{path} is not a tc-profile log: {source}")]
+    NotALog { path: PathBuf, source: ReadError },
+    #[error("the output {path} would overwrite the log; choose another -o")]
+    OutputIsLog { path: PathBuf },
+    #[error("cannot read the profile directory {path}: {source}; check --profile-dir")]
+    ProfileDir { path: PathBuf, source: io::Error },
+    #[error("cannot write {path}: {source}; choose a writable place with -o")]
+    Write { path: PathBuf, source: io::Error },
+    #[error("{path}: the profile is written, but the log could not be removed: {source}")]
+    RemoveLog { path: PathBuf, source: io::Error },
+    #[error(
+        "{path} is locked by a running tc-profile (a recorder, or another finalize); stop it \
+         first, or finalize a copy of the log"
+    )]
+    Busy { path: PathBuf },
+    #[error("{path} was finalized and removed by another tc-profile meanwhile")]
+    Gone { path: PathBuf },
+}
+
+/// A log under its exclusive lock (SPEC.md, "Locking and recovery"): while it is held, no
+/// recorder appends to the log and no other finalizer reads it.
+pub struct LockedLog {
+    path: PathBuf,
+    file: File,
+}
+
+impl LockedLog {
+    /// Locks the log at `path` without waiting.
+    pub fn try_lock(path: &Path) -> Result<LockedLog, FinalizeError> {
+        let open_error = |source| FinalizeError::Open {
+            path: path.to_owned(),
+            source,
+        };
+        let file = File::open(path).map_err(open_error)?;
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(TryLockError::WouldBlock) => {
+                return Err(FinalizeError::Busy {
+                    path: path.to_owned(),
+                })
+            }
+            Err(TryLockError::Error(source)) => return Err(open_error(source)),
+        }
+        // Another finalizer may have removed it between the open and the lock.
+        if !names_file(path, &file) {
+            return Err(FinalizeError::Gone {
+                path: path.to_owned(),
+            });
+        }
+        Ok(LockedLog {
+            path: path.to_owned(),
+            file,
+        })
+    }
+
+    /// A log whose lock the caller already holds through `file`, opened for reading: the
+    /// recorder hands over its own, so that no recoverer can take the log in between.
+    pub fn held(path: PathBuf, file: File) -> LockedLog {
+        LockedLog { path, file }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// The default profile path of a log: `.jsonl` replaced by `.json`, keeping a `.gz` or
+/// `.zst` after it; else `.json` added.
+pub fn default_output(log: &Path) -> PathBuf {
+    let name = log.to_string_lossy();
+    for compressed in ["", ".gz", ".zst"] {
+        if let Some(stem) = name.strip_suffix(&format!(".jsonl{compressed}")) {
+            return PathBuf::from(format!("{stem}.json{compressed}"));
+        }
+    }
+    let mut name = log.as_os_str().to_owned();
+    name.push(".json");
+    PathBuf::from(name)
+}
+
+/// Locks `log`, reads it, writes the profile atomically, then removes the log unless asked
+/// to keep it.
+pub fn finalize(log: &Path, options: &FinalizeOptions) -> Result<FinalizeReport, FinalizeError> {
+    finalize_locked(&LockedLog::try_lock(log)?, options).map(|finalized| finalized.report)
+}
+
+/// [`finalize`] of a log already locked. The log is read through the locked handle, so a
+/// log deleted from under its recorder is still finalized whole; it is removed only if its
+/// path still names it.
+pub fn finalize_locked(
+    locked: &LockedLog,
+    options: &FinalizeOptions,
+) -> Result<Finalized, FinalizeError> {
+    let log = locked.path.as_path();
+    let output = options
+        .output
+        .clone()
+        .unwrap_or_else(|| default_output(log));
+    if output == log {
+        return Err(FinalizeError::OutputIsLog { path: output });
+    }
+    let mut file = &locked.file;
+    file.seek(SeekFrom::Start(0))
+        .map_err(|source| FinalizeError::Open {
+            path: log.to_owned(),
+            source,
+        })?;
+    let size = file.metadata().map_or(0, |m| m.len());
+    let input = input::decoded(file, size, options.progress.as_deref()).map_err(|source| {
+        FinalizeError::Open {
+            path: log.to_owned(),
+            source,
+        }
+    })?;
+    let mut recording = read_log(input).map_err(|source| match source {
+        ReadError::Io(source) => FinalizeError::Open {
+            path: log.to_owned(),
+            source,
+        },
+        source => FinalizeError::NotALog {
+            path: log.to_owned(),
+            source,
+        },
+    })?;
+    let profile_dir = merge_markers(&mut recording, options)?;
+    let damage = recording.damage.clone();
+    recording
+        .gaps
+        .extend(options.unwritten_gaps.iter().cloned());
+    let (profile, compaction) = compact(recording);
+    let marker_problems = compaction.marker_problems.clone();
+    let compression = Compression::for_output(&output);
+    let bytes_written = write_atomically(&output, |out| {
+        compression.encode(out, |out| {
+            serde_json::to_writer(out, &profile).map_err(io::Error::other)
+        })
+    })
+    .map_err(|source| FinalizeError::Write {
+        path: output.clone(),
+        source,
+    })?;
+    let remove = !options.keep_log && names_file(log, &locked.file);
+    if remove {
+        output::remove_durably(log).map_err(|source| FinalizeError::RemoveLog {
+            path: log.to_owned(),
+            source,
+        })?;
+    }
+    let left_cgroup = compaction
+        .ended_early
+        .then(|| created_cgroup(profile.meta()))
+        .flatten();
+    let report = FinalizeReport {
+        left_cgroup,
+        output,
+        bytes_written,
+        markers: profile.markers().len(),
+        compaction,
+        damage,
+        profile_dir,
+        marker_problems,
+        log_removed: remove,
+    };
+    Ok(Finalized { report, profile })
+}
+
+/// Merges the marker files the recorder had not taken; returns the directory read. The
+/// directory the log names may be gone or replaced (task code writes there): then it is
+/// skipped (with a note after a kill, unless simply absent), and the unfinished batch, which cannot be read again, is used as
+/// it is. Only a directory given explicitly must be readable.
+fn merge_markers(
+    recording: &mut Recording,
+    options: &FinalizeOptions,
+) -> Result<Option<PathBuf>, FinalizeError> {
+    if let Some(dir) = &options.profile_dir {
+        return match merge_profile_dir(recording, dir, &options.limits) {
+            Ok(()) => Ok(Some(dir.clone())),
+            Err(source) => Err(FinalizeError::ProfileDir {
+                path: dir.clone(),
+                source,
+            }),
+        };
+    }
+    let Some(dir) = profile_dir_of(recording) else {
+        recording.use_unfinished_batch();
+        return Ok(None);
+    };
+    match merge_profile_dir(recording, &dir, &options.limits) {
+        Ok(()) => Ok(Some(dir)),
+        Err(error) => {
+            recording.use_unfinished_batch();
+            // Absent is usual (a log finalized on another machine); anything else is news.
+            if recording.footer.is_none() && error.kind() != std::io::ErrorKind::NotFound {
+                recording.problems.add(&tc_profile_format::Dropped {
+                    file: dir.display().to_string(),
+                    problem: Problem::DirectoryUnreadable,
+                    count: 1,
+                    bytes: 0,
+                });
+            }
+            Ok(None)
+        }
+    }
+}
+
+/// The cgroup that `meta.tcProfile.cgroup` says the recorder created.
+fn created_cgroup(meta: &serde_json::Map<String, serde_json::Value>) -> Option<PathBuf> {
+    let cgroup: CgroupInfo =
+        serde_json::from_value(meta.get("tcProfile")?.get("cgroup")?.clone()).ok()?;
+    cgroup.created.then(|| PathBuf::from(cgroup.path))
+}

@@ -1,0 +1,17 @@
+//! The readers of a finished profile: its [`Summary`] (how long, how busy, how close to the
+//! machine's limits, what each step cost) in text or JSON, and its export to a time-series
+//! database as a [`TaskReport`] (InfluxDB line protocol, JSON, statsd). They read a
+//! [`Profile`](tc_profile_finalizer::Profile), in memory at the end of a recording or read
+//! back from a file; nothing here writes a profile or a log.
+
+mod export;
+mod summary;
+
+pub use export::{
+    send_statsd, statsd_packets, write_influx, Credentials, ExportError, ExportFormat, Figure,
+    InfluxTarget, MetricPoint, Retry, SeriesReport, StepReport, TaskReport, TASK_TAGS,
+};
+pub use summary::{
+    summarize, CpuFigures, CpuUse, DiskUse, Dropped, Hint, MachineSize, MemoryUse, NetworkUse,
+    ProcessUse, Sparklines, Step, Summary, SummaryFormat, Verdict, SUMMARY_VERSION,
+};

@@ -1,0 +1,102 @@
+//! [`summarize`]: a profile's summary, composed from its tracks, steps and notes.
+
+use crate::summary::hint::hint;
+use crate::summary::model::{Dropped, MachineSize, Sparklines, Summary, SUMMARY_VERSION};
+use crate::summary::sparkline::{sparkline, Aggregate};
+use crate::summary::steps::steps;
+use crate::summary::tracks::Tracks;
+use crate::summary::usage::{cpu_use, memory_use};
+use serde_json::Value;
+use tc_profile_finalizer::{
+    Profile, ProfileMarker, DATA_MISSING, ENDED_EARLY, LOG_DAMAGE, MARKER_FILES,
+};
+
+/// Markers that say what was lost or dropped, and why.
+const DROP_NOTES: [&str; 3] = [DATA_MISSING, LOG_DAMAGE, MARKER_FILES];
+
+/// Computes the summary of a profile.
+pub fn summarize(profile: &Profile) -> Summary {
+    let meta = profile.meta();
+    let markers = profile.markers();
+    let tracks = Tracks::collect(markers);
+    let machine = MachineSize {
+        logical_cpus: meta
+            .get("logicalCPUs")
+            .and_then(Value::as_u64)
+            .map(|n| n as u32),
+        main_memory_bytes: meta.get("mainMemory").and_then(Value::as_u64),
+        cpu_name: meta
+            .get("CPUName")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+    };
+    let start = meta
+        .get("profilingStartTime")
+        .and_then(Value::as_f64)
+        .unwrap_or(0.0);
+    let end = meta
+        .get("profilingEndTime")
+        .and_then(Value::as_f64)
+        .unwrap_or_else(|| last_time(markers));
+    let ended_early_at_ms = markers
+        .iter()
+        .find(|m| m.name == ENDED_EARLY)
+        .map(|m| m.start_time);
+    let cpu = cpu_use(&tracks);
+    let memory = memory_use(&tracks);
+    let hint = hint(&machine, cpu.as_ref(), memory.as_ref());
+    let memory_scale = machine
+        .main_memory_bytes
+        .map(|b| b as f64)
+        .or(memory.as_ref().map(|m| m.peak_bytes as f64));
+    Summary {
+        summary_version: SUMMARY_VERSION,
+        product: meta
+            .get("product")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+        start_time: meta.get("startTime").and_then(Value::as_f64),
+        duration_ms: end - start,
+        complete: ended_early_at_ms.is_none(),
+        ended_early_at_ms,
+        steps: steps(meta, markers, &tracks),
+        disk: tracks.disk.clone(),
+        network: tracks.network.clone(),
+        top_processes: tracks.processes.clone(),
+        dropped: dropped(markers),
+        sparklines: Sparklines {
+            cpu: sparkline(&tracks.cpu, start, end, Some(1.0), Aggregate::Mean),
+            memory: sparkline(&tracks.memory, start, end, memory_scale, Aggregate::Max),
+        },
+        machine,
+        cpu,
+        memory,
+        hint,
+    }
+}
+
+fn last_time(markers: &[ProfileMarker]) -> f64 {
+    markers
+        .iter()
+        .map(|m| m.end_time.unwrap_or(m.start_time))
+        .fold(0.0, f64::max)
+}
+
+fn dropped(markers: &[ProfileMarker]) -> Vec<Dropped> {
+    markers
+        .iter()
+        .filter(|m| DROP_NOTES.contains(&m.name.as_str()))
+        .map(|m| Dropped {
+            what: m.name.clone(),
+            text: m
+                .data_value()
+                .as_ref()
+                .and_then(|d| d.get("text"))
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned(),
+            start_ms: m.start_time,
+            end_ms: m.end_time,
+        })
+        .collect()
+}
