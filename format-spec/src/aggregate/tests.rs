@@ -1,3 +1,6 @@
+//! Tests of the aggregation: one line a series an interval, each kind's figures, names and
+//! tags sanitized, and what is dropped counted.
+
 use super::*;
 
 fn sample(kind: MetricKind, name: &str, value: SampleValue) -> Sample {

@@ -1,3 +1,6 @@
+//! Tests of the marker-file decoder: every line kind, a problem for each kind of bad line,
+//! the nesting cap, the caps set by name, and the begin/end keys.
+
 use super::*;
 use crate::schema::category;
 

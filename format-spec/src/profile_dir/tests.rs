@@ -1,3 +1,6 @@
+//! Tests of the directory reader on real files: whole lines once, checkpoints, caps, and
+//! every kind of entry it refuses.
+
 use super::*;
 use std::ffi::CString;
 use std::io::Write;
