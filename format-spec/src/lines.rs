@@ -1,6 +1,6 @@
 //! Line kinds of the log (SPEC.md, "Line kinds").
 
-use crate::marker_file::Problem;
+use crate::marker_file::{starts_with_type, Problem};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
@@ -303,10 +303,7 @@ impl RawMarker<'_> {
 /// None for any other line. Marker lines are nearly all of a log, and the tagged [`Line`]
 /// would first copy each into a tree of its own.
 pub fn decode_marker_raw(bytes: &[u8]) -> Option<Result<RawMarker<'_>, DecodeError>> {
-    const MARKER_PREFIX: &[u8] = br#"{"type":"marker","#;
-    bytes
-        .starts_with(MARKER_PREFIX)
-        .then(|| Ok(serde_json::from_slice(bytes)?))
+    starts_with_type(bytes, "marker").then(|| Ok(serde_json::from_slice(bytes)?))
 }
 
 #[cfg(test)]

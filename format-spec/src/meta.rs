@@ -102,37 +102,49 @@ pub fn meta_line(info: &MetaInfo) -> Line {
     put("usesOnlyOneStackType", json!(true));
     put("categories", schema::categories());
     put("markerSchema", schema::marker_schemas(&info.sources));
-    let machine = &info.machine;
-    let optional = [
-        ("logicalCPUs", machine.logical_cpus.map(Value::from)),
-        ("physicalCPUs", machine.physical_cpus.map(Value::from)),
-        ("mainMemory", machine.main_memory.map(Value::from)),
-        ("CPUName", machine.cpu_name.clone().map(Value::from)),
-        ("oscpu", machine.os.clone().map(Value::from)),
-    ];
-    for (key, value) in optional {
-        if let Some(value) = value {
-            put(key, value);
-        }
-    }
-    let mut tc_profile = json!({
+    let tc_profile = json!({
         "logVersion": LOG_FORMAT_VERSION,
         "recorder": info.recorder,
         "syncPolicy": info.sync_policy,
         "sources": info.sources,
         "task": info.task,
     });
-    if let Some(statsd) = &info.statsd {
-        tc_profile["statsd"] = json!(statsd);
-    }
-    if let Some(dir) = &info.profile_dir {
-        tc_profile["profileDir"] = json!(dir);
-    }
-    if let Some(cgroup) = &info.cgroup {
-        tc_profile["cgroup"] = json!(cgroup);
-    }
-    put("tcProfile", tc_profile);
+    let Value::Object(mut tc_profile) = tc_profile else {
+        unreachable!("json! object literal")
+    };
+    insert_present(
+        &mut tc_profile,
+        [
+            ("statsd", info.statsd.as_ref().map(|statsd| json!(statsd))),
+            ("profileDir", info.profile_dir.clone().map(Value::from)),
+            ("cgroup", info.cgroup.as_ref().map(|cgroup| json!(cgroup))),
+        ],
+    );
+    put("tcProfile", Value::Object(tc_profile));
+    let machine = &info.machine;
+    insert_present(
+        &mut meta,
+        [
+            ("logicalCPUs", machine.logical_cpus.map(Value::from)),
+            ("physicalCPUs", machine.physical_cpus.map(Value::from)),
+            ("mainMemory", machine.main_memory.map(Value::from)),
+            ("CPUName", machine.cpu_name.clone().map(Value::from)),
+            ("oscpu", machine.os.clone().map(Value::from)),
+        ],
+    );
     Line::Meta(meta)
+}
+
+/// Adds the entries that have a value: what is not known is left out, not written as null.
+fn insert_present<const N: usize>(
+    object: &mut Map<String, Value>,
+    entries: [(&str, Option<Value>); N],
+) {
+    for (key, value) in entries {
+        if let Some(value) = value {
+            object.insert(key.to_owned(), value);
+        }
+    }
 }
 
 fn product_name(task: &TaskInfo) -> String {

@@ -6,36 +6,26 @@
 //! taken up to, in whole lines, within the caps of [`Limits`]. Nothing here fails on what
 //! the directory holds: every problem is handed to the caller as an [`Item::Problem`].
 
+mod followed;
+mod fs;
+
+pub use followed::Item;
+
 use crate::marker_file::{Limits, Problem};
 use crate::FileProgress;
+use followed::{finish, FileId, Followed, Reading, SCAN_BYTES};
+use fs::{fstat, open_entry, stat_entry, OwnerIdentity};
 use std::collections::HashMap;
-use std::ffi::{CString, OsStr, OsString};
+use std::ffi::{OsStr, OsString};
 use std::fs::{File, OpenOptions};
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd};
+use std::os::fd::AsRawFd;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
-/// Bytes read from all files in one scan at most, so that one busy file cannot hold up
-/// the batch (and the memory behind it) for long.
-const SCAN_BYTES: u64 = 4 << 20;
 /// The read buffer, unless the line cap needs a larger one.
 const CHUNK_BYTES: usize = 256 << 10;
-
-/// What a scan hands to its caller, in file order.
-#[derive(Debug, PartialEq)]
-pub enum Item<'a> {
-    /// One whole line, without its newline.
-    Line { file: &'a str, bytes: &'a [u8] },
-    /// `count` lines (or files) of `file` dropped, `bytes` long in all.
-    Problem {
-        file: &'a str,
-        problem: Problem,
-        count: u64,
-        bytes: u64,
-    },
-}
 
 /// The result of one scan.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -44,21 +34,6 @@ pub struct Scan {
     pub bytes: u64,
     /// The scan stopped at its byte budget: scan again at once.
     pub more: bool,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-struct FileId {
-    dev: u64,
-    ino: u64,
-}
-
-struct Followed {
-    name: String,
-    offset: u64,
-    done: bool,
-    /// Inside a line over the cap: drop bytes up to the next newline.
-    skipping: bool,
-    changed: bool,
 }
 
 /// Follows the marker files of one directory.
@@ -204,7 +179,7 @@ impl DirReader {
     /// The id and size of the file now under `name`, registering (and judging) a new one;
     /// `None` when it is over the file cap or gone.
     fn follow(&mut self, name: &OsStr, visit: &mut dyn FnMut(Item<'_>)) -> Option<(FileId, u64)> {
-        let stat = self.stat_entry(name).ok()?;
+        let stat = stat_entry(&self.dir, name).ok()?;
         let id = FileId {
             dev: stat.st_dev,
             ino: stat.st_ino,
@@ -304,376 +279,7 @@ impl DirReader {
         };
         reading.run(followed, &mut self.buffer, visit)
     }
-
-    fn stat_entry(&self, name: &OsStr) -> io::Result<libc::stat> {
-        let name = CString::new(name.as_bytes()).map_err(io::Error::other)?;
-        // SAFETY: a zeroed stat is a valid out-parameter; the name is NUL-terminated.
-        unsafe {
-            let mut stat: libc::stat = std::mem::zeroed();
-            let result = libc::fstatat(
-                self.dir.as_raw_fd(),
-                name.as_ptr(),
-                &mut stat,
-                libc::AT_SYMLINK_NOFOLLOW,
-            );
-            if result == 0 {
-                Ok(stat)
-            } else {
-                Err(io::Error::last_os_error())
-            }
-        }
-    }
-}
-
-/// Marks a file done because of `problem`, reported once.
-fn finish(followed: &mut Followed, problem: Problem, visit: &mut dyn FnMut(Item<'_>)) -> u64 {
-    followed.done = true;
-    followed.changed = true;
-    visit(Item::Problem {
-        file: &followed.name,
-        problem,
-        count: 1,
-        bytes: 0,
-    });
-    0
-}
-
-/// One file's reading within a scan.
-struct Reading<'a> {
-    file: &'a File,
-    size: u64,
-    limits: &'a Limits,
-    take_unterminated: bool,
-    display: String,
-}
-
-impl Reading<'_> {
-    fn run(
-        &mut self,
-        followed: &mut Followed,
-        buffer: &mut [u8],
-        visit: &mut dyn FnMut(Item<'_>),
-    ) -> u64 {
-        let mut taken = 0u64;
-        while followed.offset < self.size && taken < SCAN_BYTES {
-            let cap_left = self.limits.file_bytes.saturating_sub(followed.offset);
-            let want = (buffer.len() as u64)
-                .min(cap_left)
-                .min(self.size - followed.offset);
-            if want == 0 {
-                return taken + finish(followed, Problem::FileTooBig, visit);
-            }
-            let chunk = &mut buffer[..want as usize];
-            let Ok(read) = self.file.read_at(chunk, followed.offset) else {
-                return taken;
-            };
-            if read == 0 {
-                break;
-            }
-            let at_end = followed.offset + read as u64 >= self.size;
-            let consumed = self.split(followed, &chunk[..read], at_end, visit);
-            followed.offset += consumed;
-            taken += consumed;
-            if consumed > 0 {
-                followed.changed = true;
-            } else {
-                if followed.offset + read as u64 >= self.limits.file_bytes {
-                    return taken + finish(followed, Problem::FileTooBig, visit);
-                }
-                break; // A line still being written.
-            }
-        }
-        taken
-    }
-
-    /// Hands over the whole lines of `chunk`; returns the bytes consumed.
-    fn split(
-        &self,
-        followed: &mut Followed,
-        chunk: &[u8],
-        at_end: bool,
-        visit: &mut dyn FnMut(Item<'_>),
-    ) -> u64 {
-        let mut position = 0;
-        if followed.skipping {
-            match chunk.iter().position(|&b| b == b'\n') {
-                Some(newline) => {
-                    followed.skipping = false;
-                    position = newline + 1;
-                }
-                None => return chunk.len() as u64,
-            }
-        }
-        while let Some(length) = chunk[position..].iter().position(|&b| b == b'\n') {
-            self.line(&chunk[position..position + length], visit);
-            position += length + 1;
-        }
-        let rest = &chunk[position..];
-        if rest.len() > self.limits.line_bytes {
-            self.too_long(rest.len(), visit);
-            followed.skipping = true;
-            position = chunk.len();
-        } else if at_end && self.take_unterminated && !rest.is_empty() {
-            self.line(rest, visit);
-            position = chunk.len();
-        }
-        position as u64
-    }
-
-    fn line(&self, bytes: &[u8], visit: &mut dyn FnMut(Item<'_>)) {
-        if bytes.len() > self.limits.line_bytes {
-            self.too_long(bytes.len() + 1, visit);
-        } else if !bytes.iter().all(u8::is_ascii_whitespace) {
-            visit(Item::Line {
-                file: &self.display,
-                bytes,
-            });
-        }
-    }
-
-    fn too_long(&self, bytes: usize, visit: &mut dyn FnMut(Item<'_>)) {
-        visit(Item::Problem {
-            file: &self.display,
-            problem: Problem::LineTooLong,
-            count: 1,
-            bytes: bytes as u64,
-        });
-    }
-}
-
-/// Opens a directory entry for reading: never through a symbolic link, never blocking on
-/// a FIFO, never becoming a controlling terminal.
-fn open_entry(dir: &File, name: &OsStr) -> io::Result<File> {
-    let name = CString::new(name.as_bytes()).map_err(io::Error::other)?;
-    let flags = libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY;
-    // SAFETY: the name is NUL-terminated; the descriptor returned is owned by the File.
-    unsafe {
-        let fd = libc::openat(dir.as_raw_fd(), name.as_ptr(), flags | libc::O_CLOEXEC);
-        if fd < 0 {
-            Err(io::Error::last_os_error())
-        } else {
-            Ok(File::from_raw_fd(fd))
-        }
-    }
-}
-
-fn fstat(file: &File) -> io::Result<libc::stat> {
-    // SAFETY: a zeroed stat is a valid out-parameter.
-    unsafe {
-        let mut stat: libc::stat = std::mem::zeroed();
-        if libc::fstat(file.as_raw_fd(), &mut stat) == 0 {
-            Ok(stat)
-        } else {
-            Err(io::Error::last_os_error())
-        }
-    }
-}
-
-/// While alive, this thread opens files with the directory owner's uid and gid, so that
-/// a recorder running as root reads only what the task could read itself. A no-op when
-/// not root or when root owns the directory.
-struct OwnerIdentity {
-    previous: Option<(u32, u32)>,
-}
-
-impl OwnerIdentity {
-    fn assume((uid, gid): (u32, u32)) -> OwnerIdentity {
-        // SAFETY: geteuid, setfsgid and setfsuid only change this thread's credentials.
-        let previous = unsafe {
-            if libc::geteuid() != 0 || uid == 0 {
-                None
-            } else {
-                let old_gid = libc::setfsgid(gid) as u32;
-                let old_uid = libc::setfsuid(uid) as u32;
-                Some((old_uid, old_gid))
-            }
-        };
-        OwnerIdentity { previous }
-    }
-}
-
-impl Drop for OwnerIdentity {
-    fn drop(&mut self) {
-        if let Some((uid, gid)) = self.previous {
-            // SAFETY: restores this thread's own earlier credentials.
-            unsafe {
-                libc::setfsuid(uid);
-                libc::setfsgid(gid);
-            }
-        }
-    }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::io::Write;
-
-    /// Scans and returns the lines and problems as text.
-    fn scan(reader: &mut DirReader, take_unterminated: bool) -> Vec<String> {
-        let mut seen = Vec::new();
-        reader
-            .scan(take_unterminated, &mut |item| {
-                seen.push(match item {
-                    Item::Line { file, bytes } => {
-                        format!("{file}: {}", String::from_utf8_lossy(bytes))
-                    }
-                    Item::Problem {
-                        file,
-                        problem,
-                        count,
-                        ..
-                    } => format!("{file}: {problem:?} x{count}"),
-                });
-            })
-            .unwrap();
-        seen
-    }
-
-    fn append(path: &Path, text: &[u8]) {
-        let mut file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .unwrap();
-        file.write_all(text).unwrap();
-    }
-
-    #[test]
-    fn whole_lines_are_taken_once_and_a_partial_line_waits_for_its_newline() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut reader = DirReader::open(dir.path(), Limits::default()).unwrap();
-        append(&dir.path().join("1.jsonl"), b"a\nb");
-        assert_eq!(scan(&mut reader, false), ["1.jsonl: a"]);
-        assert_eq!(scan(&mut reader, false), Vec::<String>::new());
-        append(&dir.path().join("1.jsonl"), b"c\n\n");
-        assert_eq!(scan(&mut reader, false), ["1.jsonl: bc"]);
-        let progress = reader.take_progress();
-        assert_eq!(progress.len(), 1);
-        assert_eq!(progress[0].offset, 6);
-        assert!(reader.take_progress().is_empty());
-    }
-
-    #[test]
-    fn a_resumed_reader_starts_at_the_checkpoint() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("7.jsonl");
-        append(&path, b"one\ntwo\nthree");
-        let mut first = DirReader::open(dir.path(), Limits::default()).unwrap();
-        scan(&mut first, false);
-        let mut second = DirReader::open(dir.path(), Limits::default()).unwrap();
-        for progress in first.take_progress() {
-            second.resume(&progress);
-        }
-        assert_eq!(scan(&mut second, true), ["7.jsonl: three"]);
-    }
-
-    #[test]
-    fn long_lines_are_dropped_up_to_their_newline() {
-        let dir = tempfile::tempdir().unwrap();
-        let limits = Limits {
-            line_bytes: 10,
-            ..Limits::default()
-        };
-        let mut reader = DirReader::open(dir.path(), limits).unwrap();
-        let path = dir.path().join("1.jsonl");
-        append(&path, b"short\n0123456789");
-        assert_eq!(scan(&mut reader, false), ["1.jsonl: short"]);
-        reader.buffer.truncate(11);
-        append(&path, &[b'x'; 100]);
-        append(&path, b"\nafter\n");
-        assert_eq!(
-            scan(&mut reader, false),
-            ["1.jsonl: LineTooLong x1", "1.jsonl: after"]
-        );
-    }
-
-    #[test]
-    fn links_fifos_and_directories_are_refused_once() {
-        let dir = tempfile::tempdir().unwrap();
-        let outside = dir.path().join("outside");
-        std::fs::write(&outside, "secret\n").unwrap();
-        std::os::unix::fs::symlink(&outside, dir.path().join("s.jsonl")).unwrap();
-        std::fs::hard_link(&outside, dir.path().join("h.jsonl")).unwrap();
-        std::fs::create_dir(dir.path().join("d.jsonl")).unwrap();
-        let fifo = CString::new(dir.path().join("f.jsonl").as_os_str().as_bytes()).unwrap();
-        // SAFETY: mkfifo with a NUL-terminated path.
-        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
-        let mut reader = DirReader::open(dir.path(), Limits::default()).unwrap();
-        let mut seen = scan(&mut reader, true);
-        seen.sort();
-        assert_eq!(
-            seen,
-            [
-                "d.jsonl: NotRegular x1",
-                "f.jsonl: NotRegular x1",
-                "h.jsonl: HardLink x1",
-                "s.jsonl: Symlink x1"
-            ]
-        );
-        assert!(scan(&mut reader, true).is_empty());
-    }
-
-    #[test]
-    fn truncation_and_replacement_stop_reading_a_file() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut reader = DirReader::open(dir.path(), Limits::default()).unwrap();
-        append(&dir.path().join("t.jsonl"), b"one\n");
-        append(&dir.path().join("r.jsonl"), b"one\n");
-        scan(&mut reader, false);
-        std::fs::write(dir.path().join("t.jsonl"), b"").unwrap();
-        std::fs::remove_file(dir.path().join("r.jsonl")).unwrap();
-        append(&dir.path().join("keep"), b"");
-        append(&dir.path().join("r.jsonl"), b"again\n");
-        let mut seen = scan(&mut reader, false);
-        seen.sort();
-        assert_eq!(seen, ["r.jsonl: Replaced x1", "t.jsonl: Truncated x1"]);
-    }
-
-    #[test]
-    fn files_over_the_count_cap_are_reported_not_followed() {
-        let dir = tempfile::tempdir().unwrap();
-        for i in 0..5 {
-            append(&dir.path().join(format!("{i}.jsonl")), b"x\n");
-        }
-        let limits = Limits {
-            files: 3,
-            ..Limits::default()
-        };
-        let mut reader = DirReader::open(dir.path(), limits).unwrap();
-        let seen = scan(&mut reader, false);
-        assert_eq!(seen.len(), 4, "{seen:?}");
-        assert!(seen.contains(&": TooManyFiles x2".to_owned()), "{seen:?}");
-        assert_eq!(scan(&mut reader, false).len(), 0);
-    }
-
-    #[test]
-    fn a_scan_that_reaches_its_budget_asks_for_another_at_once() {
-        let dir = tempfile::tempdir().unwrap();
-        let line = format!("{}\n", "x".repeat(99));
-        let lines = (SCAN_BYTES as usize / line.len()) * 3 / 2;
-        append(&dir.path().join("1.jsonl"), line.repeat(lines).as_bytes());
-        let mut reader = DirReader::open(dir.path(), Limits::default()).unwrap();
-        let mut taken = 0;
-        let first = reader.scan(false, &mut |_| taken += 1).unwrap();
-        assert!(first.more, "the budget was reached");
-        let second = reader.scan(false, &mut |_| taken += 1).unwrap();
-        assert!(!second.more);
-        assert_eq!(taken, lines);
-    }
-
-    #[test]
-    fn a_file_is_read_up_to_its_cap() {
-        let dir = tempfile::tempdir().unwrap();
-        let limits = Limits {
-            file_bytes: 8,
-            ..Limits::default()
-        };
-        let mut reader = DirReader::open(dir.path(), limits).unwrap();
-        append(&dir.path().join("1.jsonl"), b"abc\ndefgh\nij\n");
-        assert_eq!(
-            scan(&mut reader, false),
-            ["1.jsonl: abc", "1.jsonl: FileTooBig x1"]
-        );
-    }
-}
+mod tests;

@@ -1,9 +1,12 @@
+use crate::synthetic::{LogBuilder, GIB};
 use crate::util::*;
-use serde_json::Value;
+use serde_json::{json, Value};
 use std::collections::HashSet;
 use std::path::Path;
 use std::process::Child;
 use std::time::Duration;
+use tc_profile_format::schema::{category, data_type};
+use tc_profile_format::Marker;
 
 const FIXTURE: &str = MOZILLA_STREAM;
 
@@ -126,20 +129,19 @@ fn sigkill_during_finalize_never_leaves_a_partial_profile() {
     );
 }
 
+/// A log of `markers` text markers 0.5 ms apart, without a footer.
 fn write_synthetic_log(path: &Path, markers: usize) {
-    let full = Sandbox::new();
-    full.run_ok(&["run", "--keep-log", "--", "true"]);
-    let recorded = std::fs::read_to_string(full.path("profile_resource-usage.jsonl")).unwrap();
-    let mut text: String = recorded.lines().take(2).map(|l| format!("{l}\n")).collect();
+    let mut log = LogBuilder::new(4, GIB);
     for i in 0..markers {
         let t = i as f64 * 0.5;
-        text.push_str(&format!(
-            "{{\"type\":\"marker\",\"name\":\"step {}\",\"startTime\":{t},\"endTime\":{},\"category\":3,\"data\":{{\"type\":\"Text\",\"text\":\"synthetic marker {i}\"}}}}\n",
-            i % 50,
-            t + 0.25
-        ));
+        let text = json!({"type": data_type::TEXT, "text": format!("synthetic marker {i}")});
+        log.marker(
+            Marker::interval(format!("step {}", i % 50), t, t + 0.25)
+                .with_category(category::USER)
+                .with_data(text),
+        );
     }
-    std::fs::write(path, text).unwrap();
+    std::fs::write(path, log.bytes()).unwrap();
 }
 
 #[test]

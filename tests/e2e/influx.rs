@@ -4,7 +4,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
-use std::process::Command;
+use std::process::{Command, Output};
 use std::sync::{Arc, Mutex};
 
 const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/influxdb");
@@ -73,6 +73,22 @@ send 'compile:250|ms|#target:linux'
 send 'queue.depth:7|g'
 sleep 0.3"#;
 
+/// Runs METRICS under `run --keep-log FLAGS` as task TASK_ID, with `env` besides; fails
+/// the test unless it exits 0.
+fn run_metrics(sandbox: &Sandbox, flags: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut args = vec!["run", "--keep-log"];
+    args.extend_from_slice(flags);
+    args.extend(["--", "bash", "-c", METRICS]);
+    let output = sandbox
+        .command(&args)
+        .env("TASK_ID", TASK_ID)
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", describe(&args, &output));
+    output
+}
+
 #[test]
 fn a_task_exported_to_a_real_influxdb_is_queried_back() {
     let sandbox = Sandbox::new();
@@ -80,26 +96,11 @@ fn a_task_exported_to_a_real_influxdb_is_queried_back() {
     for database in ["ci", "again"] {
         server.query("", &format!("CREATE DATABASE {database}"));
     }
-    let args = [
-        "run",
-        "--keep-log",
-        "--export-influx",
-        &server.url,
-        "--export-database",
-        "ci",
-        "--",
-        "bash",
-        "-c",
-        METRICS,
-    ];
-    let output = sandbox
-        .command(&args)
-        .env("TASK_ID", TASK_ID)
-        .env("RUN_ID", "2")
-        .env("TASKCLUSTER_WORKER_TYPE", "b-linux")
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "{}", describe(&args, &output));
+    let output = run_metrics(
+        &sandbox,
+        &["--export-influx", &server.url, "--export-database", "ci"],
+        &[("RUN_ID", "2"), ("TASKCLUSTER_WORKER_TYPE", "b-linux")],
+    );
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("exported"), "{stderr}");
 
@@ -191,31 +192,23 @@ fn fake_influx(statuses: Vec<u16>) -> (String, Arc<Mutex<Vec<String>>>) {
 fn an_export_is_retried_with_the_recorders_credentials_that_the_task_never_sees() {
     let sandbox = Sandbox::new();
     let (url, requests) = fake_influx(vec![503, 500, 204]);
-    let args = [
-        "run",
-        "--keep-log",
-        "--export-influx",
-        &url,
-        "--export-database",
-        "ci",
-        "--",
-        "sh",
-        "-c",
+    let args = run_script(
+        &[
+            "--keep-log",
+            "--export-influx",
+            &url,
+            "--export-database",
+            "ci",
+        ],
         "env > env.txt; cat /proc/$PPID/environ > parent-env.txt 2>/dev/null; exit 3",
-    ];
+    );
     let output = sandbox
         .command(&args)
         .env("TC_PROFILE_INFLUX_USERNAME", "ci-writer")
         .env("TC_PROFILE_INFLUX_PASSWORD", "s3cret-never-in-the-task")
         .output()
         .unwrap();
-    assert_eq!(
-        output.status.code(),
-        Some(3),
-        "{}",
-        describe(&args, &output)
-    );
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    let stderr = assert_exit_code(&args, &output, 3);
     assert!(stderr.contains("after 3 attempts"), "{stderr}");
 
     let requests = requests.lock().unwrap();
@@ -253,25 +246,12 @@ fn a_failed_export_never_changes_the_exit_status() {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         format!("http://{}", listener.local_addr().unwrap())
     };
-    let args = [
-        "run",
-        "--export-influx",
-        &url,
-        "--export-database",
-        "ci",
-        "--",
-        "sh",
-        "-c",
+    let args = run_script(
+        &["--export-influx", &url, "--export-database", "ci"],
         "exit 5",
-    ];
-    let output = sandbox.run(&args);
-    assert_eq!(
-        output.status.code(),
-        Some(5),
-        "{}",
-        describe(&args, &output)
     );
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    let output = sandbox.run(&args);
+    let stderr = assert_exit_code(&args, &output, 5);
     assert!(
         stderr.contains("warning: export failed") && stderr.contains("after 5 attempts"),
         "{stderr}"
@@ -307,13 +287,7 @@ fn credentials_others_can_read_or_put_in_the_url_are_refused() {
         args.extend(&flags);
         args.extend(["--", "touch", "ran"]);
         let output = sandbox.run(&args);
-        assert_eq!(
-            output.status.code(),
-            Some(2),
-            "{}",
-            describe(&args, &output)
-        );
-        let stderr = String::from_utf8_lossy(&output.stderr);
+        let stderr = assert_exit_code(&args, &output, 2);
         assert_eq!(stderr.lines().count(), 1, "{stderr}");
         assert!(!stderr.contains("pw"), "the secret is not quoted: {stderr}");
         assert!(
@@ -350,22 +324,7 @@ fn export_forwards_totals_to_an_upstream_statsd_and_prints_formats() {
         .set_read_timeout(Some(std::time::Duration::from_secs(20)))
         .unwrap();
     let address = upstream.local_addr().unwrap().to_string();
-    let args = [
-        "run",
-        "--keep-log",
-        "--export-statsd",
-        &address,
-        "--",
-        "bash",
-        "-c",
-        METRICS,
-    ];
-    let output = sandbox
-        .command(&args)
-        .env("TASK_ID", TASK_ID)
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "{}", describe(&args, &output));
+    run_metrics(&sandbox, &["--export-statsd", &address], &[]);
     let mut received = String::new();
     let mut buffer = [0u8; 2048];
     while !received.contains("task.queue.depth") {

@@ -209,15 +209,7 @@ fn a_bad_prefix_is_refused_and_no_statsd_exports_nothing() {
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert!(stderr.contains("--metric-prefix"), "{stderr}");
     }
-    let args = [
-        "run",
-        "--no-statsd",
-        "--keep-log",
-        "--",
-        "sh",
-        "-c",
-        "env > env.txt",
-    ];
+    let args = run_script(&["--no-statsd", "--keep-log"], "env > env.txt");
     sandbox.run_ok(&args);
     let env = std::fs::read_to_string(sandbox.path("env.txt")).unwrap();
     assert!(!env.contains("STATSD"), "{env}");

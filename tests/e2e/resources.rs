@@ -83,16 +83,7 @@ fn the_task_tree_carries_its_load_and_other_cpu_carries_the_unrelated_burner() {
     let burner = Burner::start();
     let script = "sha1sum /dev/zero & a=$!; sha1sum /dev/zero & b=$!; \
                   dd if=/dev/zero bs=100M count=1 2>/dev/null | sleep 3; kill $a $b; wait";
-    let args = [
-        "run",
-        "--interval",
-        "0.1",
-        "--keep-log",
-        "--",
-        "sh",
-        "-c",
-        script,
-    ];
+    let args = run_script(&["--interval", "0.1", "--keep-log"], script);
     let burner_before = cpu_ms_of(burner.0.id());
     let output = sandbox.run(&args);
     let burner_during = cpu_ms_of(burner.0.id()) - burner_before;
@@ -188,16 +179,7 @@ fn process_markers_are_in_the_log_while_the_task_still_runs() {
     let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
     assert!(made.success());
     let script = r#"(sh -c "sleep 0.3; exit 3" & exec sleep 1); read go < "$FIFO""#;
-    let args = [
-        "run",
-        "--interval",
-        "0.1",
-        "--keep-log",
-        "--",
-        "sh",
-        "-c",
-        script,
-    ];
+    let args = run_script(&["--interval", "0.1", "--keep-log"], script);
     let mut recorder = sandbox.command(&args).env("FIFO", &fifo).spawn().unwrap();
     let log_path = sandbox.path("profile_resource-usage.jsonl");
 
@@ -323,16 +305,7 @@ fn an_oom_kill_in_a_memory_limited_cgroup_is_an_oom_kill_marker() {
     let sandbox = Sandbox::new();
     let dir = cgroup.path.to_str().unwrap();
     let script = r#"echo $$ > "$CG/cgroup.procs" && dd if=/dev/zero of=/dev/null bs=200M count=1"#;
-    let args = [
-        "run",
-        "--cgroup",
-        dir,
-        "--keep-log",
-        "--",
-        "sh",
-        "-c",
-        script,
-    ];
+    let args = run_script(&["--cgroup", dir, "--keep-log"], script);
     let output = sandbox.command(&args).env("CG", dir).output().unwrap();
     assert_eq!(
         output.status.code(),
@@ -373,15 +346,7 @@ fn an_oom_kill_in_a_memory_limited_cgroup_is_an_oom_kill_marker() {
 fn own_cgroup_holds_the_command_and_is_removed_at_the_end() {
     let sandbox = Sandbox::new();
     let script = "cat /proc/self/cgroup > cgroup.txt; dd if=/dev/zero of=/dev/null bs=50M count=1";
-    let args = [
-        "run",
-        "--own-cgroup",
-        "--keep-log",
-        "--",
-        "sh",
-        "-c",
-        script,
-    ];
+    let args = run_script(&["--own-cgroup", "--keep-log"], script);
     if let Some(why) = no_cgroup_here() {
         eprintln!("skipped: no cgroup can be created here: {why}");
         return;
@@ -456,16 +421,10 @@ fn recover_removes_the_cgroup_a_killed_recorder_left() {
         return;
     }
     let sandbox = Sandbox::new();
-    let args = [
-        "run",
-        "--own-cgroup",
-        "--state-dir",
-        "state",
-        "--",
-        "sh",
-        "-c",
+    let args = run_script(
+        &["--own-cgroup", "--state-dir", "state"],
         "echo $$ > command.pid; exec sleep 60",
-    ];
+    );
     let mut recorder = sandbox
         .command(&args)
         .stderr(Stdio::piped())

@@ -6,16 +6,7 @@ const BURST: &str =
 #[test]
 fn run_records_every_track_a_write_burst_and_the_command() {
     let sandbox = Sandbox::new();
-    let args = [
-        "run",
-        "--interval",
-        "0.1",
-        "--keep-log",
-        "--",
-        "sh",
-        "-c",
-        BURST,
-    ];
+    let args = run_script(&["--interval", "0.1", "--keep-log"], BURST);
     let output = sandbox
         .command(&args)
         .env("TMP", sandbox.dir())
@@ -98,17 +89,9 @@ fn a_recording_that_cannot_start_still_runs_the_command_with_one_warning() {
         ["--state-dir", "state/logs"],
     ];
     for place in unwritable {
-        let mut args = vec!["run"];
-        args.extend(place);
-        args.extend(["--", "sh", "-c", "touch ran; exit 7"]);
+        let args = run_script(&place, "touch ran; exit 7");
         let output = sandbox.run(&args);
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert_eq!(
-            output.status.code(),
-            Some(7),
-            "{}",
-            describe(&args, &output)
-        );
+        let stderr = assert_exit_code(&args, &output, 7);
         assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
         assert!(
             stderr.starts_with("tc-profile: warning: ") && stderr.contains(place[1]),

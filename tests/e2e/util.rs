@@ -478,3 +478,23 @@ pub fn run_on_terminal(mut command: Command) -> (std::process::ExitStatus, Strin
     let output = reader.join().unwrap();
     (status, String::from_utf8_lossy(&output).into_owned())
 }
+
+/// `run FLAGS -- sh -c SCRIPT`: the arguments of a recording of one shell script.
+pub fn run_script<'a>(flags: &[&'a str], script: &'a str) -> Vec<&'a str> {
+    let mut args = vec!["run"];
+    args.extend_from_slice(flags);
+    args.extend(["--", "sh", "-c", script]);
+    args
+}
+
+/// Fails the test, showing everything, unless `tc-profile ARGS` exited with `code`;
+/// returns its stderr.
+pub fn assert_exit_code(args: &[&str], output: &Output, code: i32) -> String {
+    assert_eq!(
+        output.status.code(),
+        Some(code),
+        "{}",
+        describe(args, output)
+    );
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}

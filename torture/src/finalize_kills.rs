@@ -4,6 +4,7 @@
 
 use crate::profile_check::check_profile;
 use crate::random::Random;
+use crate::report::write_failures;
 use anyhow::{bail, Context, Result};
 use std::fmt;
 use std::path::Path;
@@ -41,10 +42,7 @@ impl fmt::Display for FinalizeKillsReport {
             self.partial_profiles,
             if self.next_finalize_ok { "yes" } else { "NO" }
         )?;
-        for failure in self.failures.iter().take(10) {
-            write!(f, "\n   FAILED {failure}")?;
-        }
-        Ok(())
+        write_failures(f, &self.failures)
     }
 }
 

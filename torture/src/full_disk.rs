@@ -11,6 +11,7 @@
 
 use crate::profile_check::check_profile;
 use crate::random::Random;
+use crate::report::write_failures;
 use anyhow::Result;
 use serde_json::Value;
 use std::fmt;
@@ -43,6 +44,16 @@ pub struct FullDiskReport {
 impl FullDiskReport {
     pub fn passed(&self) -> bool {
         self.failures.is_empty()
+    }
+
+    /// Whether a run had no problems; its problems are one failure otherwise.
+    fn judge(&mut self, run: &str, problems: &[String], stderr: &str) -> bool {
+        if !problems.is_empty() {
+            let problems = problems.join("; ");
+            self.failures
+                .push(format!("{run}: {problems}; stderr: {stderr}"));
+        }
+        problems.is_empty()
     }
 }
 
@@ -85,10 +96,7 @@ impl fmt::Display for FullDiskReport {
             gave_up.join(", "),
             self.hung_passed
         )?;
-        for failure in self.failures.iter().take(10) {
-            write!(f, "\n   FAILED {failure}")?;
-        }
-        Ok(())
+        write_failures(f, &self.failures)
     }
 }
 
@@ -144,13 +152,7 @@ fn read_only_ext4(bin: &Path, work: &Path, runs: usize, report: &mut FullDiskRep
     let image = work.join("ext4.img");
     let mount_point = work.join("mnt");
     for run in 0..runs.div_ceil(2) {
-        let mounted = sh(&format!(
-            "rm -f {0} && truncate -s 16M {0} && mkfs.ext4 -q {0} && \
-             mount -o loop,errors=remount-ro {0} {1}",
-            image.display(),
-            mount_point.display()
-        ));
-        if let Err(error) = mounted {
+        if let Err(error) = mount_new_ext4(&image, &mount_point, "loop,errors=remount-ro") {
             report.read_only_skipped = Some(format!("cannot mount an ext4 image: {error}"));
             break;
         }
@@ -251,12 +253,7 @@ fn record_failing_disk(
 fn hung_ext4(bin: &Path, work: &Path, run: usize, report: &mut FullDiskReport) -> Result<()> {
     let image = work.join("hung.img");
     let mount_point = work.join("mnt");
-    let mounted = sh(&format!(
-        "rm -f {0} && truncate -s 16M {0} && mkfs.ext4 -q {0} && mount -o loop {0} {1}",
-        image.display(),
-        mount_point.display()
-    ));
-    if let Err(error) = mounted {
+    if let Err(error) = mount_new_ext4(&image, &mount_point, "loop") {
         report.failures.push(format!("hung disk {run}: {error}"));
         return Ok(());
     }
@@ -342,13 +339,8 @@ fn record_hung_disk(
         )),
     }
     let _ = std::fs::remove_file(work.join("hung.json"));
-    if problems.is_empty() {
+    if report.judge(&format!("hung disk {run}"), &problems, &stderr) {
         report.hung_passed += 1;
-    } else {
-        report.failures.push(format!(
-            "hung disk {run}: {}; stderr: {stderr}",
-            problems.join("; ")
-        ));
     }
     Ok(())
 }
@@ -392,15 +384,20 @@ fn full_from_the_start(
     if !left.is_empty() || profile_path.exists() {
         problems.push(format!("left behind: {left:?}"));
     }
-    if problems.is_empty() {
+    if report.judge(&format!("full from the start {run}"), &problems, &stderr) {
         report.full_at_start_ran += 1;
-    } else {
-        report.failures.push(format!(
-            "full from the start {run}: {}; stderr: {stderr}",
-            problems.join("; ")
-        ));
     }
     Ok(())
+}
+
+/// A fresh 16 MiB ext4 image at `image`, mounted on `mount_point` with `options`.
+fn mount_new_ext4(image: &Path, mount_point: &Path, options: &str) -> Result<()> {
+    sh(&format!(
+        "rm -f {0} && truncate -s 16M {0} && mkfs.ext4 -q {0} && mount -o {options} {0} {1}",
+        image.display(),
+        mount_point.display()
+    ))
+    .map(drop)
 }
 
 fn whole_lines(log: &[u8]) -> impl Iterator<Item = &[u8]> {

@@ -10,6 +10,7 @@ use crate::child::{INSTANT, INTERVAL};
 use crate::expected::{Expected, Source, Tally};
 use crate::profile_check::check_profile;
 use crate::random::Random;
+use crate::report::write_failures;
 use anyhow::{Context, Result};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -88,10 +89,7 @@ impl fmt::Display for KillsReport {
              markers dropped before the log: {}",
             total.on_disk, total.lost, total.duplicated, total.invented, self.holes
         )?;
-        for failure in self.failures.iter().take(10) {
-            write!(f, "\n   FAILED {failure}")?;
-        }
-        Ok(())
+        write_failures(f, &self.failures)
     }
 }
 

@@ -10,6 +10,7 @@ mod full_disk;
 mod kills;
 mod profile_check;
 mod random;
+mod report;
 mod sync_cost;
 mod task;
 mod truncation;

@@ -3,6 +3,7 @@
 //! Each finalizes unless the meta and thread lines are cut; none holds a marker that the
 //! whole log does not; the bytes dropped are counted.
 
+use crate::report::write_failures;
 use anyhow::Result;
 use std::collections::HashSet;
 use std::fmt;
@@ -51,10 +52,7 @@ impl fmt::Display for TruncationReport {
                 "\n   FAILED no log of part 1 was small enough to cut at every byte"
             )?;
         }
-        for failure in self.failures.iter().take(10) {
-            write!(f, "\n   FAILED {failure}")?;
-        }
-        Ok(())
+        write_failures(f, &self.failures)
     }
 }
 

@@ -1,0 +1,144 @@
+//! Tests of the aggregation: one line a series an interval, each kind's figures, names and
+//! tags sanitized, and what is dropped counted.
+
+use super::*;
+
+fn sample(kind: MetricKind, name: &str, value: SampleValue) -> Sample {
+    Sample {
+        kind,
+        name: name.to_owned(),
+        value,
+        rate: 1.0,
+        tags: Vec::new(),
+    }
+}
+
+fn number(kind: MetricKind, name: &str, value: f64) -> Sample {
+    sample(kind, name, SampleValue::Number(value))
+}
+
+#[test]
+fn names_cannot_leave_the_prefix() {
+    assert_eq!(sanitize_name("../../etc/passwd").unwrap(), "_._etc_passwd");
+    assert_eq!(sanitize_name(".worker.cpu").unwrap(), "worker.cpu");
+    assert_eq!(sanitize_name("a b\u{e9}\n").unwrap(), "a_b__");
+    assert_eq!(sanitize_name("..."), None);
+    assert_eq!(sanitize_name(&"x".repeat(MAX_NAME_BYTES + 1)), None);
+}
+
+#[test]
+fn a_hundred_thousand_increments_are_one_line_per_interval() {
+    let mut aggregator = Aggregator::new(MetricLimits::default());
+    for _ in 0..100_000 {
+        aggregator.record(number(MetricKind::Counter, "hits", 1.0));
+    }
+    let markers = aggregator.flush(0.0, 100.0);
+    assert_eq!(markers.len(), 1);
+    assert_eq!(markers[0].name, "task.hits");
+    assert_eq!(markers[0].data.as_ref().unwrap()["value"], 100_000.0);
+    assert!(
+        aggregator.flush(100.0, 200.0).is_empty(),
+        "no change, no line"
+    );
+}
+
+#[test]
+fn gauges_keep_their_value_and_take_deltas() {
+    let mut aggregator = Aggregator::new(MetricLimits::default());
+    aggregator.record(number(MetricKind::Gauge, "depth", 10.0));
+    aggregator.record(sample(
+        MetricKind::Gauge,
+        "depth",
+        SampleValue::GaugeDelta(-3.0),
+    ));
+    assert_eq!(
+        aggregator.flush(0.0, 1.0)[0].data.as_ref().unwrap()["value"],
+        7.0
+    );
+    aggregator.record(sample(
+        MetricKind::Gauge,
+        "depth",
+        SampleValue::GaugeDelta(5.0),
+    ));
+    assert_eq!(
+        aggregator.flush(1.0, 2.0)[0].data.as_ref().unwrap()["value"],
+        12.0
+    );
+}
+
+#[test]
+fn timers_give_count_min_mean_max_with_sample_rates() {
+    let mut aggregator = Aggregator::new(MetricLimits::default());
+    for value in [10.0, 20.0, 60.0] {
+        aggregator.record(Sample {
+            rate: 0.5,
+            ..number(MetricKind::Timer, "build", value)
+        });
+    }
+    let data = aggregator.flush(0.0, 1.0)[0].data.clone().unwrap();
+    assert_eq!(data["type"], "Timer");
+    assert_eq!(
+        (&data["count"], &data["min"], &data["mean"], &data["max"]),
+        (&json!(6.0), &json!(10.0), &json!(30.0), &json!(60.0))
+    );
+}
+
+#[test]
+fn sets_count_distinct_members_per_interval() {
+    let mut aggregator = Aggregator::new(MetricLimits::default());
+    for member in ["a", "b", "a", "c"] {
+        aggregator.record(sample(
+            MetricKind::Set,
+            "users",
+            SampleValue::Member(member.into()),
+        ));
+    }
+    assert_eq!(
+        aggregator.flush(0.0, 1.0)[0].data.as_ref().unwrap()["distinct"],
+        3.0
+    );
+}
+
+#[test]
+fn tags_are_sorted_and_name_their_own_series() {
+    let mut aggregator = Aggregator::new(MetricLimits::default());
+    let tagged = |tags: &[(&str, &str)]| Sample {
+        tags: tags
+            .iter()
+            .map(|(k, v)| ((*k).into(), (*v).into()))
+            .collect(),
+        ..number(MetricKind::Counter, "req", 1.0)
+    };
+    aggregator.record(tagged(&[("route", "/a b"), ("code", "200")]));
+    aggregator.record(tagged(&[("code", "200"), ("route", "/a b")]));
+    aggregator.record(tagged(&[]));
+    let markers = aggregator.flush(0.0, 1.0);
+    let names: Vec<&str> = markers.iter().map(|m| m.name.as_str()).collect();
+    assert_eq!(names, ["task.req", "task.req #code:200,route:/a_b"]);
+    let data = markers[1].data.as_ref().unwrap();
+    assert_eq!(
+        (&data["metric"], &data["value"]),
+        (&json!("task.req"), &json!(2.0))
+    );
+}
+
+#[test]
+fn series_over_the_cap_are_dropped_and_counted() {
+    let mut aggregator = Aggregator::new(MetricLimits {
+        max_series: 2,
+        ..MetricLimits::default()
+    });
+    for name in ["a", "b", "c", "a", "d"] {
+        aggregator.record(number(MetricKind::Counter, name, 1.0));
+    }
+    aggregator.malformed("garbage", Malformed::Syntax);
+    let markers = aggregator.flush(0.0, 1.0);
+    assert_eq!(markers.len(), 3);
+    let drops = markers[2].data.as_ref().unwrap();
+    assert_eq!(markers[2].name, metric::DROPPED_MARKER);
+    assert_eq!(
+        (&drops["overSeriesCap"], &drops["malformed"]),
+        (&json!(2), &json!(1))
+    );
+    assert_eq!(drops["example"], "garbage (not name:value|type)");
+}

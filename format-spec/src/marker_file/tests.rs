@@ -1,0 +1,128 @@
+//! Tests of the marker-file decoder: every line kind, a problem for each kind of bad line,
+//! the nesting cap, the caps set by name, and the begin/end keys.
+
+use super::*;
+use crate::schema::category;
+
+fn decode(text: &str) -> Result<FileLine, Problem> {
+    decode_file_line(text.as_bytes(), &Limits::default())
+}
+
+#[test]
+fn every_line_kind_decodes() {
+    let marker = decode(
+        r#"{"type":"marker","name":"clone","startTime":1000,"endTime":1500,"category":"task","data":{"type":"Text","text":"git"}}"#,
+    );
+    match marker.unwrap() {
+        FileLine::Marker(m) => {
+            assert_eq!((m.start_time, m.end_time), (1000.0, Some(1500.0)));
+            assert_eq!(Category::index(m.category), category::TASK);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(
+        decode(r#"{"type":"begin","name":"build","id":"b1","time":1}"#),
+        Ok(FileLine::Begin(_))
+    ));
+    assert!(matches!(
+        decode(r#"{"type":"end","name":"build","time":2}"#),
+        Ok(FileLine::End(_))
+    ));
+    assert!(matches!(
+        decode(r#"{"type":"metric","name":"tests","kind":"c","value":3,"time":2}"#),
+        Ok(FileLine::Metric(_))
+    ));
+    assert!(matches!(
+        decode(
+            r#"{"type":"schema","name":"Test","display":["marker-table"],"data":[{"key":"status","format":"string"}]}"#
+        ),
+        Ok(FileLine::Schema(_))
+    ));
+}
+
+#[test]
+fn each_kind_of_bad_line_has_its_own_problem() {
+    let cases = [
+        ("[1,2]", Problem::NotObject),
+        ("{\"type\":\"marker\"", Problem::NotJson),
+        (
+            r#"{"type":"marker","name":5,"startTime":1}"#,
+            Problem::WrongFields,
+        ),
+        (
+            r#"{"type":"marker","name":"a","startTime":1,"category":"root"}"#,
+            Problem::WrongFields,
+        ),
+        (
+            r#"{"type":"marker","name":"a","startTime":1,"data":[]}"#,
+            Problem::WrongFields,
+        ),
+        (
+            r#"{"type":"marker","name":"a","startTime":1,"data":{"type":7}}"#,
+            Problem::WrongFields,
+        ),
+        (r#"{"type":"surprise"}"#, Problem::UnknownType),
+        (
+            r#"{"type":"marker","name":"a\u0007b","startTime":1}"#,
+            Problem::BadName,
+        ),
+        (
+            r#"{"type":"marker","name":"","startTime":1}"#,
+            Problem::BadName,
+        ),
+        (
+            r#"{"type":"marker","name":"a","startTime":5,"endTime":4}"#,
+            Problem::BadTime,
+        ),
+        (
+            r#"{"type":"marker","name":"a","startTime":1e999}"#,
+            Problem::NumberOutOfRange,
+        ),
+        (
+            r#"{"type":"schema","name":"T","display":["everywhere"],"data":[]}"#,
+            Problem::BadSchema,
+        ),
+        (
+            r#"{"type":"metric","name":"m","kind":"c","value":"x","time":1}"#,
+            Problem::WrongFields,
+        ),
+    ];
+    for (text, problem) in cases {
+        assert_eq!(decode(text), Err(problem), "{text}");
+    }
+    assert_eq!(
+        decode_file_line(b"{\"name\":\"\xff\"}", &Limits::default()),
+        Err(Problem::InvalidUtf8)
+    );
+}
+
+#[test]
+fn nesting_is_capped_but_brackets_in_strings_do_not_count() {
+    let deep = format!(
+        r#"{{"type":"marker","name":"a","startTime":1,"data":{}{}}}"#,
+        "[".repeat(40),
+        "]".repeat(40)
+    );
+    assert_eq!(decode(&deep), Err(Problem::TooDeep));
+    let text = format!(
+        r#"{{"type":"marker","name":"{}","startTime":1}}"#,
+        "[".repeat(40)
+    );
+    assert!(decode(&text).is_ok());
+}
+
+#[test]
+fn limits_are_set_by_name() {
+    let mut limits = Limits::default();
+    limits.set("line-bytes=100").unwrap();
+    limits.set("time-slack=5").unwrap();
+    assert_eq!((limits.line_bytes, limits.time_slack_ms), (100, 5000.0));
+    assert!(limits.set("bogus=1").unwrap_err().contains("known:"));
+    assert!(limits.set("files=0").is_err());
+}
+
+#[test]
+fn begin_and_end_keys_are_global_by_id_and_per_file_by_name() {
+    assert_eq!(interval_key("1.jsonl", "b", Some("x")), "id:x");
+    assert_eq!(interval_key("1.jsonl", "b", None), "file:1.jsonl:b");
+}
