@@ -4,7 +4,7 @@
 use crate::sources::cgroup::mount::Hierarchy;
 use crate::sources::cgroup::oom::OomWatch;
 use crate::sources::cgroup::TaskCgroup;
-use crate::sources::io::{self, IoData};
+use crate::sources::io::{self, whole_disks, IoData};
 use crate::sources::procfs::{keyed_number, sysconf, ReadBuffer};
 use crate::sources::{fraction, Lines, Percent, Source};
 use serde::Serialize;
@@ -39,6 +39,14 @@ pub(crate) struct CgroupSampler {
 struct Counters {
     cpu: Option<CpuCounters>,
     io: Option<io::Counters>,
+    oom_kills: Option<u64>,
+}
+
+/// What a tick takes from memory.events (v2) or memory.oom_control (v1), read once: how
+/// often the memory limit was hit (v2 only) and the OOM kills.
+#[derive(Clone, Copy, Default)]
+struct MemoryEvents {
+    limit_hits: Option<u64>,
     oom_kills: Option<u64>,
 }
 
@@ -126,7 +134,7 @@ impl CgroupSampler {
             buffer: ReadBuffer::new(),
             previous: None,
         };
-        if sampler.oom_kills().is_some() {
+        if sampler.memory_events().oom_kills.is_some() {
             sampler.oom = Some(OomWatch::start(&task.path));
         }
         (sampler.memory || sampler.cpu || !sampler.disks.is_empty()).then_some(sampler)
@@ -154,28 +162,32 @@ impl CgroupSampler {
         self.read(name)?.trim().parse().ok()
     }
 
-    fn oom_kills(&mut self) -> Option<u64> {
+    fn memory_events(&mut self) -> MemoryEvents {
         let file = match self.hierarchy {
             Hierarchy::V2 => "memory.events",
             Hierarchy::V1Memory => "memory.oom_control",
         };
-        keyed_number(self.read(file)?, "oom_kill")
+        let text = self.read(file);
+        MemoryEvents {
+            limit_hits: text.and_then(|t| keyed_number(t, "max")),
+            oom_kills: text.and_then(|t| keyed_number(t, "oom_kill")),
+        }
     }
 
-    fn memory_data(&mut self) -> Option<MemoryData> {
+    /// Whether a tick reads [`MemoryEvents`]: for the OOM kills, or v2's limit hits.
+    fn needs_memory_events(&self) -> bool {
+        self.oom.is_some() || (self.memory && self.hierarchy == Hierarchy::V2)
+    }
+
+    fn memory_data(&mut self, events: MemoryEvents) -> Option<MemoryData> {
         let (current, peak, limit, failcnt) = match self.hierarchy {
-            Hierarchy::V2 => {
-                let hits = self
-                    .read("memory.events")
-                    .and_then(|t| keyed_number(t, "max"));
-                (
-                    self.number("memory.current")?,
-                    self.number("memory.peak"),
-                    // "max", no limit, is not a number.
-                    self.number("memory.max"),
-                    hits,
-                )
-            }
+            Hierarchy::V2 => (
+                self.number("memory.current")?,
+                self.number("memory.peak"),
+                // "max", no limit, is not a number.
+                self.number("memory.max"),
+                events.limit_hits,
+            ),
             Hierarchy::V1Memory => (
                 self.number("memory.usage_in_bytes")?,
                 self.number("memory.max_usage_in_bytes"),
@@ -193,7 +205,7 @@ impl CgroupSampler {
         })
     }
 
-    fn counters(&mut self) -> Counters {
+    fn counters(&mut self, events: MemoryEvents) -> Counters {
         let mut counters = Counters::default();
         if self.cpu {
             counters.cpu = self.read("cpu.stat").and_then(|text| {
@@ -210,7 +222,7 @@ impl CgroupSampler {
             self.disks = disks;
         }
         if self.oom.is_some() {
-            counters.oom_kills = self.oom_kills();
+            counters.oom_kills = events.oom_kills;
         }
         counters
     }
@@ -231,12 +243,17 @@ impl Source for CgroupSampler {
     }
 
     fn tick(&mut self, now: f64, out: &mut Lines) {
+        let events = if self.needs_memory_events() {
+            self.memory_events()
+        } else {
+            MemoryEvents::default()
+        };
         let memory = if self.memory {
-            self.memory_data()
+            self.memory_data(events)
         } else {
             None
         };
-        let mut after = self.counters();
+        let mut after = self.counters(events);
         if let Some((_, before)) = &self.previous {
             // A failed read is not "no kills": the next count is compared with the last one.
             after.oom_kills = after.oom_kills.or(before.oom_kills);
@@ -307,16 +324,11 @@ fn parse_io_stat(text: &str, disks: &[String]) -> io::Counters {
     counters
 }
 
-/// `major:minor` of the disks that have a `device` link in /sys/block (as the IO track
-/// counts them).
+/// `major:minor` of the whole disks, which the IO track counts.
 fn disk_numbers(sys_block: &Path) -> Vec<String> {
-    let Ok(entries) = fs::read_dir(sys_block) else {
-        return Vec::new();
-    };
-    entries
-        .flatten()
-        .filter(|e| e.path().join("device").exists())
-        .filter_map(|e| fs::read_to_string(e.path().join("dev")).ok())
+    whole_disks(sys_block)
+        .iter()
+        .filter_map(|disk| fs::read_to_string(disk.join("dev")).ok())
         .map(|dev| dev.trim().to_owned())
         .collect()
 }
