@@ -124,9 +124,7 @@ impl MarkerSink {
             data,
             key: None,
         };
-        if self.send(encode_line(&Line::Open(open.clone())), true) {
-            self.wait_durable();
-        }
+        self.send_durable(encode_line(&Line::Open(open.clone())));
         IntervalGuard {
             sink: self.clone(),
             open: Some(open),
@@ -145,20 +143,36 @@ impl MarkerSink {
     /// Sends `count` encoded lines for one write, or drops them (counted) when the writer
     /// is that far behind; whether they were sent.
     pub(crate) fn send_lines(&self, bytes: Vec<u8>, count: u64, urgent: bool) -> bool {
+        self.send_acknowledged(bytes, count, urgent, None)
+    }
+
+    /// [`MarkerSink::send_lines`], with `ack` for the writer to wake once they are durable.
+    fn send_acknowledged(
+        &self,
+        bytes: Vec<u8>,
+        count: u64,
+        urgent: bool,
+        ack: Option<Sender<()>>,
+    ) -> bool {
         if self.sender.len() >= BACKLOG_LINES {
             self.dropped.fetch_add(count, Ordering::Relaxed);
             return false;
         }
-        self.send_batch(bytes, count, urgent)
+        self.enqueue(bytes, count, urgent, ack)
     }
 
     /// Sends `count` encoded lines for one write, however far behind the writer is: a
     /// batch of marker-file lines is never dropped, or a later checkpoint would claim it.
     pub(crate) fn send_batch(&self, bytes: Vec<u8>, count: u64, urgent: bool) -> bool {
+        self.enqueue(bytes, count, urgent, None)
+    }
+
+    fn enqueue(&self, bytes: Vec<u8>, count: u64, urgent: bool, ack: Option<Sender<()>>) -> bool {
         let message = Message::Line {
             bytes,
             count,
             urgent,
+            ack,
         };
         let sent = self.sender.send(message).is_ok();
         if !sent {
@@ -172,13 +186,15 @@ impl MarkerSink {
         self.sender.len()
     }
 
-    /// Waits until every line this thread sent is durable, up to `durable_wait`.
-    fn wait_durable(&self) {
+    /// Sends one urgent line and waits until the writer has made it durable (or found it
+    /// cannot), up to `durable_wait`; at once under the never policy.
+    fn send_durable(&self, bytes: Vec<u8>) {
         let Some(wait) = self.durable_wait else {
+            self.send(bytes, true);
             return;
         };
-        let (done, durable) = bounded(1);
-        if self.sender.send(Message::Durable(done)).is_ok() {
+        let (ack, durable) = bounded(1);
+        if self.send_acknowledged(bytes, 1, true, Some(ack)) {
             let _ = durable.recv_timeout(wait);
         }
     }

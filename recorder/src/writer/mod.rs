@@ -58,15 +58,15 @@ impl SyncPolicy {
 /// What travels from the sources to the writer.
 pub(crate) enum Message {
     /// `count` encoded lines (a batch of marker-file lines, or one line), written with one
-    /// write; `urgent` ones are made durable at once (lifecycle markers).
+    /// write; `urgent` ones are made durable at once (lifecycle markers). `ack`, when
+    /// there is one, is sent `()` once they are durable, or could not be made so (the sync
+    /// failed, the lines could not be written).
     Line {
         bytes: Vec<u8>,
         count: u64,
         urgent: bool,
+        ack: Option<Sender<()>>,
     },
-    /// Wake the sender once every line sent before this is durable, or could not be made
-    /// so (the sync failed, the line could not be written): by sending `()` on it.
-    Durable(Sender<()>),
     /// Make everything durable and stop. Sent after the footer.
     Shutdown,
 }
@@ -104,7 +104,7 @@ pub(crate) struct Writer<S> {
     /// Log time of the last sync attempt: a failed sync puts in doubt what came after it.
     last_sync_time: f64,
     place: PlaceWatch,
-    /// Waiting for the lines before their Durable message to be made durable.
+    /// Acknowledgements due once the lines taken so far are durable.
     waiting: Vec<Sender<()>>,
 }
 
@@ -157,13 +157,11 @@ impl<S: LogSink> Writer<S> {
                         bytes,
                         count,
                         urgent: u,
+                        ack,
                     } => {
                         self.append(&bytes, count);
                         urgent |= u;
-                    }
-                    Message::Durable(waiter) => {
-                        self.waiting.push(waiter);
-                        urgent = true;
+                        self.waiting.extend(ack);
                     }
                     Message::Shutdown => {
                         shutdown = true;

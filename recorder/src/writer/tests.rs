@@ -13,6 +13,7 @@ fn line(text: &str, urgent: bool) -> Message {
         bytes: format!("{text}\n").into_bytes(),
         count: 1,
         urgent,
+        ack: None,
     }
 }
 
@@ -37,6 +38,7 @@ fn write_markers(disk: &MemoryDisk, count: u32, policy: SyncPolicy) -> WriterSta
             bytes,
             count: 1,
             urgent: false,
+            ack: None,
         })
         .unwrap();
     }
