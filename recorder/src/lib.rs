@@ -63,7 +63,7 @@ use crossbeam_channel::{bounded, RecvTimeoutError, Sender};
 use error::spawn;
 use profile_dir::Ingester;
 use std::fs::File;
-use std::net::SocketAddr;
+use std::net::{SocketAddr, UdpSocket};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -98,6 +98,7 @@ pub struct Recorder {
     ingester: Option<Ingester>,
 }
 
+/// The statsd listener's thread, and how to stop it.
 struct StatsdThread {
     address: SocketAddr,
     stop: Sender<()>,
@@ -106,8 +107,8 @@ struct StatsdThread {
 
 impl StatsdThread {
     fn start(
-        socket: std::net::UdpSocket,
-        limits: tc_profile_format::MetricLimits,
+        socket: UdpSocket,
+        limits: MetricLimits,
         markers: &MarkerSink,
         interval: Duration,
     ) -> Result<StatsdThread, RecorderError> {
