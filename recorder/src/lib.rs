@@ -38,8 +38,6 @@ mod profile_dir;
 mod sampler;
 mod sources;
 mod statsd;
-#[cfg(test)]
-mod tests;
 mod writer;
 
 pub use channel::{IntervalGuard, MarkerSink};
@@ -263,3 +261,6 @@ impl Drop for Recorder {
         let _ = self.stop_writer(deadline);
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -4,11 +4,7 @@
 //! the log itself, deleted or not.
 
 mod log_file;
-#[cfg(test)]
-pub(crate) mod memory_disk;
 mod outage;
-#[cfg(test)]
-mod tests;
 
 pub(crate) use log_file::{create_log, LogFile};
 pub use log_file::{LogSink, Place};
@@ -305,3 +301,8 @@ impl<S: LogSink> Writer<S> {
         }
     }
 }
+
+#[cfg(test)]
+pub(crate) mod memory_disk;
+#[cfg(test)]
+mod tests;

@@ -12,8 +12,6 @@
 
 pub(crate) mod command_line;
 pub(crate) mod process;
-#[cfg(test)]
-mod tests;
 
 use crate::clock::Clock;
 use crate::sources::machine::{CpuTimes, Machine};
@@ -496,3 +494,6 @@ impl Source for ProcessTree {
 fn machine_now(machine: &Machine) -> Option<(CpuTimes, u64)> {
     Some((machine.cpu?, machine.memory.as_ref()?.used()))
 }
+
+#[cfg(test)]
+mod tests;
