@@ -17,7 +17,9 @@ use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Arc;
 use tc_profile_format::schema::{category, data_type};
 use tc_profile_format::EndReason;
-use tc_profile_recorder::{summarize_command, Follow, MarkerSink, OwnCgroup, TaskCgroup};
+use tc_profile_recorder::{
+    describe_wait_status, summarize_command, Follow, MarkerSink, OwnCgroup, TaskCgroup,
+};
 
 /// Runs the command and returns the exit code that tc-profile itself exits with: the
 /// command's, whatever happened to the recording. A wrapper never stops the task: when
@@ -148,7 +150,7 @@ fn run_child(
     let data = |status: Option<ExitStatus>| {
         let mut data = json!({"type": data_type::COMMAND, "command": command_text, "pid": pid});
         if let Some(status) = status {
-            data["status"] = json!(describe_status(status));
+            data["status"] = json!(describe_wait_status(Some(status.into_raw())));
         }
         data
     };
@@ -164,14 +166,6 @@ fn run_child(
 fn describe_command(command: &[std::ffi::OsString]) -> String {
     let args: Vec<_> = command.iter().map(|arg| arg.to_string_lossy()).collect();
     summarize_command(&args)
-}
-
-fn describe_status(status: ExitStatus) -> String {
-    match (status.code(), status.signal()) {
-        (Some(code), _) => format!("exit code {code}"),
-        (None, Some(signal)) => format!("killed by signal {signal}"),
-        (None, None) => "unknown".to_owned(),
-    }
 }
 
 /// The shell's convention: the exit code, or 128+N for a death by signal N.

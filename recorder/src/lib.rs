@@ -1,6 +1,13 @@
 //! The recording side of tc-profile: sources send encoded lines over a crossbeam channel to
 //! one writer thread that owns the log (a single write per line, group-commit fdatasync).
 //!
+//! The modules follow the lines: `sources/` (what the sampler reads: /proc, /sys, the
+//! task's cgroup and processes), `sampler` (composes them, one tick a message),
+//! `profile_dir` and `statsd` (the other sources: task marker files, metrics packets),
+//! `channel` (the sending end every source holds, [`MarkerSink`]), `writer/` (the one
+//! thread that owns the log), and this file, the API: [`Recorder`] starts them all, in
+//! that order, after `header` has made the log's first lines durable.
+//!
 //! Main types: [`Recorder`] (start, then [`Recorder::finish`]), [`MarkerSink`] (a cloneable
 //! handle that adds markers from any thread), [`IntervalGuard`] (ends an interval marker
 //! when dropped), [`SyncPolicy`].
@@ -21,137 +28,53 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-mod cgroup;
+mod channel;
 mod clock;
-mod command_line;
-mod load;
-mod machine;
-mod pressure;
-mod process_tree;
-mod procfs;
+mod config;
+mod error;
+mod header;
+mod meta;
 mod profile_dir;
 mod sampler;
+mod sources;
 mod statsd;
-mod system;
 mod writer;
 
-pub use cgroup::{own_cgroup_name, remove_created_cgroup, CgroupError, OwnCgroup, TaskCgroup};
+pub use channel::{IntervalGuard, MarkerSink};
 pub use clock::Clock;
-pub use command_line::summarize as summarize_command;
-pub use machine::{machine, task_from_env};
-pub use process_tree::Follow;
+pub use config::RecorderConfig;
+pub use error::RecorderError;
+pub use meta::{machine, task_from_env};
 pub use profile_dir::ProfileDirConfig;
-pub use sampler::Sampler;
+pub use sampler::{sampling_interval, Sampler, COARSE_AFTER, COARSE_INTERVAL};
+pub use sources::cgroup::own::{own_cgroup_name, remove_created_cgroup, CgroupError, OwnCgroup};
+pub use sources::cgroup::TaskCgroup;
+pub use sources::process_tree::command_line::summarize as summarize_command;
+pub use sources::process_tree::process::describe_status as describe_wait_status;
+pub use sources::process_tree::Follow;
 pub use statsd::{parse_line as parse_statsd_line, MAX_PACKET_BYTES};
 pub use tc_profile_format::{sanitize_name, MetricLimits};
 pub use writer::{LogSink, Place, SyncPolicy, WriterStats, MIN_SYNC_PERIOD};
 
-use crossbeam_channel::{bounded, unbounded, Receiver, RecvTimeoutError, Sender};
+use channel::{start_writer, WriterThread};
+use crossbeam_channel::{bounded, RecvTimeoutError, Sender};
+use error::spawn;
 use profile_dir::Ingester;
-use serde_json::Value;
-use std::fs::{File, OpenOptions};
-use std::io::{self, Write};
-use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::fs::File;
+use std::net::{SocketAddr, UdpSocket};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
-use tc_profile_format::{
-    encode_line, meta_line, thread_line, EndReason, Footer, Line, Marker, MetaInfo, OpenInterval,
-    StatsdInfo, TaskInfo,
-};
-use writer::{LogFile, Message, Writer};
+use tc_profile_format::{EndReason, Footer, Line};
+use writer::LogFile;
 
-/// Messages waiting for the writer at most. Past this, sources drop lines (counted) rather
-/// than block the task or grow memory while the disk is stuck. The channel itself is
-/// unbounded, so that its memory follows the backlog: a bounded one allocates and touches
-/// every slot at start (3 MB, a third of the recorder's start-up CPU).
-const BACKLOG_LINES: usize = 1 << 16;
-/// How long [`MarkerSink::begin`] waits for its line to be durable. An fdatasync takes
-/// milliseconds; a disk that takes longer is failing, and the task's step does not wait
-/// for it.
-const DURABLE_WAIT: Duration = Duration::from_secs(1);
 /// How long [`Recorder::finish`] waits for the sources' last lines and the writer's last
 /// sync, and how long a drop without it waits (as tracing-appender's guard does): past
 /// this, the disk is hung and the log is left as a killed recorder leaves it.
 const FINISH_WAIT: Duration = Duration::from_secs(30);
 const DROP_WAIT: Duration = Duration::from_secs(1);
-
-/// How to record.
-#[derive(Clone, Debug)]
-pub struct RecorderConfig {
-    pub log_path: PathBuf,
-    /// Sampling interval of the system tracks.
-    pub interval: Duration,
-    pub sync: SyncPolicy,
-    pub task: TaskInfo,
-    /// Whether to sample resources at all (CPU, memory, disk, network, and what follows).
-    pub sample_system: bool,
-    /// The statsd listener's limits, or None for no listener.
-    pub statsd: Option<MetricLimits>,
-    /// The profile directory to follow, if any.
-    pub profile_dir: Option<ProfileDirConfig>,
-    /// The task's processes, drawn against the rest of the machine; none by default.
-    pub follow: Option<Follow>,
-    /// The task's cgroup, whose counters are recorded. When None, the cgroup of a followed
-    /// pid or cgroup is used if it is not the recorder's own.
-    pub cgroup: Option<TaskCgroup>,
-}
-
-impl RecorderConfig {
-    /// Defaults: 0.1 s interval, interval sync once a second, the task from the
-    /// environment, system sampling on, statsd listener on under `task.`.
-    pub fn new(log_path: PathBuf) -> RecorderConfig {
-        let interval = Duration::from_millis(100);
-        RecorderConfig {
-            log_path,
-            interval,
-            sync: SyncPolicy::interval(interval),
-            task: task_from_env(),
-            sample_system: true,
-            statsd: Some(MetricLimits::default()),
-            profile_dir: None,
-            follow: None,
-            cgroup: None,
-        }
-    }
-}
-
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum RecorderError {
-    #[error(
-        "{path}: a log is already there; finalize it (tc-profile finalize) or remove it first"
-    )]
-    LogExists { path: PathBuf },
-    #[error("{path}: cannot create the log: {source}")]
-    CreateLog {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    #[error("cannot open the statsd socket on 127.0.0.1: {0}")]
-    Statsd(std::io::Error),
-    #[error("cannot start the {thread} thread: {source}")]
-    Thread {
-        thread: &'static str,
-        source: std::io::Error,
-    },
-    #[error("{path}: cannot use it as the profile directory: {source}")]
-    ProfileDir {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    #[error("the writer thread panicked; the log ends at its last complete line")]
-    WriterPanicked,
-    #[error(
-        "{path}: the disk did not take the log's last lines within {} s; the log is left as a \
-         killed recorder leaves it, locked until this process exits: finalize it then \
-         (tc-profile finalize, or recover --state-dir)",
-        waited.as_secs()
-    )]
-    WriterHung { path: PathBuf, waited: Duration },
-}
 
 /// What a recording ended with: the writer's statistics and the log, still open and still
 /// locked, so that finalizing it leaves no moment in which a recoverer could take it.
@@ -173,10 +96,30 @@ pub struct Recorder {
     ingester: Option<Ingester>,
 }
 
+/// The statsd listener's thread, and how to stop it.
 struct StatsdThread {
     address: SocketAddr,
     stop: Sender<()>,
     handle: JoinHandle<()>,
+}
+
+impl StatsdThread {
+    fn start(
+        socket: UdpSocket,
+        limits: MetricLimits,
+        markers: &MarkerSink,
+        interval: Duration,
+    ) -> Result<StatsdThread, RecorderError> {
+        let address = socket.local_addr().map_err(RecorderError::Statsd)?;
+        let (stop, stopped) = bounded(1);
+        let listener = statsd::Listener::new(socket, limits, markers.clone(), interval);
+        let handle = spawn("tc-profile-statsd", move || listener.run(stopped))?;
+        Ok(StatsdThread {
+            address,
+            stop,
+            handle,
+        })
+    }
 }
 
 impl Recorder {
@@ -184,65 +127,25 @@ impl Recorder {
     /// life, makes its meta and thread lines durable, and starts the writer and the sampler.
     pub fn start(config: RecorderConfig) -> Result<Recorder, RecorderError> {
         let clock = Clock::start();
-        let profile_dir = match &config.profile_dir {
-            Some(dir) => Some(profile_dir::prepare(&dir.path)?),
-            None => None,
-        };
+        let profile_dir = config
+            .profile_dir
+            .as_ref()
+            .map(|dir| profile_dir::prepare(&dir.path))
+            .transpose()?;
         let sampler = Sampler::probe(&config, clock);
-        let mut sources = sampler.sources();
         let statsd_socket = match &config.statsd {
-            Some(_) => Some(statsd::bind().map_err(RecorderError::Statsd)?),
+            Some(limits) => {
+                let socket = statsd::bind().map_err(RecorderError::Statsd)?;
+                let info = statsd::info(&socket, limits).map_err(RecorderError::Statsd)?;
+                Some((socket, info))
+            }
             None => None,
         };
-        let statsd_info = match (&statsd_socket, &config.statsd) {
-            (Some(socket), Some(limits)) => {
-                sources.push(tc_profile_format::schema::source::STATSD.to_owned());
-                Some(StatsdInfo {
-                    address: socket
-                        .local_addr()
-                        .map_err(RecorderError::Statsd)?
-                        .to_string(),
-                    prefix: limits.prefix.clone(),
-                    max_packet_bytes: MAX_PACKET_BYTES,
-                    max_series: limits.max_series,
-                })
-            }
-            _ => None,
-        };
-        let meta = meta_line(&MetaInfo {
-            start_time: clock.start_epoch_ms(),
-            interval_ms: config.interval.as_secs_f64() * 1000.0,
-            machine: machine(),
-            task: config.task.clone(),
-            sources,
-            sync_policy: config.sync.name(),
-            recorder: format!("tc-profile {}", env!("CARGO_PKG_VERSION")),
-            statsd: statsd_info,
-            profile_dir: profile_dir.map(|dir| dir.to_string_lossy().into_owned()),
-            cgroup: sampler.cgroup().cloned(),
-        });
-        let schemas = schema_names(&meta);
-        let headers = [meta, thread_line("tc-profile")].map(|line| encode_line(&line));
+        let statsd_info = statsd_socket.as_ref().map(|(_, info)| info.clone());
+        let meta = header::meta(&config, clock, &sampler, statsd_info, profile_dir);
+        let schemas = header::schema_names(&meta);
         let path = &config.log_path;
-        let file = create_log(path, |file| {
-            headers.iter().try_for_each(|h| file.write_all(h))
-        })
-        .map_err(|source| {
-            if source.kind() == io::ErrorKind::AlreadyExists {
-                RecorderError::LogExists { path: path.clone() }
-            } else {
-                RecorderError::CreateLog {
-                    path: path.clone(),
-                    source,
-                }
-            }
-        })?;
-
-        let log = LogFile {
-            path: path.clone(),
-            file,
-        };
-        let length = headers.iter().map(|h| h.len() as u64).sum();
+        let (log, length) = header::create(path, meta)?;
         let name = path.display().to_string();
         let (markers, writer) = start_writer(log, name, length, config.sync, clock)?;
         let mut recorder = Recorder {
@@ -259,23 +162,20 @@ impl Recorder {
             let metrics = (limits, config.interval);
             recorder.ingester = Some(Ingester::start(dir, markers.clone(), schemas, metrics)?);
         }
-        if let (Some(socket), Some(limits)) = (statsd_socket, config.statsd) {
-            let address = socket.local_addr().map_err(RecorderError::Statsd)?;
-            let (stop, stopped) = bounded(1);
-            let listener = statsd::Listener::new(socket, limits, markers.clone(), config.interval);
-            let handle = spawn("tc-profile-statsd", move || listener.run(stopped))?;
-            recorder.statsd = Some(StatsdThread {
-                address,
-                stop,
-                handle,
-            });
+        if let (Some((socket, _)), Some(limits)) = (statsd_socket, config.statsd) {
+            recorder.statsd = Some(StatsdThread::start(
+                socket,
+                limits,
+                &markers,
+                config.interval,
+            )?);
         }
         if !sampler.is_empty() {
             let stop = Arc::new(AtomicBool::new(false));
             let interval = config.interval;
             let handle = spawn("tc-profile-sampler", {
                 let stop = Arc::clone(&stop);
-                move || run_sampler(sampler, markers, interval, &stop)
+                move || sampler::run_sampler(sampler, markers, interval, &stop)
             })?;
             recorder.sampler = Some((stop, handle));
         }
@@ -305,7 +205,7 @@ impl Recorder {
             end_time: self.markers.now(),
             reason,
         });
-        self.markers.send(encode_line(&footer), true);
+        self.markers.line(&footer, true);
         let (stats, log) = match self.stop_writer(deadline) {
             Ok(Some(finished)) => finished,
             Ok(None) | Err(RecvTimeoutError::Disconnected) => {
@@ -362,323 +262,5 @@ impl Drop for Recorder {
     }
 }
 
-/// The writer thread, detached: [`WriterThread::stop`] waits for it until a deadline, and a
-/// writer stuck on a hung disk is left behind rather than waited for for ever.
-pub(crate) struct WriterThread<S> {
-    finished: Receiver<(WriterStats, S)>,
-}
-
-impl<S> WriterThread<S> {
-    /// Stops the writer after every line already sent (Shutdown travels behind them), and
-    /// returns what it did and its sink; a timeout if it is not done by `deadline`.
-    pub(crate) fn stop(
-        self,
-        markers: &MarkerSink,
-        deadline: Instant,
-    ) -> Result<(WriterStats, S), RecvTimeoutError> {
-        let _ = markers.sender.send(Message::Shutdown);
-        let (mut stats, sink) = self.finished.recv_deadline(deadline)?;
-        stats.lines_lost += markers.dropped.load(Ordering::Relaxed);
-        Ok((stats, sink))
-    }
-}
-
-/// Starts the writer thread over a log of `length` bytes; the returned sink sends it lines.
-pub(crate) fn start_writer<S: LogSink + 'static>(
-    log: S,
-    name: String,
-    length: u64,
-    policy: SyncPolicy,
-    clock: Clock,
-) -> Result<(MarkerSink, WriterThread<S>), RecorderError> {
-    let (sender, receiver) = unbounded();
-    let dropped = Arc::new(AtomicU64::new(0));
-    let writer = Writer::new(log, name, length, policy, clock, Arc::clone(&dropped));
-    let (done, finished) = bounded(1);
-    spawn("tc-profile-writer", move || {
-        let _ = done.send(writer.run(receiver));
-    })?;
-    let markers = MarkerSink {
-        sender,
-        clock,
-        next_id: Arc::new(AtomicU64::new(1)),
-        dropped,
-        durable_wait: (policy != SyncPolicy::Never).then_some(DURABLE_WAIT),
-    };
-    Ok((markers, WriterThread { finished }))
-}
-
-/// The `name` of every schema in a meta line.
-fn schema_names(meta: &Line) -> Vec<String> {
-    let Line::Meta(meta) = meta else {
-        return Vec::new();
-    };
-    let schemas = meta.get("markerSchema").and_then(Value::as_array);
-    schemas
-        .into_iter()
-        .flatten()
-        .filter_map(|schema| Some(schema.get("name")?.as_str()?.to_owned()))
-        .collect()
-}
-
-pub(crate) fn spawn<T: Send + 'static>(
-    name: &'static str,
-    body: impl FnOnce() -> T + Send + 'static,
-) -> Result<JoinHandle<T>, RecorderError> {
-    std::thread::Builder::new()
-        .name(name.to_owned())
-        .spawn(body)
-        .map_err(|source| RecorderError::Thread {
-            thread: name,
-            source,
-        })
-}
-
-/// Creates a log that `fill` starts, durable, with its directory entry durable too, and
-/// locked. The lock is taken before the first byte: a recoverer that wins the race to it
-/// finds an empty file, which it leaves alone (SPEC.md, "Locking and recovery").
-pub(crate) fn create_log(
-    path: &Path,
-    fill: impl FnOnce(&mut File) -> io::Result<()>,
-) -> io::Result<File> {
-    let mut file = OpenOptions::new()
-        .read(true)
-        .append(true)
-        .create_new(true)
-        .open(path)?;
-    let made_durable = file
-        .lock()
-        .and_then(|()| fill(&mut file))
-        .and_then(|()| file.sync_all())
-        .and_then(|()| {
-            let parent = match path.parent() {
-                Some(dir) if !dir.as_os_str().is_empty() => dir,
-                _ => Path::new("."),
-            };
-            File::open(parent)?.sync_all()
-        });
-    if let Err(error) = made_durable {
-        // Ours alone (created exclusively): a log without its headers would only be
-        // something for a recoverer to clear away.
-        let _ = std::fs::remove_file(path);
-        return Err(error);
-    }
-    Ok(file)
-}
-
-/// From this far into a recording on, samples are at least [`COARSE_INTERVAL`] apart: a
-/// day-long task then keeps a log of about 80 MB instead of 750 MB (README, "Long tasks").
-pub const COARSE_AFTER: Duration = Duration::from_secs(600);
-/// The shortest interval between samples after [`COARSE_AFTER`].
-pub const COARSE_INTERVAL: Duration = Duration::from_secs(1);
-
-/// The interval between samples `elapsed` into a recording sampled every `base` at first.
-pub fn sampling_interval(base: Duration, elapsed: Duration) -> Duration {
-    if elapsed >= COARSE_AFTER {
-        base.max(COARSE_INTERVAL)
-    } else {
-        base
-    }
-}
-
-/// Samples every `interval` (see [`sampling_interval`]) until `stop` is set, then once
-/// more, the last time.
-fn run_sampler(mut sampler: Sampler, markers: MarkerSink, interval: Duration, stop: &AtomicBool) {
-    let started = Instant::now();
-    let mut next = started;
-    loop {
-        let last = stop.load(Ordering::Acquire);
-        let mut lines = Vec::with_capacity(2048);
-        let now = markers.now();
-        let count = if last {
-            sampler.last_tick(now, &mut lines)
-        } else {
-            sampler.tick(now, &mut lines)
-        };
-        if count > 0 {
-            markers.send_lines(lines, count, false);
-        }
-        if last {
-            return;
-        }
-        let interval = sampling_interval(interval, next - started);
-        next += interval;
-        // After a stall (a suspended VM, an overloaded host) skip the missed ticks.
-        let now = Instant::now();
-        if next < now {
-            next = now + interval;
-        }
-        sleep_until(next, stop);
-    }
-}
-
-/// Sleeps until `deadline`, or until `stop` is set and the thread unparked. Parking is one
-/// futex wait; a channel's receive with a deadline spins and yields a dozen times first,
-/// which at ten ticks a second cost more than the sampling.
-fn sleep_until(deadline: Instant, stop: &AtomicBool) {
-    loop {
-        let now = Instant::now();
-        if now >= deadline || stop.load(Ordering::Acquire) {
-            return;
-        }
-        std::thread::park_timeout(deadline - now);
-    }
-}
-
-/// Adds markers to a recording. Cheap to clone; encoding happens on the caller's thread so
-/// the writer only writes.
-#[derive(Clone)]
-pub struct MarkerSink {
-    sender: Sender<Message>,
-    clock: Clock,
-    pub(crate) next_id: Arc<AtomicU64>,
-    dropped: Arc<AtomicU64>,
-    /// How long `begin` waits for its line to be durable; None under the never policy.
-    durable_wait: Option<Duration>,
-}
-
-impl MarkerSink {
-    /// Now, in the log's time base.
-    pub fn now(&self) -> f64 {
-        self.clock.now_ms()
-    }
-
-    pub fn clock(&self) -> Clock {
-        self.clock
-    }
-
-    /// Appends a marker; durable within the sync period.
-    pub fn marker(&self, marker: &Marker) {
-        self.send(encode_line(&Line::Marker(marker.clone())), false);
-    }
-
-    /// Appends a lifecycle marker, which the writer makes durable as soon as it takes it
-    /// (this does not wait for that).
-    pub fn lifecycle(&self, marker: &Marker) {
-        self.send(encode_line(&Line::Marker(marker.clone())), true);
-    }
-
-    /// An instant lifecycle marker now.
-    pub fn instant(&self, name: &str, category: u32, data: Option<Value>) {
-        let mut marker = Marker::instant(name, self.now()).with_category(category);
-        marker.data = data;
-        self.lifecycle(&marker);
-    }
-
-    /// Begins an interval now, and ends it when the guard is dropped or
-    /// [`IntervalGuard::end`] is called (its end is a [`MarkerSink::lifecycle`] marker).
-    ///
-    /// Unless the sync policy is never, the interval is durable in the log before this
-    /// returns, so that the step it marks starts only once a crash can no longer lose it;
-    /// but this waits one second at most: a hung disk does not hold up the task.
-    pub fn begin(&self, name: &str, category: u32, data: Option<Value>) -> IntervalGuard {
-        let open = OpenInterval {
-            id: self.next_id.fetch_add(1, Ordering::Relaxed),
-            name: name.to_owned(),
-            start_time: self.now(),
-            category: Some(category),
-            data,
-            key: None,
-        };
-        if self.send(encode_line(&Line::Open(open.clone())), true) {
-            self.wait_durable();
-        }
-        IntervalGuard {
-            sink: self.clone(),
-            open: Some(open),
-        }
-    }
-
-    /// Appends any line of the log format (for sources with lines of their own).
-    pub fn line(&self, line: &Line, urgent: bool) {
-        self.send(encode_line(line), urgent);
-    }
-
-    fn send(&self, bytes: Vec<u8>, urgent: bool) -> bool {
-        self.send_lines(bytes, 1, urgent)
-    }
-
-    /// Sends `count` encoded lines for one write, or drops them (counted) when the writer
-    /// is that far behind; whether they were sent.
-    fn send_lines(&self, bytes: Vec<u8>, count: u64, urgent: bool) -> bool {
-        if self.sender.len() >= BACKLOG_LINES {
-            self.dropped.fetch_add(count, Ordering::Relaxed);
-            return false;
-        }
-        self.send_batch(bytes, count, urgent)
-    }
-
-    /// Sends `count` encoded lines for one write, however far behind the writer is: a
-    /// batch of marker-file lines is never dropped, or a later checkpoint would claim it.
-    pub(crate) fn send_batch(&self, bytes: Vec<u8>, count: u64, urgent: bool) -> bool {
-        let message = Message::Line {
-            bytes,
-            count,
-            urgent,
-        };
-        let sent = self.sender.send(message).is_ok();
-        if !sent {
-            self.dropped.fetch_add(count, Ordering::Relaxed);
-        }
-        sent
-    }
-
-    /// Messages waiting for the writer.
-    pub(crate) fn backlog(&self) -> usize {
-        self.sender.len()
-    }
-
-    /// Waits until every line this thread sent is durable, up to `durable_wait`.
-    fn wait_durable(&self) {
-        let Some(wait) = self.durable_wait else {
-            return;
-        };
-        let (done, durable) = bounded(1);
-        if self.sender.send(Message::Durable(done)).is_ok() {
-            let _ = durable.recv_timeout(wait);
-        }
-    }
-}
-
-/// An interval marker in progress; ends when dropped.
-#[must_use = "the interval ends when this guard is dropped"]
-pub struct IntervalGuard {
-    sink: MarkerSink,
-    open: Option<OpenInterval>,
-}
-
-impl IntervalGuard {
-    /// Ends the interval now, replacing its data (for example with an exit status).
-    pub fn end(mut self, data: Option<Value>) {
-        self.close(data);
-    }
-
-    fn close(&mut self, data: Option<Value>) {
-        if let Some(open) = self.open.take() {
-            let marker = open.close(self.sink.now(), data);
-            self.sink.lifecycle(&marker);
-        }
-    }
-}
-
-impl Drop for IntervalGuard {
-    fn drop(&mut self) {
-        self.close(None);
-    }
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn samples_thin_out_to_one_a_second_after_ten_minutes() {
-        let tenth = Duration::from_millis(100);
-        let minutes = |m: u64| Duration::from_secs(m * 60);
-        assert_eq!(sampling_interval(tenth, minutes(9)), tenth);
-        assert_eq!(sampling_interval(tenth, minutes(10)), COARSE_INTERVAL);
-        assert_eq!(sampling_interval(tenth, minutes(24 * 60)), COARSE_INTERVAL);
-        let slow = Duration::from_secs(5);
-        assert_eq!(sampling_interval(slow, minutes(60)), slow, "never faster");
-    }
-}
+mod tests;

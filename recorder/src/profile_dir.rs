@@ -4,7 +4,8 @@
 //! inotify (the `notify` crate), with a rescan every second; every poll interval where
 //! inotify is not available.
 
-use crate::{MarkerSink, RecorderError};
+use crate::channel::MarkerSink;
+use crate::error::{spawn, RecorderError};
 use crossbeam_channel::{bounded, select, Receiver, Sender};
 use notify::event::{AccessKind, AccessMode};
 use notify::{EventKind, RecursiveMode, Watcher};
@@ -84,7 +85,7 @@ impl Ingester {
         })?;
         let ids = sink.next_id.clone();
         let merger = Merger::new(
-            sink.clock.start_epoch_ms(),
+            sink.clock().start_epoch_ms(),
             config.limits.clone(),
             schemas,
             Box::new(move || ids.fetch_add(1, Ordering::Relaxed)),
@@ -105,7 +106,7 @@ impl Ingester {
             stopped,
             deadline: None,
         };
-        crate::spawn("tc-profile-markers", move || {
+        spawn("tc-profile-markers", move || {
             let _watcher = watcher;
             let _end = end;
             source.run(&woken, period);
@@ -240,7 +241,7 @@ fn is_lifecycle(line: &Line) -> bool {
     category == Some(category::WORKER)
 }
 
-fn now_epoch_ms() -> f64 {
+pub(crate) fn now_epoch_ms() -> f64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default()
@@ -270,66 +271,5 @@ mod tests {
         ] {
             assert!(may_add_lines(&kind), "{kind:?}");
         }
-    }
-
-    use crate::{Recorder, RecorderConfig};
-    use std::time::Instant;
-    use tc_profile_format::EndReason;
-
-    /// Records with only the profile-directory source, inotify on or off.
-    fn record_markers(watch: bool) {
-        let dir = tempfile::tempdir().unwrap();
-        let log = dir.path().join("log.jsonl");
-        let mut config = RecorderConfig::new(log.clone());
-        config.sample_system = false;
-        config.statsd = None;
-        let mut profile_dir = ProfileDirConfig::new(dir.path().join("markers"));
-        profile_dir.watch = watch;
-        profile_dir.poll_interval = Duration::from_millis(20);
-        config.profile_dir = Some(profile_dir);
-        let recorder = Recorder::start(config).unwrap();
-        let line = format!(
-            "{{\"type\":\"marker\",\"name\":\"seen\",\"startTime\":{}}}\n",
-            now_epoch_ms()
-        );
-        std::fs::write(dir.path().join("markers/1.jsonl"), line).unwrap();
-        let deadline = Instant::now() + Duration::from_secs(20);
-        let logged = || std::fs::read_to_string(&log).unwrap().contains("\"seen\"");
-        while !logged() {
-            assert!(
-                Instant::now() < deadline,
-                "the marker never reached the log"
-            );
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        drop(recorder.finish(EndReason::Stopped).unwrap());
-        // A scan may find the file before its line (created, not yet written): a batch of
-        // its own, without lines.
-        let text = std::fs::read_to_string(&log).unwrap();
-        let lines: Vec<&str> = text.lines().collect();
-        let marker = lines
-            .iter()
-            .position(|l| l.contains("\"name\":\"seen\""))
-            .unwrap();
-        let is_bound = |l: &&&str| {
-            l.starts_with("{\"type\":\"ingest\"") || l.starts_with("{\"type\":\"checkpoint\"")
-        };
-        let before = lines[..marker].iter().rev().find(is_bound);
-        let after = lines[marker + 1..].iter().find(is_bound);
-        assert!(
-            before.is_some_and(|l| l.contains("ingest"))
-                && after.is_some_and(|l| l.contains("checkpoint")),
-            "inside its batch:\n{text}"
-        );
-    }
-
-    #[test]
-    fn markers_arrive_through_inotify() {
-        record_markers(true);
-    }
-
-    #[test]
-    fn markers_arrive_by_polling_where_inotify_is_not_used() {
-        record_markers(false);
     }
 }

@@ -1,93 +1,30 @@
 //! The sampler: every source of resource samples, probed once at start, because the meta
 //! line (written first) lists the sources that are on and declares only their schemas; then
-//! ticked by the sampler thread. A source the machine lacks is simply not there.
+//! ticked by the sampler thread, which sends each tick's lines to the writer as one
+//! message. A source the machine lacks is simply not there.
 
-use crate::cgroup::{self, CgroupSampler};
-use crate::load::{parse_loadavg, CpuFrequency, LoadAverage, Loadavg, Swap};
-use crate::pressure::Pressure;
-use crate::process_tree::ProcessTree;
-use crate::procfs::ReadBuffer;
-use crate::system::{parse_cpu, parse_meminfo, CpuTimes, MemInfo, SystemSampler};
-use crate::{Clock, RecorderConfig};
-use serde::{Serialize, Serializer};
-use std::fmt;
-use std::fs::File;
+use crate::channel::MarkerSink;
+use crate::clock::Clock;
+use crate::config::RecorderConfig;
+use crate::sources::cgroup::{self, tracks::CgroupSampler};
+use crate::sources::cpu_frequency::CpuFrequency;
+use crate::sources::load::LoadAverage;
+use crate::sources::machine::{Machine, MachineFiles};
+use crate::sources::pressure::Pressure;
+use crate::sources::process_tree::ProcessTree;
+use crate::sources::swap::Swap;
+use crate::sources::system::SystemSampler;
+use crate::sources::{Lines, Source};
 use std::path::Path;
-use tc_profile_format::schema::category;
-use tc_profile_format::{encode_line_into, encode_marker_line_into, CgroupInfo, Line, Marker};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+use tc_profile_format::CgroupInfo;
 
-/// One kind of samples.
-pub(crate) trait Source: Send {
-    /// Its names in `meta.tcProfile.sources`.
-    fn names(&self) -> Vec<&'static str>;
-    /// Samples now and appends the markers of the interval since the previous tick (none
-    /// on the first tick, which sets the baseline).
-    fn tick(&mut self, now: f64, out: &mut Lines);
-    /// The recording's last tick: a source with something still open writes it out.
-    fn last_tick(&mut self, now: f64, out: &mut Lines) {
-        self.tick(now, out);
-    }
-}
-
-/// What several sources need of the machine, read once a tick: /proc/stat and
-/// /proc/meminfo (the system tracks and the task's process tree; among the costliest files
-/// of a tick) and /proc/loadavg (the load track, and the process tree's new-pid check).
-#[derive(Default)]
-pub(crate) struct Machine {
-    pub(crate) cpu: Option<CpuTimes>,
-    pub(crate) memory: Option<MemInfo>,
-    pub(crate) load: Option<Loadavg>,
-}
-
-/// /proc/stat, /proc/meminfo and /proc/loadavg, kept open.
-struct MachineFiles {
-    stat: Option<File>,
-    meminfo: Option<File>,
-    loadavg: Option<File>,
-    buffer: ReadBuffer,
-}
-
-impl MachineFiles {
-    fn open(proc_root: &Path) -> MachineFiles {
-        let open = |name: &str| File::open(proc_root.join(name)).ok();
-        MachineFiles {
-            stat: open("stat"),
-            meminfo: open("meminfo"),
-            loadavg: open("loadavg"),
-            buffer: ReadBuffer::new(),
-        }
-    }
-
-    fn read(&mut self) -> Machine {
-        Machine {
-            cpu: self.buffer.head_text(&self.stat).and_then(parse_cpu),
-            memory: self.buffer.head_text(&self.meminfo).and_then(parse_meminfo),
-            load: self.buffer.head_text(&self.loadavg).and_then(parse_loadavg),
-        }
-    }
-}
-
-/// The lines of one tick, encoded as they are made, for one write; and the machine as
-/// read at this tick.
-pub(crate) struct Lines<'a> {
-    bytes: &'a mut Vec<u8>,
-    count: u64,
-    pub(crate) machine: &'a Machine,
-}
-
-impl Lines<'_> {
-    /// A resource track's sample: an interval marker (category Other) from the previous
-    /// tick to this one. Typed `data` is encoded without building a JSON map.
-    pub(crate) fn track(&mut self, name: &str, start: f64, end: f64, data: &impl Serialize) {
-        encode_marker_line_into(self.bytes, name, start, Some(end), category::OTHER, data);
-        self.count += 1;
-    }
-
-    pub(crate) fn marker(&mut self, marker: Marker) {
-        encode_line_into(self.bytes, &Line::Marker(marker));
-        self.count += 1;
-    }
-}
+/// From this far into a recording on, samples are at least [`COARSE_INTERVAL`] apart: a
+/// day-long task then keeps a log of about 80 MB instead of 750 MB (README, "Long tasks").
+pub const COARSE_AFTER: Duration = Duration::from_secs(600);
+/// The shortest interval between samples after [`COARSE_AFTER`].
+pub const COARSE_INTERVAL: Duration = Duration::from_secs(1);
 
 /// The resource sources this machine offers, as decided at start.
 ///
@@ -178,15 +115,11 @@ impl Sampler {
         tick: impl Fn(&mut dyn Source, &mut Lines),
     ) -> u64 {
         let machine = self.read_machine();
-        let mut out = Lines {
-            bytes: lines,
-            count: 0,
-            machine: &machine,
-        };
+        let mut out = Lines::new(lines, &machine);
         for source in &mut self.sources {
             tick(source.as_mut(), &mut out);
         }
-        out.count
+        out.count()
     }
 
     fn read_machine(&mut self) -> Machine {
@@ -198,70 +131,76 @@ impl Sampler {
     }
 }
 
-/// The markers that one tick of `source` writes, decoded: for unit tests.
-#[cfg(test)]
-pub(crate) fn tick_markers(source: &mut impl Source, now: f64) -> Vec<Marker> {
-    tick_markers_under(source, now, Path::new("/proc"))
-}
-
-/// [`tick_markers`] with the machine read under `proc_root`.
-#[cfg(test)]
-pub(crate) fn tick_markers_under(
-    source: &mut impl Source,
-    now: f64,
-    proc_root: &Path,
-) -> Vec<Marker> {
-    let mut bytes = Vec::new();
-    let machine = machine_of(proc_root);
-    let mut out = Lines {
-        bytes: &mut bytes,
-        count: 0,
-        machine: &machine,
-    };
-    source.tick(now, &mut out);
-    decode_markers(&bytes)
-}
-
-/// The machine as read under `proc_root` now: for unit tests.
-#[cfg(test)]
-pub(crate) fn machine_of(proc_root: &Path) -> Machine {
-    MachineFiles::open(proc_root).read()
-}
-
-#[cfg(test)]
-pub(crate) fn decode_markers(bytes: &[u8]) -> Vec<Marker> {
-    bytes
-        .split(|&b| b == b'\n')
-        .filter(|line| !line.is_empty())
-        .map(|line| match tc_profile_format::decode_line(line) {
-            Ok(Line::Marker(marker)) => marker,
-            other => panic!("not a marker line: {other:?}"),
-        })
-        .collect()
-}
-
-/// A fraction of all cores (or of an interval) rounded as the CPU track rounds it.
-pub(crate) fn fraction(part: f64, whole: f64) -> f64 {
-    if whole <= 0.0 {
-        return 0.0;
-    }
-    ((part / whole).clamp(0.0, 1.0) * 10000.0).round() / 10000.0
-}
-
-/// A fraction shown as a percentage with one decimal, "45.0%".
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub(crate) struct Percent(pub(crate) f64);
-
-impl fmt::Display for Percent {
-    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        // Integer tenths: exact-decimal float formatting costs more than the rest of a tick.
-        let tenths = (self.0.clamp(0.0, 1.0) * 1000.0).round() as u32;
-        write!(f, "{}.{}%", tenths / 10, tenths % 10)
+/// The interval between samples `elapsed` into a recording sampled every `base` at first.
+pub fn sampling_interval(base: Duration, elapsed: Duration) -> Duration {
+    if elapsed >= COARSE_AFTER {
+        base.max(COARSE_INTERVAL)
+    } else {
+        base
     }
 }
 
-impl Serialize for Percent {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_str(self)
+/// Samples every `interval` (see [`sampling_interval`]) until `stop` is set, then once
+/// more, the last time.
+pub(crate) fn run_sampler(
+    mut sampler: Sampler,
+    markers: MarkerSink,
+    interval: Duration,
+    stop: &AtomicBool,
+) {
+    let started = Instant::now();
+    let mut next = started;
+    loop {
+        let last = stop.load(Ordering::Acquire);
+        let mut lines = Vec::with_capacity(2048);
+        let now = markers.now();
+        let count = if last {
+            sampler.last_tick(now, &mut lines)
+        } else {
+            sampler.tick(now, &mut lines)
+        };
+        if count > 0 {
+            markers.send_lines(lines, count, false);
+        }
+        if last {
+            return;
+        }
+        let interval = sampling_interval(interval, next - started);
+        next += interval;
+        // After a stall (a suspended VM, an overloaded host) skip the missed ticks.
+        let now = Instant::now();
+        if next < now {
+            next = now + interval;
+        }
+        sleep_until(next, stop);
+    }
+}
+
+/// Sleeps until `deadline`, or until `stop` is set and the thread unparked. Parking is one
+/// futex wait; a channel's receive with a deadline spins and yields a dozen times first,
+/// which at ten ticks a second cost more than the sampling.
+fn sleep_until(deadline: Instant, stop: &AtomicBool) {
+    loop {
+        let now = Instant::now();
+        if now >= deadline || stop.load(Ordering::Acquire) {
+            return;
+        }
+        std::thread::park_timeout(deadline - now);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn samples_thin_out_to_one_a_second_after_ten_minutes() {
+        let tenth = Duration::from_millis(100);
+        let minutes = |m: u64| Duration::from_secs(m * 60);
+        assert_eq!(sampling_interval(tenth, minutes(9)), tenth);
+        assert_eq!(sampling_interval(tenth, minutes(10)), COARSE_INTERVAL);
+        assert_eq!(sampling_interval(tenth, minutes(24 * 60)), COARSE_INTERVAL);
+        let slow = Duration::from_secs(5);
+        assert_eq!(sampling_interval(slow, minutes(60)), slow, "never faster");
     }
 }

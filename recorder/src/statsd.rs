@@ -2,7 +2,7 @@
 //! protocol and DogStatsD tags from the task. Packets are parsed and aggregated on this
 //! source's own thread; each interval becomes a few encoded lines for the writer.
 
-use crate::MarkerSink;
+use crate::channel::MarkerSink;
 use crossbeam_channel::Receiver;
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
@@ -10,7 +10,7 @@ use std::os::fd::AsRawFd;
 use std::os::unix::fs::MetadataExt;
 use std::time::{Duration, Instant};
 use tc_profile_format::metric::MetricKind;
-use tc_profile_format::{Aggregator, Malformed, MetricLimits, Sample, SampleValue};
+use tc_profile_format::{Aggregator, Malformed, MetricLimits, Sample, SampleValue, StatsdInfo};
 
 /// The longest sleep without packets, in case the stop's wake-up packet is lost.
 const IDLE_WAIT: Duration = Duration::from_secs(1);
@@ -103,6 +103,16 @@ pub(crate) fn bind() -> io::Result<UdpSocket> {
         }
     }
     Ok(socket)
+}
+
+/// What the meta line says about the listener on `socket`.
+pub(crate) fn info(socket: &UdpSocket, limits: &MetricLimits) -> io::Result<StatsdInfo> {
+    Ok(StatsdInfo {
+        address: socket.local_addr()?.to_string(),
+        prefix: limits.prefix.clone(),
+        max_packet_bytes: MAX_PACKET_BYTES,
+        max_series: limits.max_series,
+    })
 }
 
 /// Wakes the listener thread so that it sees the stop request without waiting out its

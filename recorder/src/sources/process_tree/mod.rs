@@ -10,21 +10,21 @@
 //! between two ticks is never seen, but its CPU time is not lost: its parent's stat counts
 //! it among the reaped children's time (cutime, cstime) once it has been waited for.
 
-use crate::command_line;
-use crate::procfs::{sysconf, ReadBuffer};
-use crate::sampler::Machine;
-use crate::sampler::{fraction, Lines, Percent, Source};
-use crate::system::CpuTimes;
-use crate::Clock;
+pub(crate) mod command_line;
+pub(crate) mod process;
+
+use crate::clock::Clock;
+use crate::sources::machine::{CpuTimes, Machine};
+use crate::sources::procfs::ReadBuffer;
+use crate::sources::{fraction, Lines, Percent, Source};
+use process::{describe_status, open_files_max, parse_stat, stat_path, Process, Stat, StatUnits};
 use serde::Serialize;
-use serde_json::json;
 use std::collections::HashMap;
 use std::fs::{self, File};
 use std::os::unix::fs::DirEntryExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-use tc_profile_format::schema::{category, data_type, source, track};
-use tc_profile_format::Marker;
+use tc_profile_format::schema::{data_type, source, track};
 
 /// Which processes are the task's.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -37,11 +37,6 @@ pub enum Follow {
     /// The processes listed in a cgroup's `cgroup.procs`.
     Cgroup(PathBuf),
 }
-
-/// Half the soft open-file limit at most goes to stat files kept open; the rest is left to
-/// the recorder's other files.
-const OPEN_FILES_SHARE: u64 = 2;
-const OPEN_FILES_MAX: u64 = 4096;
 
 /// `data` of "Task CPU" and "Other CPU".
 #[derive(Serialize)]
@@ -70,62 +65,11 @@ struct OtherMemory {
     used: u64,
 }
 
-/// The fields of /proc/<pid>/stat that are used.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-struct Stat {
-    state: u8,
-    ppid: u32,
-    /// utime + stime, clock ticks.
-    own_ticks: u64,
-    /// cutime + cstime: the time of children it has waited for.
-    reaped_ticks: u64,
-    /// Clock ticks after boot: with the pid, it names a process for good.
-    start_ticks: u64,
-    rss_pages: u64,
-    /// The wait status, readable while the process is a zombie (Linux 3.5 and later).
-    exit_status: Option<i32>,
-}
-
-impl Stat {
-    fn total_ticks(&self) -> u64 {
-        self.own_ticks + self.reaped_ticks
-    }
-
-    fn is_zombie(&self) -> bool {
-        self.state == b'Z' || self.state == b'X'
-    }
-}
-
-/// A process of the tree.
-struct Process {
-    /// Kept open while the open-file budget allows; else reopened at each tick.
-    file: Option<File>,
-    stat: Stat,
-    /// Its ticks (own and reaped) already counted in "Task CPU".
-    counted_ticks: u64,
-    /// How much its reaped-children ticks grew at the last refresh.
-    reaped_increase: u64,
-    peak_rss_pages: u64,
-    /// The last tick that found it alive.
-    last_seen: f64,
-    comm: Vec<u8>,
-    name: String,
-    command: String,
-    /// Whether `name` and `command` come from its command line, not from `comm` alone: a
-    /// process caught in the middle of exec has an empty one for a moment.
-    command_known: bool,
-    /// Its marker has been written (it is a zombie, or the recording ended).
-    ended: bool,
-}
-
 pub(crate) struct ProcessTree {
     proc_root: PathBuf,
     follow: Follow,
     own_pid: u32,
-    ticks_per_second: f64,
-    page_size: u64,
-    /// Log time of the boot, in ms (negative): converts start times to the log's time base.
-    boot_ms: f64,
+    units: StatUnits,
     interval_ms: f64,
     processes: HashMap<u32, Process>,
     /// Processes found not to be the task's, by pid, with the inode of their /proc entry
@@ -181,9 +125,7 @@ impl ProcessTree {
             own_stat: File::open(stat_path(proc_root, std::process::id())).ok()?,
             follow: follow.clone(),
             own_pid: std::process::id(),
-            ticks_per_second: sysconf(libc::_SC_CLK_TCK)? as f64,
-            page_size: sysconf(libc::_SC_PAGESIZE)?,
-            boot_ms: clock.now_ms() - boot_time_ms()?,
+            units: StatUnits::probe(clock)?,
             interval_ms: interval.as_secs_f64() * 1000.0,
             processes: HashMap::new(),
             others: HashMap::new(),
@@ -452,28 +394,10 @@ impl ProcessTree {
         None
     }
 
-    fn process_marker(&self, pid: u32, process: &Process, now: f64, status: String) -> Marker {
-        let start = self.boot_ms + process.stat.start_ticks as f64 * 1000.0 / self.ticks_per_second;
-        // Rounded to the microsecond, as every time in the log.
-        let start = ((start * 1000.0).round() / 1000.0).clamp(0.0, now);
-        let cpu_ms = process.stat.own_ticks as f64 * 1000.0 / self.ticks_per_second;
-        Marker::interval(process.name.clone(), start, now)
-            .with_category(category::TASK)
-            .with_data(json!({
-                "type": data_type::PROCESS,
-                "command": process.command,
-                "pid": pid,
-                "ppid": process.stat.ppid,
-                "cpuTime": cpu_ms,
-                "peakRss": process.peak_rss_pages * self.page_size,
-                "status": status,
-            }))
-    }
-
     /// A marker for a process that has ended, if it was seen alive an interval after it
     /// started or used CPU. It ends at `now`: at most one interval after the process did.
     fn end(&self, pid: u32, process: &Process, now: f64, status: String, out: &mut Lines) {
-        let marker = self.process_marker(pid, process, now, status);
+        let marker = process.marker(pid, now, status, &self.units);
         let lived = process.last_seen - marker.start_time;
         if lived >= self.interval_ms || process.stat.own_ticks > 0 {
             out.marker(marker);
@@ -531,7 +455,7 @@ impl Source for ProcessTree {
         let busy = delta(0) + delta(1) + delta(2) + delta(5) + delta(6);
         let live = self.processes.values().filter(|p| !p.stat.is_zombie());
         let (count, rss_pages) = live.fold((0, 0), |(n, rss), p| (n + 1, rss + p.stat.rss_pages));
-        let rss = rss_pages * self.page_size;
+        let rss = rss_pages * self.units.page_size;
         let start = previous.time;
         let share = |kind: &'static str, cpu: f64, processes: Option<u64>| CpuShare {
             kind,
@@ -571,301 +495,5 @@ fn machine_now(machine: &Machine) -> Option<(CpuTimes, u64)> {
     Some((machine.cpu?, machine.memory.as_ref()?.used()))
 }
 
-fn stat_path(proc_root: &Path, pid: u32) -> PathBuf {
-    proc_root.join(pid.to_string()).join("stat")
-}
-
-/// Parses `pid (comm) state ppid ...`; the command name may hold spaces and parentheses,
-/// so the fields start after the last `)`. Field numbers are proc(5)'s.
-fn parse_stat(bytes: &[u8]) -> Option<(Stat, &[u8])> {
-    let open = bytes.iter().position(|&b| b == b'(')?;
-    let close = bytes.iter().rposition(|&b| b == b')')?;
-    let comm = bytes.get(open + 1..close)?;
-    let mut stat = Stat::default();
-    let mut last = 0;
-    for (i, field) in bytes.get(close + 2..)?.split(|&b| b == b' ').enumerate() {
-        let number = || parse_number(field);
-        match i + 3 {
-            3 => stat.state = *field.first()?,
-            4 => stat.ppid = number()? as u32,
-            14 | 15 => stat.own_ticks += number()?,
-            16 | 17 => stat.reaped_ticks += number()?,
-            22 => stat.start_ticks = number()?,
-            24 => stat.rss_pages = number()?,
-            52 => {
-                stat.exit_status = Some(number()? as i32);
-                break;
-            }
-            _ => {}
-        }
-        last = i + 3;
-    }
-    (last >= 24).then_some((stat, comm))
-}
-
-/// A decimal field, with the line's newline after the last one.
-fn parse_number(field: &[u8]) -> Option<u64> {
-    let digits = field.strip_suffix(b"\n").unwrap_or(field);
-    if digits.is_empty() {
-        return None;
-    }
-    digits.iter().try_fold(0u64, |value, &b| {
-        let digit = b.checked_sub(b'0').filter(|d| *d < 10)?;
-        value.checked_mul(10)?.checked_add(u64::from(digit))
-    })
-}
-
-impl Process {
-    /// Names it from its command line (`dir` is its /proc directory), or from `comm` while
-    /// that is empty.
-    fn describe(&mut self, buffer: &mut ReadBuffer, dir: &Path) {
-        let described = match buffer.read_path(&dir.join("cmdline")) {
-            Ok(bytes) => command_line::describe(bytes),
-            Err(_) => None,
-        };
-        self.command_known = described.is_some();
-        (self.name, self.command) =
-            described.unwrap_or_else(|| (lossy(&self.comm), lossy(&self.comm)));
-    }
-}
-
-fn lossy(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-/// A wait status as `run` describes its command's.
-fn describe_status(status: Option<i32>) -> String {
-    match status {
-        Some(s) if libc::WIFEXITED(s) => format!("exit code {}", libc::WEXITSTATUS(s)),
-        Some(s) if libc::WIFSIGNALED(s) => format!("killed by signal {}", libc::WTERMSIG(s)),
-        _ => "unknown".to_owned(),
-    }
-}
-
-/// Milliseconds since boot, on the clock that /proc/<pid>/stat start times use.
-fn boot_time_ms() -> Option<f64> {
-    let mut now = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime(2) writes only into the timespec it is given.
-    let status = unsafe { libc::clock_gettime(libc::CLOCK_BOOTTIME, &mut now) };
-    (status == 0).then(|| now.tv_sec as f64 * 1000.0 + now.tv_nsec as f64 / 1e6)
-}
-
-/// How many stat files to keep open: a share of the soft open-file limit.
-fn open_files_max() -> u64 {
-    let mut limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit(2) writes only into the rlimit it is given.
-    let status = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) };
-    if status != 0 {
-        return 0;
-    }
-    (limit.rlim_cur / OPEN_FILES_SHARE).min(OPEN_FILES_MAX)
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::sampler::{machine_of, tick_markers, tick_markers_under};
-
-    const STAT: &[u8] = b"4242 (a (b) c) Z 17 4242 17 0 -1 4194560 100 0 0 0 250 50 7 3 20 0 1 0 123456 5000000 300 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0 0 0 0 0 0 0 0 9\n";
-
-    #[test]
-    fn stat_fields_are_read_after_the_last_parenthesis() {
-        let (stat, comm) = parse_stat(STAT).unwrap();
-        assert_eq!(comm, b"a (b) c");
-        assert_eq!(
-            stat,
-            Stat {
-                state: b'Z',
-                ppid: 17,
-                own_ticks: 300,
-                reaped_ticks: 10,
-                start_ticks: 123456,
-                rss_pages: 300,
-                exit_status: Some(9),
-            }
-        );
-        assert_eq!(describe_status(stat.exit_status), "killed by signal 9");
-        assert_eq!(describe_status(Some(3 << 8)), "exit code 3");
-        let old_kernel = &STAT[..STAT.len() - 40];
-        assert_eq!(parse_stat(old_kernel).unwrap().0.exit_status, None);
-        assert!(parse_stat(b"1 (x) S 0 1").is_none(), "too short");
-    }
-
-    /// A /proc with this machine's stat and meminfo, the test's own stat, and `loadavg`.
-    fn fake_proc(loadavg: &str) -> tempfile::TempDir {
-        let root = tempfile::tempdir().unwrap();
-        for file in ["stat", "meminfo"] {
-            fs::copy(Path::new("/proc").join(file), root.path().join(file)).unwrap();
-        }
-        let own = stat_path(root.path(), std::process::id());
-        fs::create_dir(own.parent().unwrap()).unwrap();
-        fs::copy("/proc/self/stat", own).unwrap();
-        fs::write(root.path().join("loadavg"), loadavg).unwrap();
-        root
-    }
-
-    /// Ticks of the tree: `live` and `gone` as (pid, ppid, own ticks, reaped ticks, reaped
-    /// increase at this refresh, counted ticks); ppid 0 is the recorder.
-    type Row = (u32, u32, u64, u64, u64, u64);
-
-    fn tick_of(tree: &mut ProcessTree, live: &[Row], gone: &[Row]) -> u64 {
-        let own = tree.own_pid;
-        let process = |&(pid, ppid, own_ticks, reaped_ticks, increase, counted): &Row| {
-            let ppid = if ppid == 0 { own } else { ppid };
-            let stat = Stat {
-                ppid,
-                own_ticks,
-                reaped_ticks,
-                ..Stat::default()
-            };
-            let process = Process {
-                file: None,
-                stat,
-                counted_ticks: counted,
-                reaped_increase: increase,
-                peak_rss_pages: 0,
-                last_seen: 0.0,
-                comm: Vec::new(),
-                name: String::new(),
-                command: String::new(),
-                command_known: true,
-                ended: false,
-            };
-            (pid, process)
-        };
-        tree.processes = live.iter().map(process).collect();
-        let gone: Vec<(u32, Process)> = gone.iter().map(process).collect();
-        let previous = Previous {
-            time: 0.0,
-            cpu: CpuTimes::default(),
-            own_reaped_ticks: 0,
-        };
-        tree.tree_ticks(&gone, 0, &previous)
-    }
-
-    fn fresh_tree() -> (ProcessTree, tempfile::TempDir) {
-        let root = fake_proc("0.10 0.20 0.30 1/100 5000\n");
-        let interval = Duration::from_millis(100);
-        let machine = machine_of(root.path());
-        let tree = ProcessTree::probe(
-            root.path(),
-            &Follow::Children,
-            interval,
-            Clock::start(),
-            &machine,
-        );
-        (tree.unwrap(), root)
-    }
-
-    /// Parent 10 (the recorder's child) and its child 11, which ends and is reaped.
-    #[test]
-    fn an_ended_child_is_taken_out_once_of_what_its_reaper_reaped_even_a_tick_late() {
-        // Seen ended in the tick whose read of its parent holds it: 10 more ticks.
-        let (mut tree, _root) = fresh_tree();
-        let parent = (10, 0, 100, 60, 60, 100);
-        assert_eq!(tick_of(&mut tree, &[parent], &[(11, 10, 50, 0, 0, 50)]), 10);
-
-        // Reaped between the reads of one tick (the child read first, then the parent):
-        // one tick over, the next ones under, the same in all: 5 of the child, 80 of the
-        // parent.
-        let (mut tree, _root) = fresh_tree();
-        let ticks = [
-            tick_of(
-                &mut tree,
-                &[(10, 0, 100, 55, 55, 100), (11, 10, 55, 0, 0, 50)],
-                &[],
-            ),
-            tick_of(
-                &mut tree,
-                &[(10, 0, 100, 55, 0, 155)],
-                &[(11, 10, 55, 0, 0, 55)],
-            ),
-            tick_of(&mut tree, &[(10, 0, 140, 55, 0, 155)], &[]),
-            tick_of(&mut tree, &[(10, 0, 180, 55, 0, 195)], &[]),
-        ];
-        assert_eq!(ticks.iter().sum::<u64>(), 85, "{ticks:?}");
-        assert_eq!(tree.owed_ticks, 0);
-
-        // Reaped by nobody in the tree (its parent ignores SIGCHLD): nothing taken out.
-        let (mut tree, _root) = fresh_tree();
-        let parent = (10, 0, 100, 0, 0, 90);
-        assert_eq!(tick_of(&mut tree, &[parent], &[(11, 10, 30, 0, 0, 30)]), 10);
-        assert_eq!(tick_of(&mut tree, &[(10, 0, 110, 0, 0, 100)], &[]), 10);
-        assert_eq!(tree.owed_ticks, 0);
-    }
-
-    #[test]
-    fn proc_is_listed_again_only_once_a_new_pid_was_given_out() {
-        let clock = Clock::start();
-        let root = fake_proc("0.10 0.20 0.30 1/100 5000\n");
-        let mut tree = ProcessTree::probe(
-            root.path(),
-            &Follow::Children,
-            Duration::from_millis(100),
-            clock,
-            &machine_of(root.path()),
-        )
-        .unwrap();
-        tick_markers_under(&mut tree, clock.now_ms(), root.path());
-        let child = format!("5001 (child) S {} ", std::process::id());
-        let fields =
-            String::from_utf8(STAT[STAT.iter().position(|&b| b == b'Z').unwrap() + 5..].to_vec());
-        let child_stat = stat_path(root.path(), 5001);
-        fs::create_dir(child_stat.parent().unwrap()).unwrap();
-        fs::write(&child_stat, child + &fields.unwrap()).unwrap();
-        tick_markers_under(&mut tree, clock.now_ms(), root.path());
-        assert!(
-            tree.processes.is_empty(),
-            "no pid given out: /proc is not listed"
-        );
-        fs::write(root.path().join("loadavg"), "0.10 0.20 0.30 1/101 5001\n").unwrap();
-        tick_markers_under(&mut tree, clock.now_ms(), root.path());
-        assert!(
-            tree.processes.contains_key(&5001),
-            "listed once pid 5001 was given out"
-        );
-    }
-
-    #[test]
-    fn children_are_found_and_a_finished_child_gets_a_marker() {
-        let clock = Clock::start();
-        let follow = Follow::Children;
-        let interval = Duration::from_millis(10);
-        let mut tree = ProcessTree::probe(
-            Path::new("/proc"),
-            &follow,
-            interval,
-            clock,
-            &machine_of(Path::new("/proc")),
-        )
-        .unwrap();
-        tick_markers(&mut tree, clock.now_ms());
-        let mut child = std::process::Command::new("sleep")
-            .arg("0.3")
-            .spawn()
-            .unwrap();
-        tick_markers(&mut tree, clock.now_ms());
-        assert!(
-            tree.processes.contains_key(&child.id()),
-            "the child is in the tree"
-        );
-        // Seen alive again more than an interval after it started: it gets a marker.
-        std::thread::sleep(Duration::from_millis(50));
-        tick_markers(&mut tree, clock.now_ms());
-        child.wait().unwrap();
-        let out = tick_markers(&mut tree, clock.now_ms());
-        let marker = out
-            .iter()
-            .find(|m| m.data.as_ref().is_some_and(|d| d["pid"] == child.id()))
-            .expect("a marker for the child");
-        assert_eq!(marker.name, "sleep");
-        assert_eq!(marker.data.as_ref().unwrap()["command"], "sleep 0.3");
-        assert!(out.iter().any(|m| m.name == "Task CPU"));
-    }
-}
+mod tests;

@@ -2,8 +2,8 @@
 //! in which some tasks (`some`), or all non-idle tasks (`full`), were stalled waiting for
 //! the resource. Memory stalls say "needs more memory"; CPU stalls say "needs more cores".
 
-use crate::procfs::ReadBuffer;
-use crate::sampler::{fraction, Lines, Source};
+use crate::sources::procfs::ReadBuffer;
+use crate::sources::{fraction, Lines, Source};
 use serde::Serialize;
 use std::fs::File;
 use std::path::Path;
@@ -103,7 +103,7 @@ fn read_stalled(buffer: &mut ReadBuffer, file: &File) -> Option<Stalled> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sampler::tick_markers;
+    use crate::sources::tick_markers;
     use std::fs;
 
     #[test]

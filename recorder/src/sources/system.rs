@@ -2,27 +2,17 @@
 //! network. Each tick turns the difference from the previous tick into one interval marker
 //! per track ("CPU Use", "Memory", "IO", "NetIO"), as Mozilla's resource monitor draws them.
 
-use crate::procfs::ReadBuffer;
-use crate::sampler::{Lines, Machine, Percent, Source};
+use crate::sources::io::{whole_disks, Counters, IoData};
+use crate::sources::machine::{CpuTimes, Machine, MemInfo};
+use crate::sources::procfs::ReadBuffer;
+use crate::sources::{Lines, Percent, Source};
 use serde::Serialize;
-use std::fs::{self, File};
-use std::path::{Path, PathBuf};
+use std::fs::File;
+use std::path::Path;
 use tc_profile_format::schema::{data_type, source, track};
 
 /// Bytes per sector in a disk's `stat`, whatever the device's real sector size.
 const DISKSTATS_SECTOR: u64 = 512;
-
-/// Jiffies since boot, in /proc/stat's order: user nice system idle iowait irq softirq steal.
-#[derive(Clone, Copy, Default)]
-pub(crate) struct CpuTimes(pub(crate) [u64; 8]);
-
-#[derive(Clone, Copy, Default)]
-pub(crate) struct Counters {
-    pub(crate) read_count: u64,
-    pub(crate) read_bytes: u64,
-    pub(crate) write_count: u64,
-    pub(crate) write_bytes: u64,
-}
 
 #[derive(Clone, Default)]
 struct Snapshot {
@@ -67,16 +57,6 @@ struct MemoryData {
     cached: u64,
     buffers: u64,
     swap: u64,
-}
-
-#[derive(Serialize)]
-pub(crate) struct IoData {
-    #[serde(rename = "type")]
-    kind: &'static str,
-    read_bytes: u64,
-    read_count: u64,
-    write_bytes: u64,
-    write_count: u64,
 }
 
 #[derive(Serialize)]
@@ -219,38 +199,6 @@ impl Source for SystemSampler {
     }
 }
 
-impl From<Counters> for IoData {
-    fn from(d: Counters) -> IoData {
-        IoData {
-            kind: data_type::IO,
-            read_bytes: d.read_bytes,
-            read_count: d.read_count,
-            write_bytes: d.write_bytes,
-            write_count: d.write_count,
-        }
-    }
-}
-
-impl Counters {
-    fn plus(self, other: &Counters) -> Counters {
-        Counters {
-            read_count: self.read_count + other.read_count,
-            read_bytes: self.read_bytes + other.read_bytes,
-            write_count: self.write_count + other.write_count,
-            write_bytes: self.write_bytes + other.write_bytes,
-        }
-    }
-
-    pub(crate) fn since(self, before: Counters) -> Counters {
-        Counters {
-            read_count: self.read_count.saturating_sub(before.read_count),
-            read_bytes: self.read_bytes.saturating_sub(before.read_bytes),
-            write_count: self.write_count.saturating_sub(before.write_count),
-            write_bytes: self.write_bytes.saturating_sub(before.write_bytes),
-        }
-    }
-}
-
 /// Cumulative fractions of all cores, in Mozilla's stacking order: nice, then +user,
 /// +system, +iowait, +irq and softirq, +steal; so that bars drawn over each other stack.
 /// None when no jiffy passed in between (a last tick just after the one before).
@@ -282,72 +230,6 @@ fn cpu_data(before: CpuTimes, after: CpuTimes) -> Option<CpuData> {
         irq_pct: Percent(irqs),
         steal_pct: Percent(steal),
         idle_pct: Percent(idle),
-    })
-}
-
-pub(crate) fn parse_cpu(stat: &str) -> Option<CpuTimes> {
-    let line = stat.lines().find(|l| l.starts_with("cpu "))?;
-    let mut times = CpuTimes::default();
-    let mut fields = line.split_ascii_whitespace().skip(1);
-    for slot in times.0.iter_mut() {
-        // Kernels before 2.6.11 lack steal: a missing field stays 0.
-        *slot = fields.next().map_or(Ok(0), str::parse).ok()?;
-    }
-    Some(times)
-}
-
-pub(crate) struct MemInfo {
-    total: u64,
-    available: u64,
-    cached: u64,
-    buffers: u64,
-    pub(crate) swap_total: u64,
-    swap_free: u64,
-}
-
-impl MemInfo {
-    /// What Mozilla's monitor draws as used: total minus available.
-    pub(crate) fn used(&self) -> u64 {
-        self.total.saturating_sub(self.available)
-    }
-}
-
-pub(crate) fn parse_meminfo(text: &str) -> Option<MemInfo> {
-    const KEYS: [&str; 7] = [
-        "MemTotal",
-        "MemFree",
-        "MemAvailable",
-        "Buffers",
-        "Cached",
-        "SwapTotal",
-        "SwapFree",
-    ];
-    let mut bytes = [None; KEYS.len()];
-    let mut found = 0;
-    // The keys are near the top: stop once all are found.
-    for line in text.lines() {
-        let Some((key, rest)) = line.split_once(':') else {
-            continue;
-        };
-        if let Some(slot) = KEYS.iter().position(|k| *k == key) {
-            let kib = rest.split_ascii_whitespace().next().map(str::parse::<u64>);
-            bytes[slot] = kib.and_then(Result::ok).map(|kib| kib * 1024);
-            found += 1;
-            if found == KEYS.len() {
-                break;
-            }
-        }
-    }
-    let [total, free, available, buffers, cached, swap_total, swap_free] = bytes;
-    let (buffers, cached) = (buffers.unwrap_or(0), cached.unwrap_or(0));
-    Some(MemInfo {
-        total: total?,
-        // Kernels before 3.14 lack MemAvailable: estimate it as psutil does.
-        available: available.unwrap_or(free? + buffers + cached),
-        cached,
-        buffers,
-        swap_total: swap_total.unwrap_or(0),
-        swap_free: swap_free.unwrap_or(0),
     })
 }
 
@@ -390,25 +272,12 @@ fn parse_net_dev(text: &str) -> Counters {
     sum
 }
 
-/// Block devices backed by hardware (they have a `device` link): not partitions, loop,
-/// ram or device-mapper devices, whose I/O is already counted on the disk below them.
-fn whole_disks(sys_block: &Path) -> Vec<PathBuf> {
-    let Ok(entries) = fs::read_dir(sys_block) else {
-        return Vec::new();
-    };
-    let mut disks: Vec<PathBuf> = entries
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|path| path.join("device").exists())
-        .collect();
-    disks.sort();
-    disks
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sampler::{machine_of, tick_markers};
+    use crate::sources::machine::machine_of;
+    use crate::sources::tick_markers;
+    use std::fs;
 
     #[test]
     fn cpu_fractions_stack_to_the_busy_share() {
@@ -463,15 +332,6 @@ mod tests {
             ),
             (1000, 10, 500, 5)
         );
-    }
-
-    #[test]
-    fn meminfo_used_is_total_minus_available() {
-        let text = "MemTotal: 1000 kB\nMemFree: 100 kB\nMemAvailable: 600 kB\nBuffers: 10 kB\nCached: 200 kB\nSwapCached: 7 kB\nSwapTotal: 50 kB\nSwapFree: 20 kB\n";
-        let info = parse_meminfo(text).unwrap();
-        assert_eq!(info.used(), 400 * 1024);
-        assert_eq!(info.cached, 200 * 1024, "SwapCached is not Cached");
-        assert_eq!(info.swap_total - info.swap_free, 30 * 1024);
     }
 
     #[test]

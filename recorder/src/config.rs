@@ -1,0 +1,51 @@
+//! How to record: the one set of choices that [`crate::Recorder::start`] takes, with the
+//! defaults a recording uses unless told otherwise.
+
+use crate::meta::task_from_env;
+use crate::profile_dir::ProfileDirConfig;
+use crate::sources::cgroup::TaskCgroup;
+use crate::sources::process_tree::Follow;
+use crate::writer::SyncPolicy;
+use std::path::PathBuf;
+use std::time::Duration;
+use tc_profile_format::{MetricLimits, TaskInfo};
+
+/// How to record.
+#[derive(Clone, Debug)]
+pub struct RecorderConfig {
+    pub log_path: PathBuf,
+    /// Sampling interval of the system tracks.
+    pub interval: Duration,
+    pub sync: SyncPolicy,
+    pub task: TaskInfo,
+    /// Whether to sample resources at all (CPU, memory, disk, network, and what follows).
+    pub sample_system: bool,
+    /// The statsd listener's limits, or None for no listener.
+    pub statsd: Option<MetricLimits>,
+    /// The profile directory to follow, if any.
+    pub profile_dir: Option<ProfileDirConfig>,
+    /// The task's processes, drawn against the rest of the machine; none by default.
+    pub follow: Option<Follow>,
+    /// The task's cgroup, whose counters are recorded. When None, the cgroup of a followed
+    /// pid or cgroup is used if it is not the recorder's own.
+    pub cgroup: Option<TaskCgroup>,
+}
+
+impl RecorderConfig {
+    /// Defaults: 0.1 s interval, interval sync once a second, the task from the
+    /// environment, system sampling on, statsd listener on under `task.`.
+    pub fn new(log_path: PathBuf) -> RecorderConfig {
+        let interval = Duration::from_millis(100);
+        RecorderConfig {
+            log_path,
+            interval,
+            sync: SyncPolicy::interval(interval),
+            task: task_from_env(),
+            sample_system: true,
+            statsd: Some(MetricLimits::default()),
+            profile_dir: None,
+            follow: None,
+            cgroup: None,
+        }
+    }
+}

@@ -1,0 +1,70 @@
+//! The load track, from the /proc/loadavg that the sampler reads once a tick for every
+//! source (see [`Machine`]).
+
+use crate::sources::machine::Machine;
+use crate::sources::{Lines, Source};
+use serde::Serialize;
+use tc_profile_format::schema::{data_type, source, track};
+
+#[derive(Serialize)]
+struct LoadData {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    load1: f64,
+    load5: f64,
+    load15: f64,
+    runnable: u64,
+}
+
+/// "Load": the 1, 5 and 15 minute load averages and the runnable threads, from the
+/// machine's /proc/loadavg as read at each tick.
+pub(crate) struct LoadAverage {
+    previous: Option<f64>,
+}
+
+impl LoadAverage {
+    pub(crate) fn probe(machine: &Machine) -> Option<LoadAverage> {
+        machine.load?;
+        Some(LoadAverage { previous: None })
+    }
+}
+
+impl Source for LoadAverage {
+    fn names(&self) -> Vec<&'static str> {
+        vec![source::LOAD]
+    }
+
+    fn tick(&mut self, now: f64, out: &mut Lines) {
+        let data = out.machine.load.map(|load| LoadData {
+            kind: data_type::LOAD,
+            load1: load.averages[0],
+            load5: load.averages[1],
+            load15: load.averages[2],
+            runnable: load.runnable,
+        });
+        if let (Some(start), Some(data)) = (self.previous.replace(now), data) {
+            out.track(track::LOAD, start, now, &data);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sources::fake_root;
+    use crate::sources::machine::machine_of;
+    use crate::sources::tick_markers_under;
+
+    #[test]
+    fn load_average_reads_the_three_averages_and_runnable_threads() {
+        let root = fake_root(&[("loadavg", "0.77 0.85 0.53 3/108 12481\n")]);
+        let mut load = LoadAverage::probe(&machine_of(root.path())).unwrap();
+        tick_markers_under(&mut load, 0.0, root.path());
+        let out = tick_markers_under(&mut load, 100.0, root.path());
+        let data = out[0].data.as_ref().unwrap();
+        assert_eq!(
+            (data["load1"].as_f64(), data["runnable"].as_u64()),
+            (Some(0.77), Some(3))
+        );
+    }
+}

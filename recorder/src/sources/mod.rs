@@ -1,0 +1,138 @@
+//! The sampler's sources, one file a source, and what they all share: the [`Source`]
+//! trait, the [`Lines`] a tick appends to, and the CPU track's rounding ([`fraction`],
+//! [`Percent`]). This module imports no source; [`crate::sampler`] composes them.
+
+pub(crate) mod cgroup;
+pub(crate) mod cpu_frequency;
+pub(crate) mod io;
+pub(crate) mod load;
+pub(crate) mod machine;
+pub(crate) mod pressure;
+pub(crate) mod process_tree;
+pub(crate) mod procfs;
+pub(crate) mod swap;
+pub(crate) mod system;
+
+use machine::Machine;
+use serde::{Serialize, Serializer};
+use std::fmt;
+use tc_profile_format::schema::category;
+use tc_profile_format::{encode_line_into, encode_marker_line_into, Line, Marker};
+
+/// One kind of samples.
+pub(crate) trait Source: Send {
+    /// Its names in `meta.tcProfile.sources`.
+    fn names(&self) -> Vec<&'static str>;
+    /// Samples now and appends the markers of the interval since the previous tick (none
+    /// on the first tick, which sets the baseline).
+    fn tick(&mut self, now: f64, out: &mut Lines);
+    /// The recording's last tick: a source with something still open writes it out.
+    fn last_tick(&mut self, now: f64, out: &mut Lines) {
+        self.tick(now, out);
+    }
+}
+
+/// The lines of one tick, encoded as they are made, for one write; and the machine as
+/// read at this tick.
+pub(crate) struct Lines<'a> {
+    bytes: &'a mut Vec<u8>,
+    count: u64,
+    pub(crate) machine: &'a Machine,
+}
+
+impl<'a> Lines<'a> {
+    /// Lines appended to `bytes`, with the machine as read at this tick.
+    pub(crate) fn new(bytes: &'a mut Vec<u8>, machine: &'a Machine) -> Lines<'a> {
+        Lines {
+            bytes,
+            count: 0,
+            machine,
+        }
+    }
+
+    /// How many lines were appended.
+    pub(crate) fn count(&self) -> u64 {
+        self.count
+    }
+
+    /// A resource track's sample: an interval marker (category Other) from the previous
+    /// tick to this one. Typed `data` is encoded without building a JSON map.
+    pub(crate) fn track(&mut self, name: &str, start: f64, end: f64, data: &impl Serialize) {
+        encode_marker_line_into(self.bytes, name, start, Some(end), category::OTHER, data);
+        self.count += 1;
+    }
+
+    pub(crate) fn marker(&mut self, marker: Marker) {
+        encode_line_into(self.bytes, &Line::Marker(marker));
+        self.count += 1;
+    }
+}
+
+/// A fraction of all cores (or of an interval) rounded as the CPU track rounds it.
+pub(crate) fn fraction(part: f64, whole: f64) -> f64 {
+    if whole <= 0.0 {
+        return 0.0;
+    }
+    ((part / whole).clamp(0.0, 1.0) * 10000.0).round() / 10000.0
+}
+
+/// A fraction shown as a percentage with one decimal, "45.0%".
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Percent(pub(crate) f64);
+
+impl fmt::Display for Percent {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        // Integer tenths: exact-decimal float formatting costs more than the rest of a tick.
+        let tenths = (self.0.clamp(0.0, 1.0) * 1000.0).round() as u32;
+        write!(f, "{}.{}%", tenths / 10, tenths % 10)
+    }
+}
+
+impl Serialize for Percent {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+/// The markers that one tick of `source` writes, decoded: for unit tests.
+#[cfg(test)]
+pub(crate) fn tick_markers(source: &mut impl Source, now: f64) -> Vec<Marker> {
+    tick_markers_under(source, now, std::path::Path::new("/proc"))
+}
+
+/// [`tick_markers`] with the machine read under `proc_root`.
+#[cfg(test)]
+pub(crate) fn tick_markers_under(
+    source: &mut impl Source,
+    now: f64,
+    proc_root: &std::path::Path,
+) -> Vec<Marker> {
+    let mut bytes = Vec::new();
+    let machine = machine::machine_of(proc_root);
+    source.tick(now, &mut Lines::new(&mut bytes, &machine));
+    decode_markers(&bytes)
+}
+
+#[cfg(test)]
+fn decode_markers(bytes: &[u8]) -> Vec<Marker> {
+    bytes
+        .split(|&b| b == b'\n')
+        .filter(|line| !line.is_empty())
+        .map(|line| match tc_profile_format::decode_line(line) {
+            Ok(Line::Marker(marker)) => marker,
+            other => panic!("not a marker line: {other:?}"),
+        })
+        .collect()
+}
+
+/// A directory holding `files` (path, text): a fake /proc or /sys for unit tests.
+#[cfg(test)]
+pub(crate) fn fake_root(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let root = tempfile::tempdir().unwrap();
+    for (name, text) in files {
+        let path = root.path().join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    root
+}

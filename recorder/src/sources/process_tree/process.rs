@@ -1,0 +1,201 @@
+//! One process of the task's tree: the fields of its /proc/<pid>/stat that are used, its
+//! name and command, and the wording of its exit status.
+
+use super::command_line;
+use crate::clock::Clock;
+use crate::sources::procfs::{sysconf, ReadBuffer};
+use serde_json::json;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use tc_profile_format::schema::{category, data_type};
+use tc_profile_format::Marker;
+
+/// Half the soft open-file limit at most goes to stat files kept open; the rest is left to
+/// the recorder's other files.
+const OPEN_FILES_SHARE: u64 = 2;
+const OPEN_FILES_MAX: u64 = 4096;
+
+/// The fields of /proc/<pid>/stat that are used.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct Stat {
+    pub(crate) state: u8,
+    pub(crate) ppid: u32,
+    /// utime + stime, clock ticks.
+    pub(crate) own_ticks: u64,
+    /// cutime + cstime: the time of children it has waited for.
+    pub(crate) reaped_ticks: u64,
+    /// Clock ticks after boot: with the pid, it names a process for good.
+    pub(crate) start_ticks: u64,
+    pub(crate) rss_pages: u64,
+    /// The wait status, readable while the process is a zombie (Linux 3.5 and later).
+    pub(crate) exit_status: Option<i32>,
+}
+
+impl Stat {
+    pub(crate) fn total_ticks(&self) -> u64 {
+        self.own_ticks + self.reaped_ticks
+    }
+
+    pub(crate) fn is_zombie(&self) -> bool {
+        self.state == b'Z' || self.state == b'X'
+    }
+}
+
+/// What turns a stat's clock ticks into milliseconds, its pages into bytes and its start
+/// times into the log's time base.
+#[derive(Clone, Copy)]
+pub(crate) struct StatUnits {
+    ticks_per_second: f64,
+    pub(crate) page_size: u64,
+    /// Log time of the boot, in ms (negative).
+    boot_ms: f64,
+}
+
+impl StatUnits {
+    pub(crate) fn probe(clock: Clock) -> Option<StatUnits> {
+        Some(StatUnits {
+            ticks_per_second: sysconf(libc::_SC_CLK_TCK)? as f64,
+            page_size: sysconf(libc::_SC_PAGESIZE)?,
+            boot_ms: clock.now_ms() - boot_time_ms()?,
+        })
+    }
+}
+
+/// Milliseconds since boot, on the clock that /proc/<pid>/stat start times use.
+fn boot_time_ms() -> Option<f64> {
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime(2) writes only into the timespec it is given.
+    let status = unsafe { libc::clock_gettime(libc::CLOCK_BOOTTIME, &mut now) };
+    (status == 0).then(|| now.tv_sec as f64 * 1000.0 + now.tv_nsec as f64 / 1e6)
+}
+
+/// How many stat files to keep open: a share of the soft open-file limit.
+pub(crate) fn open_files_max() -> u64 {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit(2) writes only into the rlimit it is given.
+    let status = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) };
+    if status != 0 {
+        return 0;
+    }
+    (limit.rlim_cur / OPEN_FILES_SHARE).min(OPEN_FILES_MAX)
+}
+
+/// A process of the tree.
+pub(crate) struct Process {
+    /// Kept open while the open-file budget allows; else reopened at each tick.
+    pub(crate) file: Option<File>,
+    pub(crate) stat: Stat,
+    /// Its ticks (own and reaped) already counted in "Task CPU".
+    pub(crate) counted_ticks: u64,
+    /// How much its reaped-children ticks grew at the last refresh.
+    pub(crate) reaped_increase: u64,
+    pub(crate) peak_rss_pages: u64,
+    /// The last tick that found it alive.
+    pub(crate) last_seen: f64,
+    pub(crate) comm: Vec<u8>,
+    pub(crate) name: String,
+    pub(crate) command: String,
+    /// Whether `name` and `command` come from its command line, not from `comm` alone: a
+    /// process caught in the middle of exec has an empty one for a moment.
+    pub(crate) command_known: bool,
+    /// Its marker has been written (it is a zombie, or the recording ended).
+    pub(crate) ended: bool,
+}
+
+impl Process {
+    /// Names it from its command line (`dir` is its /proc directory), or from `comm` while
+    /// that is empty.
+    /// Its "Process" marker, ending at `now`.
+    pub(crate) fn marker(&self, pid: u32, now: f64, status: String, units: &StatUnits) -> Marker {
+        let start = units.boot_ms + self.stat.start_ticks as f64 * 1000.0 / units.ticks_per_second;
+        // Rounded to the microsecond, as every time in the log.
+        let start = ((start * 1000.0).round() / 1000.0).clamp(0.0, now);
+        let cpu_ms = self.stat.own_ticks as f64 * 1000.0 / units.ticks_per_second;
+        Marker::interval(self.name.clone(), start, now)
+            .with_category(category::TASK)
+            .with_data(json!({
+                "type": data_type::PROCESS,
+                "command": self.command,
+                "pid": pid,
+                "ppid": self.stat.ppid,
+                "cpuTime": cpu_ms,
+                "peakRss": self.peak_rss_pages * units.page_size,
+                "status": status,
+            }))
+    }
+
+    pub(crate) fn describe(&mut self, buffer: &mut ReadBuffer, dir: &Path) {
+        let described = match buffer.read_path(&dir.join("cmdline")) {
+            Ok(bytes) => command_line::describe(bytes),
+            Err(_) => None,
+        };
+        self.command_known = described.is_some();
+        (self.name, self.command) =
+            described.unwrap_or_else(|| (lossy(&self.comm), lossy(&self.comm)));
+    }
+}
+
+fn lossy(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// A wait status (waitpid(2)'s, or `ExitStatus::into_raw`) in the words of a "Process"
+/// marker and of `run`'s "Command" marker: "exit code N", "killed by signal N", or
+/// "unknown" when there is none or it is neither.
+pub fn describe_status(status: Option<i32>) -> String {
+    match status {
+        Some(s) if libc::WIFEXITED(s) => format!("exit code {}", libc::WEXITSTATUS(s)),
+        Some(s) if libc::WIFSIGNALED(s) => format!("killed by signal {}", libc::WTERMSIG(s)),
+        _ => "unknown".to_owned(),
+    }
+}
+
+pub(crate) fn stat_path(proc_root: &Path, pid: u32) -> PathBuf {
+    proc_root.join(pid.to_string()).join("stat")
+}
+
+/// Parses `pid (comm) state ppid ...`; the command name may hold spaces and parentheses,
+/// so the fields start after the last `)`. Field numbers are proc(5)'s.
+pub(crate) fn parse_stat(bytes: &[u8]) -> Option<(Stat, &[u8])> {
+    let open = bytes.iter().position(|&b| b == b'(')?;
+    let close = bytes.iter().rposition(|&b| b == b')')?;
+    let comm = bytes.get(open + 1..close)?;
+    let mut stat = Stat::default();
+    let mut last = 0;
+    for (i, field) in bytes.get(close + 2..)?.split(|&b| b == b' ').enumerate() {
+        let number = || parse_number(field);
+        match i + 3 {
+            3 => stat.state = *field.first()?,
+            4 => stat.ppid = number()? as u32,
+            14 | 15 => stat.own_ticks += number()?,
+            16 | 17 => stat.reaped_ticks += number()?,
+            22 => stat.start_ticks = number()?,
+            24 => stat.rss_pages = number()?,
+            52 => {
+                stat.exit_status = Some(number()? as i32);
+                break;
+            }
+            _ => {}
+        }
+        last = i + 3;
+    }
+    (last >= 24).then_some((stat, comm))
+}
+
+/// A decimal field, with the line's newline after the last one.
+fn parse_number(field: &[u8]) -> Option<u64> {
+    let digits = field.strip_suffix(b"\n").unwrap_or(field);
+    if digits.is_empty() {
+        return None;
+    }
+    digits.iter().try_fold(0u64, |value, &b| {
+        let digit = b.checked_sub(b'0').filter(|d| *d < 10)?;
+        value.checked_mul(10)?.checked_add(u64::from(digit))
+    })
+}

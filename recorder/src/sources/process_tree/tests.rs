@@ -1,0 +1,202 @@
+//! Unit tests of the process tree: its stat parsing, its CPU ledger and its discovery.
+
+use super::*;
+use crate::sources::machine::machine_of;
+use crate::sources::{tick_markers, tick_markers_under};
+
+const STAT: &[u8] = b"4242 (a (b) c) Z 17 4242 17 0 -1 4194560 100 0 0 0 250 50 7 3 20 0 1 0 123456 5000000 300 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0 0 0 0 0 0 0 0 9\n";
+
+#[test]
+fn stat_fields_are_read_after_the_last_parenthesis() {
+    let (stat, comm) = parse_stat(STAT).unwrap();
+    assert_eq!(comm, b"a (b) c");
+    assert_eq!(
+        stat,
+        Stat {
+            state: b'Z',
+            ppid: 17,
+            own_ticks: 300,
+            reaped_ticks: 10,
+            start_ticks: 123456,
+            rss_pages: 300,
+            exit_status: Some(9),
+        }
+    );
+    assert_eq!(describe_status(stat.exit_status), "killed by signal 9");
+    assert_eq!(describe_status(Some(3 << 8)), "exit code 3");
+    let old_kernel = &STAT[..STAT.len() - 40];
+    assert_eq!(parse_stat(old_kernel).unwrap().0.exit_status, None);
+    assert!(parse_stat(b"1 (x) S 0 1").is_none(), "too short");
+}
+
+/// A /proc with this machine's stat and meminfo, the test's own stat, and `loadavg`.
+fn fake_proc(loadavg: &str) -> tempfile::TempDir {
+    let root = tempfile::tempdir().unwrap();
+    for file in ["stat", "meminfo"] {
+        fs::copy(Path::new("/proc").join(file), root.path().join(file)).unwrap();
+    }
+    let own = stat_path(root.path(), std::process::id());
+    fs::create_dir(own.parent().unwrap()).unwrap();
+    fs::copy("/proc/self/stat", own).unwrap();
+    fs::write(root.path().join("loadavg"), loadavg).unwrap();
+    root
+}
+
+/// Ticks of the tree: `live` and `gone` as (pid, ppid, own ticks, reaped ticks, reaped
+/// increase at this refresh, counted ticks); ppid 0 is the recorder.
+type Row = (u32, u32, u64, u64, u64, u64);
+
+fn tick_of(tree: &mut ProcessTree, live: &[Row], gone: &[Row]) -> u64 {
+    let own = tree.own_pid;
+    let process = |&(pid, ppid, own_ticks, reaped_ticks, increase, counted): &Row| {
+        let ppid = if ppid == 0 { own } else { ppid };
+        let stat = Stat {
+            ppid,
+            own_ticks,
+            reaped_ticks,
+            ..Stat::default()
+        };
+        let process = Process {
+            file: None,
+            stat,
+            counted_ticks: counted,
+            reaped_increase: increase,
+            peak_rss_pages: 0,
+            last_seen: 0.0,
+            comm: Vec::new(),
+            name: String::new(),
+            command: String::new(),
+            command_known: true,
+            ended: false,
+        };
+        (pid, process)
+    };
+    tree.processes = live.iter().map(process).collect();
+    let gone: Vec<(u32, Process)> = gone.iter().map(process).collect();
+    let previous = Previous {
+        time: 0.0,
+        cpu: CpuTimes::default(),
+        own_reaped_ticks: 0,
+    };
+    tree.tree_ticks(&gone, 0, &previous)
+}
+
+fn fresh_tree() -> (ProcessTree, tempfile::TempDir) {
+    let root = fake_proc("0.10 0.20 0.30 1/100 5000\n");
+    let interval = Duration::from_millis(100);
+    let machine = machine_of(root.path());
+    let tree = ProcessTree::probe(
+        root.path(),
+        &Follow::Children,
+        interval,
+        Clock::start(),
+        &machine,
+    );
+    (tree.unwrap(), root)
+}
+
+/// Parent 10 (the recorder's child) and its child 11, which ends and is reaped.
+#[test]
+fn an_ended_child_is_taken_out_once_of_what_its_reaper_reaped_even_a_tick_late() {
+    // Seen ended in the tick whose read of its parent holds it: 10 more ticks.
+    let (mut tree, _root) = fresh_tree();
+    let parent = (10, 0, 100, 60, 60, 100);
+    assert_eq!(tick_of(&mut tree, &[parent], &[(11, 10, 50, 0, 0, 50)]), 10);
+
+    // Reaped between the reads of one tick (the child read first, then the parent):
+    // one tick over, the next ones under, the same in all: 5 of the child, 80 of the
+    // parent.
+    let (mut tree, _root) = fresh_tree();
+    let ticks = [
+        tick_of(
+            &mut tree,
+            &[(10, 0, 100, 55, 55, 100), (11, 10, 55, 0, 0, 50)],
+            &[],
+        ),
+        tick_of(
+            &mut tree,
+            &[(10, 0, 100, 55, 0, 155)],
+            &[(11, 10, 55, 0, 0, 55)],
+        ),
+        tick_of(&mut tree, &[(10, 0, 140, 55, 0, 155)], &[]),
+        tick_of(&mut tree, &[(10, 0, 180, 55, 0, 195)], &[]),
+    ];
+    assert_eq!(ticks.iter().sum::<u64>(), 85, "{ticks:?}");
+    assert_eq!(tree.owed_ticks, 0);
+
+    // Reaped by nobody in the tree (its parent ignores SIGCHLD): nothing taken out.
+    let (mut tree, _root) = fresh_tree();
+    let parent = (10, 0, 100, 0, 0, 90);
+    assert_eq!(tick_of(&mut tree, &[parent], &[(11, 10, 30, 0, 0, 30)]), 10);
+    assert_eq!(tick_of(&mut tree, &[(10, 0, 110, 0, 0, 100)], &[]), 10);
+    assert_eq!(tree.owed_ticks, 0);
+}
+
+#[test]
+fn proc_is_listed_again_only_once_a_new_pid_was_given_out() {
+    let clock = Clock::start();
+    let root = fake_proc("0.10 0.20 0.30 1/100 5000\n");
+    let mut tree = ProcessTree::probe(
+        root.path(),
+        &Follow::Children,
+        Duration::from_millis(100),
+        clock,
+        &machine_of(root.path()),
+    )
+    .unwrap();
+    tick_markers_under(&mut tree, clock.now_ms(), root.path());
+    let child = format!("5001 (child) S {} ", std::process::id());
+    let fields =
+        String::from_utf8(STAT[STAT.iter().position(|&b| b == b'Z').unwrap() + 5..].to_vec());
+    let child_stat = stat_path(root.path(), 5001);
+    fs::create_dir(child_stat.parent().unwrap()).unwrap();
+    fs::write(&child_stat, child + &fields.unwrap()).unwrap();
+    tick_markers_under(&mut tree, clock.now_ms(), root.path());
+    assert!(
+        tree.processes.is_empty(),
+        "no pid given out: /proc is not listed"
+    );
+    fs::write(root.path().join("loadavg"), "0.10 0.20 0.30 1/101 5001\n").unwrap();
+    tick_markers_under(&mut tree, clock.now_ms(), root.path());
+    assert!(
+        tree.processes.contains_key(&5001),
+        "listed once pid 5001 was given out"
+    );
+}
+
+#[test]
+fn children_are_found_and_a_finished_child_gets_a_marker() {
+    let clock = Clock::start();
+    let follow = Follow::Children;
+    let interval = Duration::from_millis(10);
+    let mut tree = ProcessTree::probe(
+        Path::new("/proc"),
+        &follow,
+        interval,
+        clock,
+        &machine_of(Path::new("/proc")),
+    )
+    .unwrap();
+    tick_markers(&mut tree, clock.now_ms());
+    let mut child = std::process::Command::new("sleep")
+        .arg("0.3")
+        .spawn()
+        .unwrap();
+    tick_markers(&mut tree, clock.now_ms());
+    assert!(
+        tree.processes.contains_key(&child.id()),
+        "the child is in the tree"
+    );
+    // Seen alive again more than an interval after it started: it gets a marker.
+    std::thread::sleep(Duration::from_millis(50));
+    tick_markers(&mut tree, clock.now_ms());
+    child.wait().unwrap();
+    let out = tick_markers(&mut tree, clock.now_ms());
+    let marker = out
+        .iter()
+        .find(|m| m.data.as_ref().is_some_and(|d| d["pid"] == child.id()))
+        .expect("a marker for the child");
+    assert_eq!(marker.name, "sleep");
+    assert_eq!(marker.data.as_ref().unwrap()["command"], "sleep 0.3");
+    assert!(out.iter().any(|m| m.name == "Task CPU"));
+}

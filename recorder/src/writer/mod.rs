@@ -1,0 +1,308 @@
+//! The one writer thread that owns the log: lines arrive encoded over a channel, each is
+//! appended with a single write, and fdatasync is group-committed by the sync policy. This
+//! file is that happy path; `outage` handles lines that do not reach the disk, `log_file`
+//! the log itself, deleted or not.
+
+mod log_file;
+mod outage;
+
+pub(crate) use log_file::{create_log, LogFile};
+pub use log_file::{LogSink, Place};
+
+use crate::clock::Clock;
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
+use log_file::PlaceWatch;
+use outage::Outages;
+use std::io;
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tc_profile_format::Gap;
+
+/// When the writer makes appended lines durable (SPEC.md, "Durability").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SyncPolicy {
+    /// fdatasync after every batch of lines before taking the next.
+    Always,
+    /// fdatasync at most once per period, and at once after a lifecycle line.
+    Interval(Duration),
+    /// Never fdatasync: the kernel writes back when it likes.
+    Never,
+}
+
+/// The shortest period of the interval policy. An fdatasync costs 0.1 to 0.2 ms of CPU on
+/// a virtual disk: ten a second would cost more than all the sampling.
+pub const MIN_SYNC_PERIOD: Duration = Duration::from_secs(1);
+
+impl SyncPolicy {
+    /// The default policy for a sampling interval: sync at most once per interval, and at
+    /// most once per [`MIN_SYNC_PERIOD`].
+    pub fn interval(sampling: Duration) -> SyncPolicy {
+        SyncPolicy::Interval(sampling.max(MIN_SYNC_PERIOD))
+    }
+
+    /// The name SPEC.md and `--sync` use.
+    pub fn name(&self) -> String {
+        match self {
+            SyncPolicy::Always => "always".to_owned(),
+            SyncPolicy::Interval(period) => format!("interval:{}ms", period.as_millis()),
+            SyncPolicy::Never => "never".to_owned(),
+        }
+    }
+}
+
+/// What travels from the sources to the writer.
+pub(crate) enum Message {
+    /// `count` encoded lines (a batch of marker-file lines, or one line), written with one
+    /// write; `urgent` ones are made durable at once (lifecycle markers). `ack`, when
+    /// there is one, is sent `()` once they are durable, or could not be made so (the sync
+    /// failed, the lines could not be written).
+    Line {
+        bytes: Vec<u8>,
+        count: u64,
+        urgent: bool,
+        ack: Option<Sender<()>>,
+    },
+    /// Make everything durable and stop. Sent after the footer.
+    Shutdown,
+}
+
+/// What the writer did, returned by [`crate::Recorder::finish`].
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct WriterStats {
+    pub lines: u64,
+    pub bytes: u64,
+    pub syncs: u64,
+    /// Lines that could not be written (the log's file system failed, or the writer fell
+    /// behind and the sources dropped them).
+    pub lines_lost: u64,
+    /// `gap` lines written: spans of the recording with data missing.
+    pub gaps: u64,
+    /// The first write or sync error, as text.
+    pub first_error: Option<String>,
+    /// Lines were still failing at the end: the gap that could not be written into the log,
+    /// for the finalizer to add.
+    pub unwritten_gap: Option<Gap>,
+}
+
+pub(crate) struct Writer<S> {
+    sink: S,
+    policy: SyncPolicy,
+    clock: Clock,
+    stats: WriterStats,
+    /// Bytes of whole lines in the log: where a failed append is cut back to.
+    length: u64,
+    /// A failed append may have left a partial line past `length`.
+    torn: bool,
+    outages: Outages,
+    dirty: bool,
+    last_sync: Instant,
+    /// Log time of the last sync attempt: a failed sync puts in doubt what came after it.
+    last_sync_time: f64,
+    place: PlaceWatch,
+    /// Acknowledgements due once the lines taken so far are durable.
+    waiting: Vec<Sender<()>>,
+}
+
+impl<S: LogSink> Writer<S> {
+    /// A writer for a log of `length` bytes (its meta and thread lines).
+    pub(crate) fn new(
+        sink: S,
+        name: String,
+        length: u64,
+        policy: SyncPolicy,
+        clock: Clock,
+        dropped: Arc<AtomicU64>,
+    ) -> Writer<S> {
+        Writer {
+            sink,
+            policy,
+            clock,
+            stats: WriterStats::default(),
+            length,
+            torn: false,
+            outages: Outages::new(name.clone(), clock, dropped),
+            dirty: false,
+            last_sync: Instant::now(),
+            last_sync_time: clock.now_ms(),
+            place: PlaceWatch::new(name),
+            waiting: Vec::new(),
+        }
+    }
+
+    /// Runs until Shutdown arrives or every sender is gone; returns the sink, still open.
+    pub(crate) fn run(mut self, receiver: Receiver<Message>) -> (WriterStats, S) {
+        loop {
+            let first = match receiver.recv_deadline(self.wake_deadline()) {
+                Ok(message) => message,
+                Err(RecvTimeoutError::Timeout) => {
+                    self.on_timer();
+                    continue;
+                }
+                Err(RecvTimeoutError::Disconnected) => break,
+            };
+            if let Some(gap) = self.outages.dropped_gap_line() {
+                self.write_gap(&gap);
+            }
+            // Group commit: take every line already waiting, then sync once for all.
+            let mut urgent = false;
+            let mut shutdown = false;
+            for message in std::iter::once(first).chain(receiver.try_iter()) {
+                match message {
+                    Message::Line {
+                        bytes,
+                        count,
+                        urgent: u,
+                        ack,
+                    } => {
+                        self.append(&bytes, count);
+                        urgent |= u;
+                        self.waiting.extend(ack);
+                    }
+                    Message::Shutdown => {
+                        shutdown = true;
+                        break;
+                    }
+                }
+            }
+            if shutdown {
+                break;
+            }
+            if self.should_sync_now(urgent) {
+                self.sync();
+            }
+            self.wake_waiting();
+            self.on_timer();
+        }
+        if self.torn && self.sink.cut(self.length).is_ok() {
+            self.torn = false;
+        }
+        if self.policy != SyncPolicy::Never {
+            self.sync();
+            // A failed sync appends a gap line: one more attempt to make that durable.
+            self.sync();
+        }
+        self.wake_waiting();
+        self.stats.unwritten_gap = self.outages.unwritten_gap();
+        (self.stats, self.sink)
+    }
+
+    /// Wakes those waiting for durability, after the sync that covered their lines (or, under
+    /// the never policy, which has none, at once).
+    fn wake_waiting(&mut self) {
+        for waiter in self.waiting.drain(..) {
+            let _ = waiter.send(());
+        }
+    }
+
+    /// Appends `count` lines, after the gap line that an outage left.
+    fn append(&mut self, lines: &[u8], count: u64) {
+        if let Some(gap) = self.outages.gap_line() {
+            if let Err(error) = self.write(&gap, 1) {
+                return self.lose_lines(&error, count);
+            }
+            self.stats.gaps += 1;
+            self.outages.resumed(self.stats.gaps);
+        }
+        if let Err(error) = self.write(lines, count) {
+            self.lose_lines(&error, count);
+        }
+    }
+
+    /// One write, after the cut of a partial line that an earlier one left; on failure the
+    /// partial line it may leave is cut at once if possible.
+    fn write(&mut self, line: &[u8], count: u64) -> io::Result<()> {
+        if self.torn {
+            self.sink.cut(self.length)?;
+            self.torn = false;
+        }
+        match self.sink.append(line) {
+            Ok(()) => {
+                self.stats.lines += count;
+                self.stats.bytes += line.len() as u64;
+                self.length += line.len() as u64;
+                self.dirty = true;
+                Ok(())
+            }
+            Err(error) => {
+                self.torn = self.sink.cut(self.length).is_err();
+                Err(error)
+            }
+        }
+    }
+
+    /// A gap line that tells of lines lost elsewhere: if it cannot be written either, the
+    /// outage under way says what it can.
+    fn write_gap(&mut self, gap: &[u8]) {
+        if self.write(gap, 1).is_ok() {
+            self.stats.gaps += 1;
+        }
+    }
+
+    fn lose_lines(&mut self, error: &io::Error, count: u64) {
+        self.stats.lines_lost += count;
+        self.record_error(error);
+        self.outages.lost(error, count);
+    }
+
+    fn record_error(&mut self, error: &io::Error) {
+        if self.stats.first_error.is_none() {
+            self.stats.first_error = Some(error.to_string());
+        }
+    }
+
+    fn should_sync_now(&self, urgent: bool) -> bool {
+        match self.policy {
+            SyncPolicy::Always => true,
+            SyncPolicy::Never => false,
+            SyncPolicy::Interval(period) => urgent || self.last_sync.elapsed() >= period,
+        }
+    }
+
+    /// When the writer must wake without a line: to sync unsynced lines under the interval
+    /// policy, or to check the log's place.
+    fn wake_deadline(&self) -> Instant {
+        let next_place_check = self.place.next_check();
+        match self.policy {
+            SyncPolicy::Interval(period) if self.dirty => {
+                (self.last_sync + period).min(next_place_check)
+            }
+            _ => next_place_check,
+        }
+    }
+
+    /// Work that is due by time rather than by lines.
+    fn on_timer(&mut self) {
+        if let Err(error) = self.place.check_if_due(&mut self.sink, self.length) {
+            self.record_error(&error);
+        }
+        if matches!(self.policy, SyncPolicy::Interval(period) if self.last_sync.elapsed() >= period)
+        {
+            self.sync();
+        }
+    }
+
+    fn sync(&mut self) {
+        if !self.dirty {
+            return;
+        }
+        let attempted_at = self.clock.now_ms();
+        let result = self.sink.sync();
+        self.dirty = false;
+        self.last_sync = Instant::now();
+        let previous = std::mem::replace(&mut self.last_sync_time, attempted_at);
+        match result {
+            Ok(()) => self.stats.syncs += 1,
+            Err(error) => {
+                self.record_error(&error);
+                let gap = self.outages.sync_failed(&error, previous, attempted_at);
+                self.write_gap(&gap);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod memory_disk;
+#[cfg(test)]
+mod tests;
