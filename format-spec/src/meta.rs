@@ -1,10 +1,18 @@
 //! Builders of the meta and thread lines (SPEC.md, "meta" and "thread").
 
-use crate::{
-    schema, Line, GECKO_PROFILE_VERSION, LOG_FORMAT_VERSION, PREPROCESSED_PROFILE_VERSION,
-};
+use crate::{lines::Line, schema};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
+
+/// Version of the log's own extension lines (`meta.tcProfile.logVersion`). Readers accept
+/// every version up to this one and skip line kinds they do not know.
+pub const LOG_FORMAT_VERSION: u32 = 1;
+/// The processed-profile version that both the log and the finalized profile declare.
+pub const PREPROCESSED_PROFILE_VERSION: u32 = 47;
+/// The Gecko profile version (`meta.version`) that goes with [`PREPROCESSED_PROFILE_VERSION`].
+pub const GECKO_PROFILE_VERSION: u32 = 27;
+/// Every log starts with these bytes; the Firefox Profiler detects a streamed profile by them.
+pub const META_PREFIX: &[u8] = br#"{"type":"meta""#;
 
 /// The machine a task ran on. Every field is optional: a reader shows what is known.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
