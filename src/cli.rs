@@ -140,6 +140,10 @@ pub struct RecordingArgs {
     pub profile_dir: Option<PathBuf>,
     #[command(flatten)]
     pub limits: LimitArgs,
+    /// Declare the marker schemas of FILE (schema lines, as in a marker file) in the log's
+    /// first line, so that the log shows their markers while it is written; repeatable.
+    #[arg(long = "schema", value_name = "FILE")]
+    pub schemas: Vec<PathBuf>,
     /// Do not listen for statsd metrics (nor export STATSD_HOST, STATSD_PORT and
     /// TASKCLUSTER_STATSD_ADDR).
     #[arg(long)]

@@ -87,6 +87,22 @@ pub struct MetaInfo {
     pub profile_dir: Option<String>,
     /// The task's cgroup, when its counters are recorded.
     pub cgroup: Option<CgroupInfo>,
+    /// Schemas of the task declared before the recording (`--schema`), so that a raw log
+    /// shows their markers; placed after ours, and a name of ours stays ours.
+    pub task_schemas: Vec<Map<String, Value>>,
+}
+
+fn marker_schemas(info: &MetaInfo) -> Value {
+    let mut schemas = schema::marker_schemas(&info.sources);
+    let Value::Array(list) = &mut schemas else {
+        return schemas;
+    };
+    for task_schema in &info.task_schemas {
+        if !list.iter().any(|ours| ours["name"] == task_schema["name"]) {
+            list.push(Value::Object(task_schema.clone()));
+        }
+    }
+    schemas
 }
 
 /// The meta line: what the profiler needs at version 47, plus our `tcProfile` object.
@@ -109,7 +125,7 @@ pub fn meta_line(info: &MetaInfo) -> Line {
     put("symbolicationNotSupported", json!(true));
     put("usesOnlyOneStackType", json!(true));
     put("categories", schema::categories());
-    put("markerSchema", schema::marker_schemas(&info.sources));
+    put("markerSchema", marker_schemas(info));
     let tc_profile = json!({
         "logVersion": LOG_FORMAT_VERSION,
         "recorder": info.recorder,

@@ -38,6 +38,7 @@ pub(crate) fn meta(
         statsd,
         profile_dir: profile_dir.map(|dir| dir.to_string_lossy().into_owned()),
         cgroup: sampler.cgroup().cloned(),
+        task_schemas: config.task_schemas.clone(),
     })
 }
 
