@@ -286,11 +286,8 @@ pub struct FinalizeArgs {
 pub struct MarkArgs {
     /// The marker's name.
     pub name: String,
-    /// A description shown with the marker.
-    #[arg(long, value_name = "TEXT")]
-    pub text: Option<String>,
-    #[arg(long, value_name = "CATEGORY", default_value = "user")]
-    pub category: CategoryArg,
+    #[command(flatten)]
+    pub details: MarkerDetails,
 }
 
 #[derive(Args, Debug)]
@@ -300,7 +297,14 @@ pub struct BeginArgs {
     /// Match the end by this id, from any process, instead of by name in this shell.
     #[arg(long, value_name = "ID")]
     pub id: Option<String>,
-    /// A description shown with the interval.
+    #[command(flatten)]
+    pub details: MarkerDetails,
+}
+
+/// What `mark` and `begin` show with their marker.
+#[derive(Args, Debug)]
+pub struct MarkerDetails {
+    /// A description shown with the marker.
     #[arg(long, value_name = "TEXT")]
     pub text: Option<String>,
     #[arg(long, value_name = "CATEGORY", default_value = "user")]
