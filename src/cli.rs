@@ -1,6 +1,7 @@
 //! Command-line definitions. Parsed arguments become plain option structs for the crates.
 
 use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
+use std::ops::RangeInclusive;
 use std::path::PathBuf;
 use std::time::Duration;
 use tc_profile_format::marker_file::{Category, Limits};
@@ -219,6 +220,15 @@ pub struct LimitArgs {
     pub limits: Vec<String>,
 }
 
+#[derive(Args, Debug)]
+pub struct LockWaitArgs {
+    /// How long to wait for a log's lock while the process holding it is exiting (a recorder
+    /// just killed holds it until the kernel has closed its files), 0 to 3600; a running
+    /// holder is not waited for.
+    #[arg(long, value_name = "SECONDS", default_value = "10", value_parser = parse_wait)]
+    pub wait: Duration,
+}
+
 impl LimitArgs {
     pub fn limits(&self) -> Limits {
         let mut limits = Limits::default();
@@ -276,6 +286,8 @@ pub struct FinalizeArgs {
     pub profile_dir: Option<PathBuf>,
     #[command(flatten)]
     pub limits: LimitArgs,
+    #[command(flatten)]
+    pub lock_wait: LockWaitArgs,
 }
 
 #[derive(Args, Debug)]
@@ -338,6 +350,8 @@ pub struct RecoverArgs {
     /// The directory whose logs to recover; the profiles are written there.
     #[arg(long, value_name = "DIR")]
     pub state_dir: PathBuf,
+    #[command(flatten)]
+    pub lock_wait: LockWaitArgs,
 }
 
 #[derive(Args, Debug)]
@@ -381,11 +395,23 @@ pub enum SyncArg {
 }
 
 fn parse_interval(text: &str) -> Result<Duration, String> {
+    parse_seconds(text, 0.01..=3600.0)
+}
+
+fn parse_wait(text: &str) -> Result<Duration, String> {
+    parse_seconds(text, 0.0..=3600.0)
+}
+
+fn parse_seconds(text: &str, range: RangeInclusive<f64>) -> Result<Duration, String> {
     let seconds: f64 = text
         .parse()
         .map_err(|_| format!("'{text}' is not a number of seconds (for example 0.5)"))?;
-    if !(0.01..=3600.0).contains(&seconds) {
-        return Err(format!("{seconds} s is outside 0.01 to 3600 s"));
+    if !range.contains(&seconds) {
+        return Err(format!(
+            "{seconds} s is outside {} to {} s",
+            range.start(),
+            range.end()
+        ));
     }
     Ok(Duration::from_secs_f64(seconds))
 }
@@ -414,5 +440,14 @@ mod tests {
     #[test]
     fn cli_definition_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn the_default_wait_is_the_one_run_uses_for_its_recovery() {
+        let cli = Cli::parse_from(["tc-profile", "recover", "--state-dir", "d"]);
+        let Command::Recover(args) = cli.command else {
+            panic!("{:?}", cli.command);
+        };
+        assert_eq!(args.lock_wait.wait, tc_profile_finalizer::DEFAULT_LOCK_WAIT);
     }
 }

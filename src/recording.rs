@@ -10,7 +10,7 @@ use crate::report::describe_finalized;
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
-use tc_profile_finalizer::{finalize_locked, FinalizeOptions, LockedLog};
+use tc_profile_finalizer::{finalize_locked, FinalizeOptions, LockedLog, DEFAULT_LOCK_WAIT};
 use tc_profile_format::EndReason;
 use tc_profile_recorder::{
     Follow, MetricLimits, ProfileDirConfig, Recorder, RecorderConfig, SyncPolicy, TaskCgroup,
@@ -85,7 +85,7 @@ fn prepare_log(args: &RecordingArgs) -> Result<PathBuf> {
             .clone()
             .unwrap_or_else(|| with_suffix(&args.output, "jsonl")));
     };
-    recover_state_dir(dir, false)?;
+    recover_state_dir(dir, DEFAULT_LOCK_WAIT, false)?;
     std::fs::create_dir_all(dir)
         .with_context(|| format!("cannot create the state directory {}", dir.display()))?;
     let started = SystemTime::now()
