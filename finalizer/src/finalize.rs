@@ -106,8 +106,9 @@ pub type LockWaitFn = dyn Fn(&Path, &LockHolder, Duration) + Send + Sync;
 /// What `tc-profile finalize` and `recover` wait by default.
 pub const DEFAULT_LOCK_WAIT: Duration = Duration::from_secs(10);
 
-/// How often a held lock is tried again while waiting.
-const LOCK_POLL: Duration = Duration::from_millis(50);
+/// How often a held lock is tried again while waiting: a SIGKILLed recorder's lock is
+/// usually free 10 to 30 ms after the kill.
+const LOCK_POLL: Duration = Duration::from_millis(20);
 
 impl Default for LockWait {
     fn default() -> LockWait {
@@ -177,16 +178,23 @@ impl LockedLog {
             source,
         };
         let file = File::open(path).map_err(open_error)?;
+        let try_lock = || match file.try_lock() {
+            Ok(()) => Ok(true),
+            Err(TryLockError::WouldBlock) => Ok(false),
+            Err(TryLockError::Error(source)) => Err(open_error(source)),
+        };
         let started = Instant::now();
         let mut told = false;
         loop {
-            match file.try_lock() {
-                Ok(()) => break,
-                Err(TryLockError::WouldBlock) => {}
-                Err(TryLockError::Error(source)) => return Err(open_error(source)),
+            if try_lock()? {
+                break;
             }
             // Asked again each time: a holder unknown at first may turn out to be running.
             let holder = LockHolder::of(&file);
+            // A lock let go between the try and the look-up has left /proc/locks already.
+            if holder == LockHolder::Unknown && try_lock()? {
+                break;
+            }
             let waited = started.elapsed();
             if waited >= wait.limit || !patience.waits_for(&holder) {
                 return Err(FinalizeError::Busy {
