@@ -42,7 +42,9 @@ pub enum Command {
     #[command(
         after_help = "Example:\n  tc-profile finalize profile_resource-usage.jsonl -o profile.json\n\n\
         A torn last line is dropped; intervals still open are closed at the last time seen and\n\
-        flagged as cut off. The log is removed once the profile is durable, unless --keep-log."
+        flagged as cut off. The log is removed once the profile is durable, unless --keep-log.\n\
+        A recorder just killed holds the log's lock for a moment: that is waited for (--wait);\n\
+        a running one is refused at once, by pid."
     )]
     Finalize(FinalizeArgs),
     /// Finalize every log in a state directory whose recorder is gone (after a crash or a
