@@ -222,15 +222,6 @@ pub struct LimitArgs {
     pub limits: Vec<String>,
 }
 
-#[derive(Args, Debug)]
-pub struct LockWaitArgs {
-    /// How long to wait for a log's lock while the process holding it is exiting (a recorder
-    /// just killed holds it until the kernel has closed its files), 0 to 3600; a running
-    /// holder is not waited for.
-    #[arg(long, value_name = "SECONDS", default_value = "10", value_parser = parse_wait)]
-    pub wait: Duration,
-}
-
 impl LimitArgs {
     pub fn limits(&self) -> Limits {
         let mut limits = Limits::default();
@@ -240,6 +231,15 @@ impl LimitArgs {
         }
         limits
     }
+}
+
+#[derive(Args, Debug)]
+pub struct LockWaitArgs {
+    /// How long to wait for a log's lock while the process holding it is exiting (a recorder
+    /// just killed holds it until the kernel has closed its files), 0 to 3600; a running
+    /// holder is not waited for.
+    #[arg(long, value_name = "SECONDS", default_value = "10", value_parser = parse_wait)]
+    pub wait: Duration,
 }
 
 #[derive(Args, Debug)]
