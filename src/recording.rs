@@ -11,7 +11,7 @@ use anyhow::{Context, Result};
 use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
-use tc_profile_finalizer::{finalize_locked, FinalizeOptions, LockedLog};
+use tc_profile_finalizer::{finalize_locked, FinalizeOptions, LockedLog, DEFAULT_LOCK_WAIT};
 use tc_profile_format::marker_file::decode_schema_file;
 use tc_profile_format::EndReason;
 use tc_profile_recorder::{
@@ -109,7 +109,7 @@ fn prepare_log(args: &RecordingArgs) -> Result<PathBuf> {
             .clone()
             .unwrap_or_else(|| with_suffix(&args.output, "jsonl")));
     };
-    recover_state_dir(dir, false)?;
+    recover_state_dir(dir, DEFAULT_LOCK_WAIT, false)?;
     std::fs::create_dir_all(dir)
         .with_context(|| format!("cannot create the state directory {}", dir.display()))?;
     let started = SystemTime::now()
