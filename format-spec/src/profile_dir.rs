@@ -2,9 +2,10 @@
 //! should trust (SPEC.md, "Reading a profile directory"). Only `*.jsonl` entries that are
 //! regular files with one link are read, opened relative to the directory without
 //! following symbolic links and without blocking; as root, with the file-system identity
-//! of the directory's owner. Each file is followed by (device, inode), and by its file handle
-//! where the file system gives one (an inode number is given out again), from where it was
-//! taken up to, in whole lines, within the caps of [`Limits`]. Nothing here fails on what
+//! of the directory's owner. Each file is followed by (device, inode) and, where the file
+//! system gives one, its file handle (a deleted file's inode number is given out again; the
+//! handle tells the two files apart), from where it was taken up to, in whole lines, within
+//! the caps of [`Limits`]. Nothing here fails on what
 //! the directory holds: every problem is handed to the caller as an [`Item::Problem`].
 
 mod followed;
