@@ -72,8 +72,8 @@ pub(super) fn handle_of(file: &File) -> Option<String> {
 }
 
 /// The file's handle (name_to_handle_at) as the log spells it: its type and bytes in hex.
-/// The kernel makes it of the inode number and the inode's generation, which it draws
-/// anew for every file, so that a file given a freed inode number has another handle
+/// The kernel makes it of the inode number and the inode's generation, which differs for
+/// each file given the number, so that a file given a freed inode number has another handle
 /// (device and inode alone take it for the file that had the number). It is written on
 /// the disk with the inode, so another process finds the same handle. `None` where the
 /// file system gives none: then device and inode are all there is.
@@ -92,12 +92,12 @@ fn file_handle(fd: libc::c_int, path: &CStr, flags: libc::c_int) -> Option<Strin
         bytes: [0; MAX_HANDLE_BYTES],
     };
     let mut mount_id = 0;
+    // The whole buffer's pointer: the kernel writes the bytes past the header.
+    let handle = std::ptr::addr_of_mut!(buffer).cast::<libc::file_handle>();
     let mut call = |flags| {
         // SAFETY: the buffer holds handle_bytes bytes after its header, as the call
         // expects; the path is NUL-terminated.
-        unsafe {
-            libc::name_to_handle_at(fd, path.as_ptr(), &mut buffer.header, &mut mount_id, flags)
-        }
+        unsafe { libc::name_to_handle_at(fd, path.as_ptr(), handle, &mut mount_id, flags) }
     };
     // AT_HANDLE_FID (Linux 6.5) asks for a handle only to compare, which more file
     // systems give (overlayfs among them); earlier kernels refuse the flag.
