@@ -259,9 +259,8 @@ fn match_closes(recording: &mut Recording, markers: &mut Vec<ProfileMarker>) {
     }
 }
 
-/// Drops the markers of the marker files' schemas with graphs that hold something else
-/// than a number under a graph key (SPEC.md, "Marker files"): the front-end would refuse
-/// the profile. Those were logged before their schema, so the merger could not check them.
+/// Drops the markers of the marker files' schemas with graphs that lack a number under a
+/// graph key (SPEC.md, "Marker files"): the front-end would refuse the profile. Those were logged before their schema, so the merger could not check them.
 fn drop_non_numeric_graph_values(
     markers: &mut Vec<ProfileMarker>,
     schemas: &[Map<String, Value>],

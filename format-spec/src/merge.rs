@@ -219,8 +219,8 @@ impl Merger {
         })
     }
 
-    /// A marker of a schema declared so far with graphs holds numbers under its graph keys:
-    /// a string there makes the front-end refuse the whole profile.
+    /// A marker of a schema declared so far with graphs holds a number under each graph
+    /// key: a string there makes the front-end refuse the whole profile.
     fn check_graph_values(&self, data: Option<&Map<String, Value>>) -> Result<(), Problem> {
         let Some(data) = data else {
             return Ok(());
@@ -532,7 +532,10 @@ mod tests {
         }
         let without_the_key =
             r#"{"type":"marker","name":"t","startTime":1800000000001,"data":{"type":"T"}}"#;
-        assert!(take(&mut merger, "1.jsonl", without_the_key).is_ok());
+        assert_eq!(
+            take(&mut merger, "1.jsonl", without_the_key),
+            Err(Problem::NonNumericGraphValue)
+        );
     }
 
     #[test]

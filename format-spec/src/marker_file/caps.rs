@@ -123,7 +123,7 @@ impl Problem {
             Problem::BadTime => "time not finite, outside the recording, or end before start",
             Problem::BadSchema => "schema the profiler could not use",
             Problem::ReservedType => "data.type of the recorder's own tracks and markers",
-            Problem::NonNumericGraphValue => "a graph key of its schema not a number",
+            Problem::NonNumericGraphValue => "a graph key of its schema missing or not a number",
             Problem::TooManySchemas => "over the schema count cap",
             Problem::TooManyOpen => "over the open-interval cap",
             Problem::EndWithoutBegin => "end without its begin",
