@@ -53,6 +53,7 @@ fn main() -> std::io::Result<()> {
         statsd: None,
         profile_dir: None,
         cgroup: None,
+        task_schemas: Vec::new(),
     }))?;
     write(thread_line("tc-profile"))?;
     let command = OpenInterval {

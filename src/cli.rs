@@ -1,6 +1,7 @@
 //! Command-line definitions. Parsed arguments become plain option structs for the crates.
 
 use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
+use std::ops::RangeInclusive;
 use std::path::PathBuf;
 use std::time::Duration;
 use tc_profile_format::marker_file::{Category, Limits};
@@ -42,7 +43,9 @@ pub enum Command {
     #[command(
         after_help = "Example:\n  tc-profile finalize profile_resource-usage.jsonl -o profile.json\n\n\
         A torn last line is dropped; intervals still open are closed at the last time seen and\n\
-        flagged as cut off. The log is removed once the profile is durable, unless --keep-log."
+        flagged as cut off. The log is removed once the profile is durable, unless --keep-log.\n\
+        A recorder just killed holds the log's lock for a moment: that is waited for (--wait);\n\
+        a running one is refused at once, by pid."
     )]
     Finalize(FinalizeArgs),
     /// Finalize every log in a state directory whose recorder is gone (after a crash or a
@@ -141,6 +144,10 @@ pub struct RecordingArgs {
     pub profile_dir: Option<PathBuf>,
     #[command(flatten)]
     pub limits: LimitArgs,
+    /// Declare the marker schemas of FILE (schema lines, as in a marker file) in the log's
+    /// first line, so that the log shows their markers while it is written; repeatable.
+    #[arg(long = "schema", value_name = "FILE")]
+    pub schemas: Vec<PathBuf>,
     /// Do not listen for statsd metrics (nor export STATSD_HOST, STATSD_PORT and
     /// TASKCLUSTER_STATSD_ADDR).
     #[arg(long)]
@@ -232,6 +239,15 @@ impl LimitArgs {
 }
 
 #[derive(Args, Debug)]
+pub struct LockWaitArgs {
+    /// How long to wait for a log's lock while the process holding it is exiting (a recorder
+    /// just killed holds it until the kernel has closed its files), 0 to 3600; a running
+    /// holder is not waited for.
+    #[arg(long, value_name = "SECONDS", default_value = "10", value_parser = parse_wait)]
+    pub wait: Duration,
+}
+
+#[derive(Args, Debug)]
 pub struct RecordArgs {
     #[command(flatten)]
     pub recording: RecordingArgs,
@@ -277,17 +293,16 @@ pub struct FinalizeArgs {
     pub profile_dir: Option<PathBuf>,
     #[command(flatten)]
     pub limits: LimitArgs,
+    #[command(flatten)]
+    pub lock_wait: LockWaitArgs,
 }
 
 #[derive(Args, Debug)]
 pub struct MarkArgs {
     /// The marker's name.
     pub name: String,
-    /// A description shown with the marker.
-    #[arg(long, value_name = "TEXT")]
-    pub text: Option<String>,
-    #[arg(long, value_name = "CATEGORY", default_value = "user")]
-    pub category: CategoryArg,
+    #[command(flatten)]
+    pub details: MarkerDetails,
 }
 
 #[derive(Args, Debug)]
@@ -297,7 +312,14 @@ pub struct BeginArgs {
     /// Match the end by this id, from any process, instead of by name in this shell.
     #[arg(long, value_name = "ID")]
     pub id: Option<String>,
-    /// A description shown with the interval.
+    #[command(flatten)]
+    pub details: MarkerDetails,
+}
+
+/// What `mark` and `begin` show with their marker.
+#[derive(Args, Debug)]
+pub struct MarkerDetails {
+    /// A description shown with the marker.
     #[arg(long, value_name = "TEXT")]
     pub text: Option<String>,
     #[arg(long, value_name = "CATEGORY", default_value = "user")]
@@ -339,6 +361,8 @@ pub struct RecoverArgs {
     /// The directory whose logs to recover; the profiles are written there.
     #[arg(long, value_name = "DIR")]
     pub state_dir: PathBuf,
+    #[command(flatten)]
+    pub lock_wait: LockWaitArgs,
 }
 
 #[derive(Args, Debug)]
@@ -382,11 +406,23 @@ pub enum SyncArg {
 }
 
 fn parse_interval(text: &str) -> Result<Duration, String> {
+    parse_seconds(text, 0.01..=3600.0)
+}
+
+fn parse_wait(text: &str) -> Result<Duration, String> {
+    parse_seconds(text, 0.0..=3600.0)
+}
+
+fn parse_seconds(text: &str, range: RangeInclusive<f64>) -> Result<Duration, String> {
     let seconds: f64 = text
         .parse()
         .map_err(|_| format!("'{text}' is not a number of seconds (for example 0.5)"))?;
-    if !(0.01..=3600.0).contains(&seconds) {
-        return Err(format!("{seconds} s is outside 0.01 to 3600 s"));
+    if !range.contains(&seconds) {
+        return Err(format!(
+            "{seconds} s is outside {} to {} s",
+            range.start(),
+            range.end()
+        ));
     }
     Ok(Duration::from_secs_f64(seconds))
 }
@@ -414,5 +450,14 @@ mod tests {
     #[test]
     fn cli_definition_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn the_default_wait_is_the_one_run_uses_for_its_recovery() {
+        let cli = Cli::parse_from(["tc-profile", "recover", "--state-dir", "d"]);
+        let Command::Recover(args) = cli.command else {
+            panic!("{:?}", cli.command);
+        };
+        assert_eq!(args.lock_wait.wait, tc_profile_finalizer::DEFAULT_LOCK_WAIT);
     }
 }

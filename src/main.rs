@@ -104,6 +104,7 @@ fn finalize_log(args: FinalizeArgs) -> Result<u8> {
     let reading = Reading::start(&args.log, "writing the profile");
     let report = finalize(
         &args.log,
+        &report::lock_wait(args.lock_wait.wait),
         &FinalizeOptions {
             output: args.output,
             keep_log: args.keep_log,

@@ -20,8 +20,8 @@ pub fn mark(args: MarkArgs) -> Result<u8> {
         name: args.name,
         start_time: now_epoch_ms(),
         end_time: None,
-        category: Some(args.category.into()),
-        data: text_data(args.text),
+        category: Some(args.details.category.into()),
+        data: text_data(args.details.text),
     }))
 }
 
@@ -30,8 +30,8 @@ pub fn begin(args: BeginArgs) -> Result<u8> {
         name: args.name,
         id: args.id,
         time: now_epoch_ms(),
-        category: Some(args.category.into()),
-        data: text_data(args.text),
+        category: Some(args.details.category.into()),
+        data: text_data(args.details.text),
     }))
 }
 

@@ -15,8 +15,8 @@ pub fn record(args: RecordArgs) -> Result<u8> {
     // Installed first, so that a SIGTERM sent as soon as we are ready is never fatal.
     let mut signals =
         Signals::new([SIGINT, SIGTERM]).context("installing the SIGINT and SIGTERM handlers")?;
-    let export = recording::export_destinations(&args.recording)?;
-    let session = recording::start(&args.recording, export, None, None)?;
+    let checked = recording::check(&args.recording)?;
+    let session = recording::start(&args.recording, checked, None, None)?;
     announce_ready(&args, &session.profile_dir)?;
     signals.forever().next();
     recording::finish(session, &args.recording, EndReason::Stopped)?;

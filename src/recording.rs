@@ -8,9 +8,11 @@ use crate::progress::Reading;
 use crate::recover::recover_state_dir;
 use crate::report::describe_finalized;
 use anyhow::{Context, Result};
+use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
-use tc_profile_finalizer::{finalize_locked, FinalizeOptions, LockedLog};
+use tc_profile_finalizer::{finalize_locked, FinalizeOptions, LockedLog, DEFAULT_LOCK_WAIT};
+use tc_profile_format::marker_file::decode_schema_file;
 use tc_profile_format::EndReason;
 use tc_profile_recorder::{
     Follow, MetricLimits, ProfileDirConfig, Recorder, RecorderConfig, SyncPolicy, TaskCgroup,
@@ -29,20 +31,41 @@ pub struct Session {
     export: Option<Destinations>,
 }
 
-/// Where the profile is exported at the end, checked before anything starts: a refusal
-/// here (credentials others could read) is the invocation's to fix. Call it before any
-/// thread starts (credentials are hidden from the environment).
-pub fn export_destinations(args: &RecordingArgs) -> Result<Option<Destinations>> {
+/// What is checked before anything starts: a refusal here (credentials others could read,
+/// a schema file the profiler could not use) is the invocation's to fix.
+pub struct Checked {
+    /// Where the profile is exported at the end.
+    export: Option<Destinations>,
+    /// The `--schema` files' schemas, for the meta line.
+    task_schemas: Vec<Map<String, Value>>,
+}
+
+/// Checks the invocation. Call it before any thread starts (credentials are hidden from
+/// the environment).
+pub fn check(args: &RecordingArgs) -> Result<Checked> {
     let export = Destinations::at_end(&args.export, args.quiet)?;
     hide_credentials(export.as_ref());
-    Ok(export)
+    let limits = args.limits.limits();
+    let mut names = Vec::new();
+    let mut task_schemas = Vec::new();
+    for path in &args.schemas {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("--schema {}: cannot read it", path.display()))?;
+        let schemas = decode_schema_file(&text, &limits, &mut names)
+            .with_context(|| format!("--schema {}", path.display()))?;
+        task_schemas.extend(schemas);
+    }
+    Ok(Checked {
+        export,
+        task_schemas,
+    })
 }
 
 /// Creates the log and the profile directory, and starts recording into them, with the
 /// task's processes (`follow`) and cgroup when known.
 pub fn start(
     args: &RecordingArgs,
-    export: Option<Destinations>,
+    checked: Checked,
     follow: Option<Follow>,
     cgroup: Option<TaskCgroup>,
 ) -> Result<Session> {
@@ -55,6 +78,7 @@ pub fn start(
     let mut config = recorder_config(args, log.clone(), dir.clone());
     config.follow = follow;
     config.cgroup = cgroup;
+    config.task_schemas = checked.task_schemas;
     let recorder = match Recorder::start(config) {
         Ok(recorder) => recorder,
         Err(error) => {
@@ -72,7 +96,7 @@ pub fn start(
         log,
         profile_dir,
         created_dir,
-        export,
+        export: checked.export,
     })
 }
 
@@ -85,7 +109,7 @@ fn prepare_log(args: &RecordingArgs) -> Result<PathBuf> {
             .clone()
             .unwrap_or_else(|| with_suffix(&args.output, "jsonl")));
     };
-    recover_state_dir(dir, false)?;
+    recover_state_dir(dir, DEFAULT_LOCK_WAIT, false)?;
     std::fs::create_dir_all(dir)
         .with_context(|| format!("cannot create the state directory {}", dir.display()))?;
     let started = SystemTime::now()

@@ -1,6 +1,9 @@
 //! What tc-profile says about a profile it wrote, and about its errors.
 
-use tc_profile_finalizer::FinalizeReport;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+use tc_profile_finalizer::{FinalizeReport, LockHolder, LockWait};
 use tc_profile_recorder::{own_cgroup_name, remove_created_cgroup};
 
 /// The error and its causes, each once: the libraries' errors quote their source already.
@@ -13,6 +16,22 @@ pub fn describe_error(error: &anyhow::Error) -> String {
         }
     }
     text
+}
+
+/// Waiting up to `limit` for a log's lock, with one line on stderr when the wait begins.
+pub fn lock_wait(limit: Duration) -> LockWait {
+    LockWait {
+        limit,
+        on_wait: Some(Arc::new(
+            |log: &Path, holder: &LockHolder, limit: Duration| {
+                eprintln!(
+                    "tc-profile: {} is locked by {holder}; waiting up to {} s for it to let go",
+                    log.display(),
+                    limit.as_secs_f64()
+                )
+            },
+        )),
+    }
 }
 
 /// "profile written to P (N markers); recording ended early at ...; ...".

@@ -26,12 +26,12 @@ use tc_profile_recorder::{
 /// the recording cannot start (the log's disk full, its directory unwritable), the command
 /// runs all the same, unrecorded. Only an unsafe invocation is refused before it runs.
 pub fn run(args: RunArgs) -> Result<u8> {
-    let export = recording::export_destinations(&args.recording)?;
+    let checked = recording::check(&args.recording)?;
     let cgroup = args.cgroup.map(task_cgroup).transpose()?;
     let own_cgroup = args.own_cgroup.then(create_own_cgroup).flatten();
     let cgroup = own_cgroup.as_ref().map(OwnCgroup::task_cgroup).or(cgroup);
     let follow = Some(Follow::Children);
-    let session = match recording::start(&args.recording, export, follow, cgroup) {
+    let session = match recording::start(&args.recording, checked, follow, cgroup) {
         Ok(session) => Some(session),
         Err(error) => {
             eprintln!(

@@ -25,6 +25,7 @@ fn synthetic_log(markers: usize) -> Vec<u8> {
         statsd: None,
         profile_dir: None,
         cgroup: None,
+        task_schemas: Vec::new(),
     });
     let mut log = encode_line(&meta);
     log.extend(encode_line(&thread_line("bench")));

@@ -3,6 +3,7 @@
 
 use crate::compression::Compression;
 use crate::input::{self, ProgressFn};
+use crate::lock_holder::LockHolder;
 use crate::markers::{merge_profile_dir, profile_dir_of};
 use crate::output::{self, names_file, write_atomically};
 use crate::problems::Problems;
@@ -12,6 +13,8 @@ use std::fs::{File, TryLockError};
 use std::io::{self, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
 use tc_profile_format::marker_file::{Limits, Problem};
 use tc_profile_format::{CgroupInfo, Gap};
 
@@ -76,13 +79,83 @@ pub enum FinalizeError {
     Write { path: PathBuf, source: io::Error },
     #[error("{path}: the profile is written, but the log could not be removed: {source}")]
     RemoveLog { path: PathBuf, source: io::Error },
-    #[error(
-        "{path} is locked by a running tc-profile (a recorder, or another finalize); stop it \
-         first, or finalize a copy of the log"
-    )]
-    Busy { path: PathBuf },
+    #[error("{path} is locked by {holder}{}", refusal_advice(.holder, *.waited))]
+    Busy {
+        path: PathBuf,
+        holder: LockHolder,
+        /// How long the lock was waited for.
+        waited: Duration,
+    },
     #[error("{path} was finalized and removed by another tc-profile meanwhile")]
     Gone { path: PathBuf },
+}
+
+/// How long to wait for a log's lock held by a process that is exiting, and what to tell
+/// meanwhile. A SIGKILLed recorder holds its lock until the kernel has closed its files,
+/// which may be a while after it looks dead (SPEC.md, "Locking and recovery").
+#[derive(Clone)]
+pub struct LockWait {
+    /// The longest wait; zero: one try.
+    pub limit: Duration,
+    /// Told once, when waiting begins: the log, its lock's holder, and the limit.
+    pub on_wait: Option<Arc<LockWaitFn>>,
+}
+
+pub type LockWaitFn = dyn Fn(&Path, &LockHolder, Duration) + Send + Sync;
+
+/// What `tc-profile finalize` and `recover` wait by default.
+pub const DEFAULT_LOCK_WAIT: Duration = Duration::from_secs(10);
+
+/// How often a held lock is tried again while waiting: a SIGKILLed recorder's lock is
+/// usually free 10 to 30 ms after the kill.
+const LOCK_POLL: Duration = Duration::from_millis(20);
+
+impl Default for LockWait {
+    fn default() -> LockWait {
+        LockWait {
+            limit: DEFAULT_LOCK_WAIT,
+            on_wait: None,
+        }
+    }
+}
+
+/// Which holders of a log's lock are worth waiting for. A running one is never: it holds
+/// the log for as long as it records.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Patience {
+    /// Only a holder that is exiting: recovery, which must pass over live logs at once.
+    Exiting,
+    /// Also one that cannot be identified: a log named by the user, who wants it.
+    ExitingOrUnknown,
+}
+
+impl Patience {
+    fn waits_for(self, holder: &LockHolder) -> bool {
+        match holder {
+            LockHolder::Running { .. } => false,
+            LockHolder::Exiting { .. } => true,
+            LockHolder::Unknown => self == Patience::ExitingOrUnknown,
+        }
+    }
+}
+
+/// What to do about a lock that stayed held, after the holder that [`FinalizeError::Busy`]
+/// names.
+fn refusal_advice(holder: &LockHolder, waited: Duration) -> String {
+    let waited = waited.as_secs_f64();
+    match holder {
+        LockHolder::Running { .. } => ": a recorder, or another finalize; stop it first, or \
+            finalize a copy of the log"
+            .to_owned(),
+        LockHolder::Exiting { .. } => format!(
+            ", and still held it after {waited:.1} s; finalize again once it has ended, or \
+             finalize a copy of the log"
+        ),
+        LockHolder::Unknown => format!(
+            ", still after {waited:.1} s; stop what holds it (a recorder, or another \
+             finalize), or finalize a copy of the log"
+        ),
+    }
 }
 
 /// A log under its exclusive lock (SPEC.md, "Locking and recovery"): while it is held, no
@@ -93,21 +166,49 @@ pub struct LockedLog {
 }
 
 impl LockedLog {
-    /// Locks the log at `path` without waiting.
-    pub fn try_lock(path: &Path) -> Result<LockedLog, FinalizeError> {
+    /// Locks the log at `path`; while the lock's holder is one that `patience` waits for,
+    /// tries again every [`LOCK_POLL`] until `wait.limit`.
+    pub(crate) fn lock(
+        path: &Path,
+        wait: &LockWait,
+        patience: Patience,
+    ) -> Result<LockedLog, FinalizeError> {
         let open_error = |source| FinalizeError::Open {
             path: path.to_owned(),
             source,
         };
         let file = File::open(path).map_err(open_error)?;
-        match file.try_lock() {
-            Ok(()) => {}
-            Err(TryLockError::WouldBlock) => {
+        let try_lock = || match file.try_lock() {
+            Ok(()) => Ok(true),
+            Err(TryLockError::WouldBlock) => Ok(false),
+            Err(TryLockError::Error(source)) => Err(open_error(source)),
+        };
+        let started = Instant::now();
+        let mut told = false;
+        loop {
+            if try_lock()? {
+                break;
+            }
+            // Asked again each time: a holder unknown at first may turn out to be running.
+            let holder = LockHolder::of(&file);
+            // A lock let go between the try and the look-up has left /proc/locks already.
+            if holder == LockHolder::Unknown && try_lock()? {
+                break;
+            }
+            let waited = started.elapsed();
+            if waited >= wait.limit || !patience.waits_for(&holder) {
                 return Err(FinalizeError::Busy {
                     path: path.to_owned(),
-                })
+                    holder,
+                    waited,
+                });
             }
-            Err(TryLockError::Error(source)) => return Err(open_error(source)),
+            if !std::mem::replace(&mut told, true) {
+                if let Some(on_wait) = &wait.on_wait {
+                    on_wait(path, &holder, wait.limit);
+                }
+            }
+            thread::sleep(LOCK_POLL.min(wait.limit - waited));
         }
         // Another finalizer may have removed it between the open and the lock.
         if !names_file(path, &file) {
@@ -146,10 +247,16 @@ pub fn default_output(log: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
-/// Locks `log`, reads it, writes the profile atomically, then removes the log unless asked
+/// Locks `log` (waiting, as `wait` says, while its lock's holder is exiting or cannot be
+/// identified), reads it, writes the profile atomically, then removes the log unless asked
 /// to keep it.
-pub fn finalize(log: &Path, options: &FinalizeOptions) -> Result<FinalizeReport, FinalizeError> {
-    finalize_locked(&LockedLog::try_lock(log)?, options).map(|finalized| finalized.report)
+pub fn finalize(
+    log: &Path,
+    wait: &LockWait,
+    options: &FinalizeOptions,
+) -> Result<FinalizeReport, FinalizeError> {
+    let locked = LockedLog::lock(log, wait, Patience::ExitingOrUnknown)?;
+    finalize_locked(&locked, options).map(|finalized| finalized.report)
 }
 
 /// [`finalize`] of a log already locked. The log is read through the locked handle, so a

@@ -11,13 +11,18 @@
 //! Inside, the flow is one way: `reader.rs` (log lines to a recording, with `problems.rs`
 //! and `profile_marker.rs`) and `markers.rs` (the profile directory's marker files) feed
 //! `profile.rs` (compaction, bounding long tracks through `coarsen.rs`); `finalize.rs` runs
-//! them under the log's lock and writes through `output.rs` and `compression.rs`;
-//! `recover.rs` finalizes what dead recorders left.
+//! them under the log's lock (asking `lock_holder.rs` who holds a lock it waits for) and
+//! writes through `output.rs` and `compression.rs`; `recover.rs` finalizes what dead
+//! recorders left.
 //!
 //! ```no_run
-//! use tc_profile_finalizer::{finalize, FinalizeOptions};
+//! use tc_profile_finalizer::{finalize, FinalizeOptions, LockWait};
 //!
-//! let report = finalize("task.jsonl".as_ref(), &FinalizeOptions::default())?;
+//! let report = finalize(
+//!     "task.jsonl".as_ref(),
+//!     &LockWait::default(),
+//!     &FinalizeOptions::default(),
+//! )?;
 //! println!("{} markers in {}", report.markers, report.output.display());
 //! # Ok::<(), tc_profile_finalizer::FinalizeError>(())
 //! ```
@@ -26,6 +31,7 @@ mod coarsen;
 mod compression;
 mod finalize;
 mod input;
+mod lock_holder;
 mod markers;
 mod output;
 mod problems;
@@ -38,9 +44,10 @@ pub use coarsen::MAX_SAMPLES_PER_TRACK;
 pub use compression::{decompressed, Compression};
 pub use finalize::{
     default_output, finalize, finalize_locked, FinalizeError, FinalizeOptions, FinalizeReport,
-    Finalized, LockedLog,
+    Finalized, LockWait, LockWaitFn, LockedLog, DEFAULT_LOCK_WAIT,
 };
 pub use input::{read_input, Input, InputError, ProgressFn};
+pub use lock_holder::LockHolder;
 pub use markers::{merge_profile_dir, profile_dir_of};
 pub use output::write_atomically;
 pub use problems::{ProblemCount, Problems};

@@ -43,7 +43,11 @@ pub fn merge_profile_dir(recording: &mut Recording, dir: &Path, limits: &Limits)
     let mut merger = Merger::new(
         start,
         limits.clone(),
-        schema_names(recording),
+        recording
+            .meta
+            .get("markerSchema")
+            .and_then(Value::as_array)
+            .map_or(&[], Vec::as_slice),
         Box::new(move || {
             next_id += 1;
             next_id
@@ -105,16 +109,4 @@ fn metric_limits(recording: &Recording) -> MetricLimits {
             .as_u64()
             .map_or(defaults.max_series, |n| n as usize),
     }
-}
-
-/// Names in `meta.markerSchema`.
-fn schema_names(recording: &Recording) -> Vec<String> {
-    let ours = recording
-        .meta
-        .get("markerSchema")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(|schema| schema.get("name")?.as_str());
-    ours.map(str::to_owned).collect()
 }

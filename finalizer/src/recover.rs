@@ -1,8 +1,13 @@
 //! Recovery at the next start: every log in a state directory whose recorder is gone is
 //! finalized once, beside itself. A live recorder holds its log's lock, and so does a
-//! recoverer while it finalizes, so two recoverers never finalize the same log.
+//! recoverer while it finalizes, so two recoverers never finalize the same log. A log whose
+//! recorder is still exiting is waited for; one held by a running process is passed over at
+//! once, so that a directory of live recordings costs no waiting.
 
-use crate::finalize::{finalize_locked, FinalizeError, FinalizeOptions, FinalizeReport, LockedLog};
+use crate::finalize::{
+    finalize_locked, FinalizeError, FinalizeOptions, FinalizeReport, LockWait, LockedLog, Patience,
+};
+use crate::lock_holder::LockHolder;
 use crate::output::remove_durably;
 use crate::reader::ReadError;
 use std::fs;
@@ -20,17 +25,19 @@ const STARTING_GRACE: Duration = Duration::from_secs(10);
 pub enum Recovery {
     /// Finalized into a profile beside it; the log is removed.
     Finalized(FinalizeReport),
-    /// A running recorder, or another recoverer, holds it.
+    /// A running recorder, or another recoverer, holds it (or a process that cannot be
+    /// identified).
     InUse,
     /// Its recorder died before the log held a recording; the log is removed.
     RemovedEmpty,
-    /// Left as it is, for this reason.
+    /// Left as it is, for this reason; [`FinalizeError::Busy`] when its recorder was still
+    /// exiting, holding the lock, when the wait ended.
     Failed(FinalizeError),
 }
 
-/// Recovers every `*.jsonl` log directly in `dir`, in name order. A missing directory has
-/// nothing to recover.
-pub fn recover(dir: &Path) -> io::Result<Vec<(PathBuf, Recovery)>> {
+/// Recovers every `*.jsonl` log directly in `dir`, in name order, waiting as `wait` says for
+/// the lock of each whose holder is exiting. A missing directory has nothing to recover.
+pub fn recover(dir: &Path, wait: &LockWait) -> io::Result<Vec<(PathBuf, Recovery)>> {
     let entries = match fs::read_dir(dir) {
         Ok(entries) => entries,
         Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -45,7 +52,7 @@ pub fn recover(dir: &Path) -> io::Result<Vec<(PathBuf, Recovery)>> {
     logs.sort();
     Ok(logs
         .into_iter()
-        .filter_map(|log| recover_one(&log).map(|outcome| (log, outcome)))
+        .filter_map(|log| recover_one(&log, wait).map(|outcome| (log, outcome)))
         .collect())
 }
 
@@ -55,9 +62,15 @@ fn is_log_name(path: &Path) -> bool {
 }
 
 /// None when another recoverer finished the log meanwhile.
-fn recover_one(log: &Path) -> Option<Recovery> {
-    let locked = match LockedLog::try_lock(log) {
+fn recover_one(log: &Path, wait: &LockWait) -> Option<Recovery> {
+    let locked = match LockedLog::lock(log, wait, Patience::Exiting) {
         Ok(locked) => locked,
+        Err(
+            error @ FinalizeError::Busy {
+                holder: LockHolder::Exiting { .. },
+                ..
+            },
+        ) => return Some(Recovery::Failed(error)),
         Err(FinalizeError::Busy { .. }) => return Some(Recovery::InUse),
         Err(FinalizeError::Gone { .. }) => return None,
         Err(FinalizeError::Open { source, .. }) if source.kind() == io::ErrorKind::NotFound => {

@@ -41,14 +41,7 @@ pub use lines::{
     OpenInterval, RawMarker,
 };
 pub use merge::{log_time, same_name_match, Batch, Merger};
-pub use meta::{meta_line, thread_line, CgroupInfo, Machine, MetaInfo, StatsdInfo, TaskInfo};
-
-/// Version of the log's own extension lines (`meta.tcProfile.logVersion`). Readers accept
-/// every version up to this one and skip line kinds they do not know.
-pub const LOG_FORMAT_VERSION: u32 = 1;
-/// The processed-profile version that both the log and the finalized profile declare.
-pub const PREPROCESSED_PROFILE_VERSION: u32 = 47;
-/// The Gecko profile version (`meta.version`) that goes with [`PREPROCESSED_PROFILE_VERSION`].
-pub const GECKO_PROFILE_VERSION: u32 = 27;
-/// Every log starts with these bytes; the Firefox Profiler detects a streamed profile by them.
-pub const META_PREFIX: &[u8] = br#"{"type":"meta""#;
+pub use meta::{
+    meta_line, thread_line, CgroupInfo, Machine, MetaInfo, StatsdInfo, TaskInfo,
+    GECKO_PROFILE_VERSION, LOG_FORMAT_VERSION, META_PREFIX, PREPROCESSED_PROFILE_VERSION,
+};

@@ -10,6 +10,7 @@ pub use crate::metric::MetricKind;
 pub use caps::{Limits, Problem};
 pub use line::{interval_key, Begin, Category, End, FileLine, FileMarker, Metric};
 pub use rules::NAME_MAX_BYTES;
+use serde_json::{Map, Value};
 
 /// Decodes and checks one line (without its newline). Times are checked against the
 /// recording by [`crate::Merger`].
@@ -37,6 +38,56 @@ pub fn decode_file_line(bytes: &[u8], limits: &Limits) -> Result<FileLine, Probl
     })?;
     rules::check_line(&line)?;
     Ok(line)
+}
+
+/// Why a file of schemas given before the recording (`--schema FILE`) was refused.
+#[derive(Debug, thiserror::Error, PartialEq)]
+#[non_exhaustive]
+pub enum SchemaFileError {
+    #[error("line {line}: {}", problem.describe())]
+    Line { line: usize, problem: Problem },
+    #[error(
+        "line {line}: not a schema line; this file holds only {{\"type\":\"schema\",...}} lines"
+    )]
+    NotSchema { line: usize },
+    #[error("line {line}: schema {name} is declared twice")]
+    Twice { line: usize, name: String },
+    #[error("more than {0} schemas (the schemas cap)")]
+    TooMany(usize),
+}
+
+/// The schemas of a file of schema lines, as a marker file declares them, checked by the
+/// same rules, with the same cap, and shown the same way (a `unique-string` field is a
+/// `string`); blank lines are skipped. `names` are those already declared (by other
+/// files): a name may be declared once.
+pub fn decode_schema_file(
+    text: &str,
+    limits: &Limits,
+    names: &mut Vec<String>,
+) -> Result<Vec<Map<String, Value>>, SchemaFileError> {
+    let mut schemas = Vec::new();
+    for (index, text) in text.lines().enumerate() {
+        let line = index + 1;
+        if text.trim().is_empty() {
+            continue;
+        }
+        let mut schema = match decode_file_line(text.as_bytes(), limits) {
+            Ok(FileLine::Schema(schema)) => schema,
+            Ok(_) => return Err(SchemaFileError::NotSchema { line }),
+            Err(problem) => return Err(SchemaFileError::Line { line, problem }),
+        };
+        let name = schema["name"].as_str().unwrap_or_default().to_owned();
+        if names.contains(&name) {
+            return Err(SchemaFileError::Twice { line, name });
+        }
+        if names.len() >= limits.schemas {
+            return Err(SchemaFileError::TooMany(limits.schemas));
+        }
+        crate::schema::as_task_schema(&mut schema);
+        names.push(name);
+        schemas.push(schema);
+    }
+    Ok(schemas)
 }
 
 /// Lines that start with their `type`, as helpers and the examples write them, are decoded

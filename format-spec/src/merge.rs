@@ -43,25 +43,30 @@ struct FileMetrics {
 }
 
 impl Merger {
-    /// `schemas` are the names already in `meta.markerSchema` (a file cannot redefine them);
-    /// `next_id` hands out `open` ids unique in the log.
+    /// `schemas` are those of `meta.markerSchema` (a file cannot redefine them, and a
+    /// marker of one with graphs is checked against them); `next_id` hands out `open` ids
+    /// unique in the log.
     pub fn new(
         start_epoch_ms: f64,
         limits: Limits,
-        schemas: impl IntoIterator<Item = String>,
+        schemas: &[Value],
         next_id: Box<dyn FnMut() -> u64 + Send>,
     ) -> Merger {
-        Merger {
+        let mut merger = Merger {
             start_epoch_ms,
             limits,
             open: HashMap::new(),
             open_count: 0,
-            schemas: schemas.into_iter().collect(),
+            schemas: HashSet::new(),
             file_schemas: 0,
             graph_keys: HashMap::new(),
             next_id,
             metrics: None,
+        };
+        for schema in schemas.iter().filter_map(Value::as_object) {
+            merger.know(schema);
         }
+        merger
     }
 
     /// Records metric lines under these limits, per interval of `interval_ms` on the log's
@@ -84,16 +89,24 @@ impl Merger {
 
     /// Takes over a schema that a marker file declared, already in the log.
     pub fn adopt_schema(&mut self, schema: &Map<String, Value>) {
-        let Some(name) = schema.get("name").and_then(Value::as_str) else {
-            return;
-        };
-        if self.schemas.insert(name.to_owned()) {
+        if self.know(schema) {
             self.file_schemas += 1;
-            let keys = graph_keys(schema);
-            if !keys.is_empty() {
-                self.graph_keys.insert(name.to_owned(), keys);
-            }
         }
+    }
+
+    /// Learns a schema's name and graph keys; false when its name was known.
+    fn know(&mut self, schema: &Map<String, Value>) -> bool {
+        let Some(name) = schema.get("name").and_then(Value::as_str) else {
+            return false;
+        };
+        if !self.schemas.insert(name.to_owned()) {
+            return false;
+        }
+        let keys = graph_keys(schema);
+        if !keys.is_empty() {
+            self.graph_keys.insert(name.to_owned(), keys);
+        }
+        true
     }
 
     /// Reads what is new in the directory and converts it: the log lines of one batch, in
@@ -385,12 +398,17 @@ mod tests {
         Merger::new(
             START,
             Limits::default(),
-            ["Text".to_owned()],
+            &[json!({"name": "Text"}), meta_graph_schema()],
             Box::new(move || {
                 id += 1;
                 id
             }),
         )
+    }
+
+    /// A task schema with a graph declared in the meta line (`--schema`).
+    fn meta_graph_schema() -> Value {
+        json!({"name": "M", "graphs": [{"key": "v", "type": "bar", "color": "red"}]})
     }
 
     fn take(merger: &mut Merger, file: &str, text: &str) -> Result<Option<Line>, Problem> {
@@ -536,6 +554,21 @@ mod tests {
             take(&mut merger, "1.jsonl", without_the_key),
             Err(Problem::NonNumericGraphValue)
         );
+    }
+
+    #[test]
+    fn a_graph_schema_of_the_meta_line_takes_numbers_only() {
+        let marker = |v: &str| {
+            format!(
+                r#"{{"type":"marker","name":"m","startTime":1800000000001,"data":{{"type":"M","v":{v}}}}}"#
+            )
+        };
+        let mut merger = merger();
+        assert_eq!(
+            take(&mut merger, "1.jsonl", &marker(r#""x""#)),
+            Err(Problem::NonNumericGraphValue)
+        );
+        assert!(take(&mut merger, "1.jsonl", &marker("1")).is_ok());
     }
 
     #[test]

@@ -1,10 +1,18 @@
 //! Builders of the meta and thread lines (SPEC.md, "meta" and "thread").
 
-use crate::{
-    schema, Line, GECKO_PROFILE_VERSION, LOG_FORMAT_VERSION, PREPROCESSED_PROFILE_VERSION,
-};
+use crate::{lines::Line, schema};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
+
+/// Version of the log's own extension lines (`meta.tcProfile.logVersion`). Readers accept
+/// every version up to this one and skip line kinds they do not know.
+pub const LOG_FORMAT_VERSION: u32 = 1;
+/// The processed-profile version that both the log and the finalized profile declare.
+pub const PREPROCESSED_PROFILE_VERSION: u32 = 47;
+/// The Gecko profile version (`meta.version`) that goes with [`PREPROCESSED_PROFILE_VERSION`].
+pub const GECKO_PROFILE_VERSION: u32 = 27;
+/// Every log starts with these bytes; the Firefox Profiler detects a streamed profile by them.
+pub const META_PREFIX: &[u8] = br#"{"type":"meta""#;
 
 /// The machine a task ran on. Every field is optional: a reader shows what is known.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
@@ -79,6 +87,29 @@ pub struct MetaInfo {
     pub profile_dir: Option<String>,
     /// The task's cgroup, when its counters are recorded.
     pub cgroup: Option<CgroupInfo>,
+    /// Schemas of the task declared before the recording (`--schema`), so that a raw log
+    /// shows their markers; placed after ours, and a name of ours (declared here or not)
+    /// stays ours.
+    pub task_schemas: Vec<Map<String, Value>>,
+}
+
+fn marker_schemas(info: &MetaInfo) -> Value {
+    let mut schemas = schema::marker_schemas(&info.sources);
+    let Value::Array(list) = &mut schemas else {
+        return schemas;
+    };
+    for task_schema in &info.task_schemas {
+        let name = task_schema.get("name").and_then(Value::as_str);
+        let ours = name.is_some_and(schema::data_type::is_ours);
+        if !ours
+            && !list
+                .iter()
+                .any(|known| known["name"] == task_schema["name"])
+        {
+            list.push(Value::Object(task_schema.clone()));
+        }
+    }
+    schemas
 }
 
 /// The meta line: what the profiler needs at version 47, plus our `tcProfile` object.
@@ -101,7 +132,7 @@ pub fn meta_line(info: &MetaInfo) -> Line {
     put("symbolicationNotSupported", json!(true));
     put("usesOnlyOneStackType", json!(true));
     put("categories", schema::categories());
-    put("markerSchema", schema::marker_schemas(&info.sources));
+    put("markerSchema", marker_schemas(info));
     let tc_profile = json!({
         "logVersion": LOG_FORMAT_VERSION,
         "recorder": info.recorder,
@@ -193,5 +224,41 @@ pub fn thread_line(name: &str) -> Line {
     match thread {
         Value::Object(map) => Line::Thread(map),
         _ => unreachable!("json! object literal"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_task_schema_named_like_ours_is_left_out_even_when_its_source_is_off() {
+        let schema = |name: &str| match json!({"name": name, "display": [], "data": []}) {
+            Value::Object(map) => map,
+            _ => unreachable!(),
+        };
+        let info = MetaInfo {
+            start_time: 0.0,
+            interval_ms: 100.0,
+            machine: Machine::default(),
+            task: TaskInfo::default(),
+            sources: Vec::new(),
+            sync_policy: "interval".to_owned(),
+            recorder: "test".to_owned(),
+            statsd: None,
+            profile_dir: None,
+            cgroup: None,
+            task_schemas: vec![schema("CPU"), schema("Text"), schema("Test")],
+        };
+        let Line::Meta(meta) = meta_line(&info) else {
+            panic!("a meta line");
+        };
+        let names: Vec<&str> = meta["markerSchema"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["Text", "Command", "Test"]);
     }
 }

@@ -6,6 +6,7 @@ use crate::profile_dir::ProfileDirConfig;
 use crate::sources::cgroup::TaskCgroup;
 use crate::sources::process_tree::Follow;
 use crate::writer::SyncPolicy;
+use serde_json::{Map, Value};
 use std::path::PathBuf;
 use std::time::Duration;
 use tc_profile_format::{MetricLimits, TaskInfo};
@@ -29,6 +30,9 @@ pub struct RecorderConfig {
     /// The task's cgroup, whose counters are recorded. When None, the cgroup of a followed
     /// pid or cgroup is used if it is not the recorder's own.
     pub cgroup: Option<TaskCgroup>,
+    /// Schemas of the task's markers, declared in the meta line so that the log shows those
+    /// markers as it is written (`tc_profile_format::marker_file::decode_schema_file`).
+    pub task_schemas: Vec<Map<String, Value>>,
 }
 
 impl RecorderConfig {
@@ -46,6 +50,7 @@ impl RecorderConfig {
             profile_dir: None,
             follow: None,
             cgroup: None,
+            task_schemas: Vec::new(),
         }
     }
 }

@@ -59,7 +59,7 @@ pub use writer::{LogSink, Place, SyncPolicy, WriterStats, MIN_SYNC_PERIOD};
 use channel::{start_writer, WriterThread};
 use crossbeam_channel::{bounded, RecvTimeoutError, Sender};
 use error::spawn;
-use profile_dir::Ingester;
+use profile_dir::{DirWatch, Ingester};
 use std::fs::File;
 use std::net::{SocketAddr, UdpSocket};
 use std::path::PathBuf;
@@ -148,7 +148,8 @@ impl Recorder {
         };
         let statsd_info = statsd_socket.as_ref().map(|(_, info)| info.clone());
         let meta = header::meta(&config, clock, &sampler, statsd_info, profile_dir);
-        let schemas = header::schema_names(&meta);
+        let schemas = header::schemas(&meta);
+        let watch = config.profile_dir.as_ref().map(DirWatch::start);
         let path = &config.log_path;
         let (log, length) = header::create(path, meta)?;
         let name = path.display().to_string();
@@ -161,11 +162,12 @@ impl Recorder {
             statsd: None,
             ingester: None,
         };
-        if let Some(dir) = &config.profile_dir {
+        if let (Some(dir), Some(watch)) = (&config.profile_dir, watch) {
             // Metrics in marker files go under the statsd listener's prefix and caps.
             let limits = config.statsd.clone().unwrap_or_default();
             let metrics = (limits, config.interval);
-            recorder.ingester = Some(Ingester::start(dir, markers.clone(), schemas, metrics)?);
+            let ingester = Ingester::start(dir, watch, markers.clone(), schemas, metrics)?;
+            recorder.ingester = Some(ingester);
         }
         if let (Some((socket, _)), Some(limits)) = (statsd_socket, config.statsd) {
             recorder.statsd = Some(StatsdThread::start(

@@ -9,6 +9,7 @@ use crate::error::{spawn, RecorderError};
 use crossbeam_channel::{bounded, select, Receiver, Sender};
 use notify::event::{AccessKind, AccessMode};
 use notify::{EventKind, RecursiveMode, Watcher};
+use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -70,11 +71,30 @@ pub(crate) struct Ingester {
     ended: Receiver<()>,
 }
 
+/// The directory's inotify watch, made before the log is created so that the log's
+/// descriptor is above the watch's: the kernel releases a killed process's files from its
+/// highest descriptor down, and releasing an inotify descriptor waits for the kernel's
+/// pending work, which kept the log locked for 10 to 70 ms after a SIGKILL (1 ms with the
+/// log above it; SPEC.md, "Locking and recovery").
+pub(crate) struct DirWatch {
+    watcher: Option<notify::RecommendedWatcher>,
+    woken: Receiver<()>,
+}
+
+impl DirWatch {
+    pub(crate) fn start(config: &ProfileDirConfig) -> DirWatch {
+        let (wake, woken) = bounded(1);
+        let watcher = config.watch.then(|| watch(&config.path, wake)).flatten();
+        DirWatch { watcher, woken }
+    }
+}
+
 impl Ingester {
     pub(crate) fn start(
         config: &ProfileDirConfig,
+        watch: DirWatch,
         sink: MarkerSink,
-        schemas: Vec<String>,
+        schemas: Vec<Value>,
         metrics: (MetricLimits, Duration),
     ) -> Result<Ingester, RecorderError> {
         let reader = DirReader::open(&config.path, config.limits.clone()).map_err(|source| {
@@ -87,12 +107,11 @@ impl Ingester {
         let merger = Merger::new(
             sink.clock().start_epoch_ms(),
             config.limits.clone(),
-            schemas,
+            &schemas,
             Box::new(move || ids.fetch_add(1, Ordering::Relaxed)),
         )
         .with_metrics(metrics.0, metrics.1.as_secs_f64() * 1000.0);
-        let (wake, woken) = bounded(1);
-        let watcher = config.watch.then(|| watch(&config.path, wake)).flatten();
+        let DirWatch { watcher, woken } = watch;
         let period = match watcher {
             Some(_) => RESCAN_WITH_EVENTS,
             None => config.poll_interval,

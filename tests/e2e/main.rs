@@ -14,6 +14,8 @@ mod help;
 mod hostile_dir;
 /// Export: a real InfluxDB on 127.0.0.1, retries, credentials kept from the task, statsd.
 mod influx;
+/// The log's lock: a recorder just SIGKILLed is waited for, a running one refused at once.
+mod lock_wait;
 /// Marker files: 200 writers, SIGKILL and finalize, a worker's lifecycle, the README examples.
 mod markers;
 /// Metrics: the statsd listener, its aggregation into tracks, scoping under the prefix.

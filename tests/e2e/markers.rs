@@ -392,3 +392,75 @@ fn a_unique_string_field_of_a_task_schema_shows_the_tasks_text() {
     let marker = markers.iter().find(|m| m.name == "test_login").unwrap();
     assert_eq!(marker.data["status"], "PASS");
 }
+
+#[test]
+fn schemas_given_before_the_recording_are_in_the_raw_logs_meta() {
+    let sandbox = Sandbox::new();
+    let schema = r#"{"type":"schema","name":"Test","display":["marker-table"],"tableLabel":"{marker.data.status}","data":[{"key":"status","label":"Status","format":"unique-string"}]}"#;
+    std::fs::write(sandbox.path("schemas.jsonl"), format!("{schema}\n\n")).unwrap();
+    let marker = r#"{"type":"marker","name":"test_login","startTime":$(date +%s%3N),"data":{"type":"Test","status":"PASS"}}"#;
+    let script = format!(
+        "echo \"{}\" >> \"$TASKCLUSTER_PROFILE_DIR/$$.jsonl\"; sleep 0.3",
+        marker.replace('"', "\\\"")
+    );
+    sandbox.run_ok(&[
+        "run",
+        "-q",
+        "--keep-log",
+        "--schema",
+        "schemas.jsonl",
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]);
+
+    let log = std::fs::read(sandbox.path("profile_resource-usage.jsonl")).unwrap();
+    assert_streamed_profile(&log);
+    let meta: Value = serde_json::from_slice(log.split(|&b| b == b'\n').next().unwrap()).unwrap();
+    let schemas = meta["markerSchema"].as_array().unwrap();
+    let test = schemas
+        .iter()
+        .find(|s| s["name"] == "Test")
+        .expect("Test in the meta line");
+    assert_eq!(test["data"][0]["format"], "string", "{test}");
+    let text = String::from_utf8(log).unwrap();
+    assert!(
+        text.contains(r#""status":"PASS""#),
+        "the marker is in the log"
+    );
+    assert!(
+        !text.contains(r#"{"type":"schema""#),
+        "declared once, in meta"
+    );
+}
+
+#[test]
+fn a_schema_file_the_profiler_could_not_use_is_refused_before_the_command_runs() {
+    let sandbox = Sandbox::new();
+    let cases = [
+        (
+            "marker.jsonl",
+            r#"{"type":"marker","name":"x","startTime":1}"#,
+            "line 1: not a schema line",
+        ),
+        (
+            "display.jsonl",
+            r#"{"type":"schema","name":"A","display":["nowhere"],"data":[]}"#,
+            "line 1: schema the profiler could not use",
+        ),
+        ("torn.jsonl", r#"{"type":"schema","name":"#, "line 1: "),
+    ];
+    for (file, text, expected) in cases {
+        std::fs::write(sandbox.path(file), text).unwrap();
+        let args = ["run", "--schema", file, "--", "touch", "ran"];
+        let stderr = assert_exit_code(&args, &sandbox.run(&args), 2);
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(
+            stderr.contains(&format!("--schema {file}: {expected}")),
+            "{stderr}"
+        );
+        assert!(!sandbox.path("ran").exists(), "the command did not run");
+        assert!(!sandbox.path("profile_resource-usage.jsonl").exists());
+    }
+}

@@ -156,7 +156,9 @@ fn finalize_refuses_a_log_that_a_running_recorder_holds() {
     let sandbox = Sandbox::new();
     std::fs::create_dir(sandbox.path("state")).unwrap();
     let (mut live, live_log) = start_recording(&sandbox);
-    let output = sandbox.run(&["finalize", live_log.to_str().unwrap()]);
+    // A running holder is refused at once; the short wait keeps this quick where the holder
+    // could not be identified and would be waited for.
+    let output = sandbox.run(&["finalize", live_log.to_str().unwrap(), "--wait", "1"]);
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(

@@ -37,6 +37,7 @@ impl LogBuilder {
             statsd: None,
             profile_dir: None,
             cgroup: None,
+            task_schemas: Vec::new(),
         });
         let mut log = LogBuilder { bytes: Vec::new() };
         log.line(&meta).line(&thread_line("tc-profile"));
