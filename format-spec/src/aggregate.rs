@@ -250,6 +250,47 @@ impl Aggregator {
     }
 }
 
+/// Samples with their log times, aggregated per sampling interval of the log,
+/// `[k × interval, (k+1) × interval)`, within one batch: the marker-file merger's and the
+/// InfluxDB endpoint's, whose input comes in batches and carries its own times.
+pub struct BatchAggregator {
+    pub aggregator: Aggregator,
+    interval_ms: f64,
+}
+
+impl BatchAggregator {
+    pub fn new(limits: MetricLimits, interval_ms: f64) -> BatchAggregator {
+        BatchAggregator {
+            aggregator: Aggregator::new(limits),
+            interval_ms: interval_ms.max(1.0),
+        }
+    }
+
+    /// One flush per interval that the samples (in time order) fall in. A marker ends at
+    /// its interval's last sample, never after the recording.
+    pub fn aggregate(&mut self, samples: Vec<(f64, Sample)>) -> Vec<Marker> {
+        let mut markers = Vec::new();
+        let mut current: Option<(f64, f64)> = None;
+        for (time, sample) in samples {
+            let interval = (time / self.interval_ms).floor();
+            if let Some((previous, last)) = current.filter(|(p, _)| *p != interval) {
+                markers.extend(self.flush(previous, last));
+            }
+            current = Some((interval, time));
+            self.aggregator.record(sample);
+        }
+        if let Some((interval, last)) = current {
+            markers.extend(self.flush(interval, last));
+        }
+        markers
+    }
+
+    fn flush(&mut self, interval: f64, last: f64) -> Vec<Marker> {
+        let start = interval * self.interval_ms;
+        self.aggregator.flush(start, last.max(start))
+    }
+}
+
 impl State {
     fn new(kind: MetricKind) -> State {
         match kind {

@@ -23,6 +23,7 @@
 //! ```
 
 mod aggregate;
+pub mod line_protocol;
 mod lines;
 pub mod marker_file;
 mod merge;
@@ -32,8 +33,8 @@ pub mod profile_dir;
 pub mod schema;
 
 pub use aggregate::{
-    sanitize_name, Aggregator, Drops, Malformed, MetricLimits, Sample, SampleValue, MAX_NAME_BYTES,
-    MAX_SET_MEMBERS, MAX_TAGS, MAX_TAG_BYTES,
+    sanitize_name, Aggregator, BatchAggregator, Drops, Malformed, MetricLimits, Sample,
+    SampleValue, MAX_NAME_BYTES, MAX_SET_MEMBERS, MAX_TAGS, MAX_TAG_BYTES,
 };
 pub use lines::{
     decode_line, decode_marker_raw, encode_line, encode_line_into, encode_marker_line_into,
