@@ -152,6 +152,9 @@ pub struct RecordingArgs {
     /// TASKCLUSTER_STATSD_ADDR).
     #[arg(long)]
     pub no_statsd: bool,
+    /// Do not serve the InfluxDB endpoint (nor export TASKCLUSTER_INFLUX_URL).
+    #[arg(long)]
+    pub no_influx: bool,
     /// The prefix of every metric series the task sends: letters, digits, _ and -, in
     /// segments each followed by a dot.
     #[arg(long, value_name = "PREFIX", default_value = "task.", value_parser = parse_prefix)]

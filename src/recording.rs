@@ -134,6 +134,7 @@ fn recorder_config(args: &RecordingArgs, log: PathBuf, profile_dir: PathBuf) -> 
         prefix: args.metric_prefix.clone(),
         ..MetricLimits::default()
     });
+    config.influx = !args.no_influx;
     let mut dir = ProfileDirConfig::new(profile_dir);
     dir.limits = args.limits.limits();
     dir.poll_interval = args.interval;

@@ -211,7 +211,7 @@ impl Aggregator {
     }
 
     /// Counts a line that could not be parsed, keeping the first one as an example.
-    pub fn malformed(&mut self, line: &str, why: Malformed) {
+    pub fn malformed(&mut self, line: &str, why: impl std::fmt::Display) {
         self.drops.malformed += 1;
         if self.drops.example.is_none() {
             let line: String = line.chars().take(EXAMPLE_CHARS).collect();

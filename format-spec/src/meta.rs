@@ -54,6 +54,20 @@ pub struct StatsdInfo {
     pub max_series: usize,
 }
 
+/// The InfluxDB endpoint of a recording, as `meta.tcProfile.influx` says it.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct InfluxInfo {
+    /// `http://127.0.0.1:PORT`, as exported to the task (`TASKCLUSTER_INFLUX_URL`).
+    pub url: String,
+    /// Every series name starts with it (`task.`).
+    pub prefix: String,
+    /// Longer request bodies are refused whole (413).
+    pub max_body_bytes: usize,
+    /// Points of further series are dropped.
+    pub max_series: usize,
+}
+
 /// The task's cgroup, as `meta.tcProfile.cgroup` says it.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct CgroupInfo {
@@ -83,6 +97,8 @@ pub struct MetaInfo {
     pub recorder: String,
     /// The statsd listener, when one is on.
     pub statsd: Option<StatsdInfo>,
+    /// The InfluxDB endpoint, when one is on.
+    pub influx: Option<InfluxInfo>,
     /// The profile directory whose marker files are merged, as an absolute path.
     pub profile_dir: Option<String>,
     /// The task's cgroup, when its counters are recorded.
@@ -147,6 +163,7 @@ pub fn meta_line(info: &MetaInfo) -> Line {
         &mut tc_profile,
         [
             ("statsd", info.statsd.as_ref().map(|statsd| json!(statsd))),
+            ("influx", info.influx.as_ref().map(|influx| json!(influx))),
             ("profileDir", info.profile_dir.clone().map(Value::from)),
             ("cgroup", info.cgroup.as_ref().map(|cgroup| json!(cgroup))),
         ],
@@ -246,6 +263,7 @@ mod tests {
             sync_policy: "interval".to_owned(),
             recorder: "test".to_owned(),
             statsd: None,
+            influx: None,
             profile_dir: None,
             cgroup: None,
             task_schemas: vec![schema("CPU"), schema("Text"), schema("Test")],

@@ -40,6 +40,8 @@ pub mod source {
     pub const CPU_FREQUENCY: &str = "cpufreq";
     /// The statsd listener: metric tracks.
     pub const STATSD: &str = "statsd";
+    /// The InfluxDB endpoint: the same metric tracks.
+    pub const INFLUX: &str = "influx";
 }
 
 /// `data.type` of each schema declared here.
@@ -178,8 +180,11 @@ fn graph(key: &str, kind: &str, color: &str) -> Value {
 /// `Command`, and the schemas of the sources that are on.
 pub fn marker_schemas(sources: &[String]) -> Value {
     let mut schemas = vec![text_schema(), command_schema()];
-    for source in sources {
-        schemas.extend(source_schemas(source));
+    for schema in sources.iter().flat_map(|source| source_schemas(source)) {
+        // The statsd listener and the InfluxDB endpoint share the metric schemas.
+        if !schemas.iter().any(|known| known["name"] == schema["name"]) {
+            schemas.push(schema);
+        }
     }
     Value::Array(schemas)
 }
@@ -345,7 +350,7 @@ fn source_schemas(name: &str) -> Vec<Value> {
                 graph("swap_out", "bar", "magenta"),
             ],
         )],
-        source::STATSD => MetricKind::ALL
+        source::STATSD | source::INFLUX => MetricKind::ALL
             .into_iter()
             .map(metric_schema)
             .chain([metric_drops_schema()])

@@ -23,6 +23,9 @@ pub struct RecorderConfig {
     pub sample_system: bool,
     /// The statsd listener's limits, or None for no listener.
     pub statsd: Option<MetricLimits>,
+    /// Whether to serve the InfluxDB endpoint (under the statsd listener's limits, or the
+    /// defaults without one).
+    pub influx: bool,
     /// The profile directory to follow, if any.
     pub profile_dir: Option<ProfileDirConfig>,
     /// The task's processes, drawn against the rest of the machine; none by default.
@@ -37,7 +40,8 @@ pub struct RecorderConfig {
 
 impl RecorderConfig {
     /// Defaults: 0.1 s interval, interval sync once a second, the task from the
-    /// environment, system sampling on, statsd listener on under `task.`.
+    /// environment, system sampling on, statsd listener and InfluxDB endpoint on under
+    /// `task.`.
     pub fn new(log_path: PathBuf) -> RecorderConfig {
         let interval = Duration::from_millis(100);
         RecorderConfig {
@@ -47,6 +51,7 @@ impl RecorderConfig {
             task: task_from_env(),
             sample_system: true,
             statsd: Some(MetricLimits::default()),
+            influx: true,
             profile_dir: None,
             follow: None,
             cgroup: None,
