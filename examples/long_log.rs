@@ -52,6 +52,7 @@ fn main() -> std::io::Result<()> {
         recorder: "long_log".to_owned(),
         statsd: None,
         influx: None,
+        metric_scopes: Vec::new(),
         profile_dir: None,
         cgroup: None,
         task_schemas: Vec::new(),

@@ -24,6 +24,7 @@ fn synthetic_log(markers: usize) -> Vec<u8> {
         recorder: "tc-profile bench".into(),
         statsd: None,
         influx: None,
+        metric_scopes: Vec::new(),
         profile_dir: None,
         cgroup: None,
         task_schemas: Vec::new(),

@@ -5,6 +5,7 @@
 
 use crate::metric::{self, MetricKind};
 use crate::schema::category;
+use crate::scope::MetricScopes;
 use crate::Marker;
 use serde_json::{json, Map, Value};
 use std::collections::hash_map::{DefaultHasher, Entry};
@@ -29,6 +30,8 @@ pub struct MetricLimits {
     pub prefix: String,
     /// Distinct series over the whole recording; metrics of further series are dropped.
     pub max_series: usize,
+    /// The series the task may write; metrics of others are dropped.
+    pub scopes: MetricScopes,
 }
 
 impl Default for MetricLimits {
@@ -36,6 +39,7 @@ impl Default for MetricLimits {
         MetricLimits {
             prefix: "task.".to_owned(),
             max_series: 1000,
+            scopes: MetricScopes::default(),
         }
     }
 }
@@ -101,6 +105,8 @@ pub struct Drops {
     pub over_series_cap: u64,
     pub over_set_cap: u64,
     pub kernel_dropped: u64,
+    /// Metrics of series outside the task's scopes.
+    pub out_of_scope: u64,
     /// The first malformed line of the interval, cut to a hundred characters.
     pub example: Option<String>,
 }
@@ -112,6 +118,7 @@ impl Drops {
             + self.over_series_cap
             + self.over_set_cap
             + self.kernel_dropped
+            + self.out_of_scope
             == 0
     }
 
@@ -124,6 +131,9 @@ impl Drops {
             "overSetCap": self.over_set_cap,
             "kernelDropped": self.kernel_dropped,
         });
+        if self.out_of_scope > 0 {
+            data["outOfScope"] = json!(self.out_of_scope);
+        }
         if let Some(example) = &self.example {
             data["example"] = json!(example);
         }
@@ -174,6 +184,10 @@ impl Aggregator {
     /// Takes a sample into its series, or counts why it was dropped.
     pub fn record(&mut self, sample: Sample) {
         let metric = match sanitize_name(&sample.name) {
+            Some(name) if self.limits.scopes.missing(&name).is_some() => {
+                self.drops.out_of_scope += 1;
+                return;
+            }
             Some(name) => format!("{}{name}", self.limits.prefix),
             None => return self.malformed(&sample.name, Malformed::Name),
         };

@@ -31,6 +31,7 @@ mod meta;
 pub mod metric;
 pub mod profile_dir;
 pub mod schema;
+pub mod scope;
 
 pub use aggregate::{
     sanitize_name, Aggregator, BatchAggregator, Drops, Malformed, MetricLimits, Sample,

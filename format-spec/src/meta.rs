@@ -38,6 +38,9 @@ pub struct TaskInfo {
     pub instance_type: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub root_url: Option<String>,
+    /// The task definition's `metadata.name` (`--task-definition`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
 }
 
 /// The statsd listener of a recording, as `meta.tcProfile.statsd` says it.
@@ -99,6 +102,8 @@ pub struct MetaInfo {
     pub statsd: Option<StatsdInfo>,
     /// The InfluxDB endpoint, when one is on.
     pub influx: Option<InfluxInfo>,
+    /// The scopes granted to the task's metrics (SPEC.md, "Metric scopes"); none: all open.
+    pub metric_scopes: Vec<String>,
     /// The profile directory whose marker files are merged, as an absolute path.
     pub profile_dir: Option<String>,
     /// The task's cgroup, when its counters are recorded.
@@ -164,6 +169,10 @@ pub fn meta_line(info: &MetaInfo) -> Line {
         [
             ("statsd", info.statsd.as_ref().map(|statsd| json!(statsd))),
             ("influx", info.influx.as_ref().map(|influx| json!(influx))),
+            (
+                "metricScopes",
+                (!info.metric_scopes.is_empty()).then(|| json!(info.metric_scopes)),
+            ),
             ("profileDir", info.profile_dir.clone().map(Value::from)),
             ("cgroup", info.cgroup.as_ref().map(|cgroup| json!(cgroup))),
         ],
@@ -264,6 +273,7 @@ mod tests {
             recorder: "test".to_owned(),
             statsd: None,
             influx: None,
+            metric_scopes: Vec::new(),
             profile_dir: None,
             cgroup: None,
             task_schemas: vec![schema("CPU"), schema("Text"), schema("Test")],

@@ -255,6 +255,7 @@ fn metric_drops_schema() -> Value {
             field("overSeriesCap", "Metrics over the series cap", "integer"),
             field("overSetCap", "Set members over the set cap", "integer"),
             field("kernelDropped", "Packets the kernel dropped (buffer full)", "integer"),
+            field("outOfScope", "Metrics outside the task's scopes", "integer"),
             field("example", "First malformed line", "string"),
         ],
     })

@@ -48,6 +48,7 @@ pub(crate) fn meta(
         recorder: format!("tc-profile {}", env!("CARGO_PKG_VERSION")),
         statsd: metrics.statsd,
         influx: metrics.influx,
+        metric_scopes: config.metric_scopes.granted().to_vec(),
         profile_dir: profile_dir.map(|dir| dir.to_string_lossy().into_owned()),
         cgroup: sampler.cgroup().cloned(),
         task_schemas: config.task_schemas.clone(),

@@ -153,8 +153,7 @@ impl Recorder {
             }
             None => None,
         };
-        // Points go under the statsd listener's prefix and caps, as marker-file metrics do.
-        let metric_limits = config.statsd.clone().unwrap_or_default();
+        let metric_limits = config.metric_limits();
         let influx_listener = match config.influx {
             true => {
                 let listener = influx::bind().map_err(RecorderError::Influx)?;
@@ -198,15 +197,14 @@ impl Recorder {
             )?);
         }
         if let (Some(dir), Some(watch)) = (&config.profile_dir, watch) {
-            // Metrics in marker files go under the statsd listener's prefix and caps.
             let metrics = (metric_limits, config.interval);
             let ingester = Ingester::start(dir, watch, markers.clone(), schemas, metrics)?;
             recorder.ingester = Some(ingester);
         }
-        if let (Some((socket, _)), Some(limits)) = (statsd_socket, config.statsd) {
+        if let Some((socket, _)) = statsd_socket {
             recorder.statsd = Some(StatsdThread::start(
                 socket,
-                limits,
+                config.metric_limits(),
                 &markers,
                 config.interval,
             )?);

@@ -36,6 +36,7 @@ impl LogBuilder {
             recorder: "tc-profile test".to_owned(),
             statsd: None,
             influx: None,
+            metric_scopes: Vec::new(),
             profile_dir: None,
             cgroup: None,
             task_schemas: Vec::new(),

@@ -17,8 +17,9 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 use tc_profile_format::line_protocol::{parse_line, LineError, Precision};
+use tc_profile_format::scope::MetricScopes;
 use tc_profile_format::{
-    encode_line_into, BatchAggregator, InfluxInfo, Line, MetricLimits, Sample,
+    encode_line_into, sanitize_name, BatchAggregator, InfluxInfo, Line, MetricLimits, Sample,
 };
 
 /// Longer request bodies are refused whole (413): far above what a client batches (the
@@ -65,6 +66,7 @@ impl InfluxThreads {
     ) -> Result<InfluxThreads, RecorderError> {
         let address = listener.local_addr().map_err(RecorderError::Influx)?;
         let endpoint = Arc::new(Endpoint {
+            scopes: limits.scopes.clone(),
             batches: Mutex::new(BatchAggregator::new(
                 limits,
                 interval.as_secs_f64() * 1000.0,
@@ -119,6 +121,7 @@ fn serve(listener: &TcpListener, endpoint: &Endpoint, stop: &AtomicBool) {
 /// What every handler shares: the aggregation, behind a lock that also keeps the lines of
 /// the requests in the order their points were aggregated.
 struct Endpoint {
+    scopes: MetricScopes,
     batches: Mutex<BatchAggregator>,
     markers: MarkerSink,
     time_slack_ms: f64,
@@ -127,7 +130,14 @@ struct Endpoint {
 /// A line refused, and why.
 struct Refused {
     line: String,
-    why: LineError,
+    why: Why,
+}
+
+enum Why {
+    /// Answered 400.
+    Malformed(LineError),
+    /// Answered 403 (unless a line of the request was malformed): the scope needed.
+    OutOfScope(String),
 }
 
 impl Endpoint {
@@ -156,7 +166,8 @@ impl Endpoint {
 
     /// Takes the valid points of a write and answers for all of them: 204 when every line
     /// was taken, 400 naming the lines refused (the others are taken, as InfluxDB does),
-    /// 503 when the writer is too far behind to take the request's lines.
+    /// 403 naming the scopes needed when every refused line was out of scope, 503 when
+    /// the writer is too far behind to take the request's lines.
     fn write(&self, request: &Request) -> (u16, Option<String>) {
         let Some(precision) = Precision::parse(request.query("precision").unwrap_or_default())
         else {
@@ -190,7 +201,10 @@ impl Endpoint {
         if refused.is_empty() {
             return (204, None);
         }
-        (400, Some(describe(&refused)))
+        let malformed = refused
+            .iter()
+            .any(|line| matches!(line.why, Why::Malformed(_)));
+        (if malformed { 400 } else { 403 }, Some(describe(&refused)))
     }
 
     /// A line's samples with their log time: the point's timestamp, else now.
@@ -199,16 +213,25 @@ impl Endpoint {
         line: &[u8],
         precision: Precision,
         now: f64,
-    ) -> Result<Vec<(f64, Sample)>, LineError> {
-        let text = std::str::from_utf8(line).map_err(|_| LineError::NotUtf8)?;
-        let Some(point) = parse_line(text)? else {
+    ) -> Result<Vec<(f64, Sample)>, Why> {
+        let text = std::str::from_utf8(line).map_err(|_| Why::Malformed(LineError::NotUtf8))?;
+        let Some(point) = parse_line(text).map_err(Why::Malformed)? else {
             return Ok(Vec::new());
         };
-        let samples = point.samples()?;
+        let samples = point.samples().map_err(Why::Malformed)?;
         let time = match point.timestamp {
             None => now,
-            Some(timestamp) => self.log_time(precision.epoch_ms(timestamp), now)?,
+            Some(timestamp) => self
+                .log_time(precision.epoch_ms(timestamp), now)
+                .map_err(Why::Malformed)?,
         };
+        // samples() has checked that every name sanitizes.
+        let needed = samples
+            .iter()
+            .find_map(|sample| self.scopes.missing(&sanitize_name(&sample.name)?));
+        if let Some(scope) = needed {
+            return Err(Why::OutOfScope(scope));
+        }
         Ok(samples.into_iter().map(|sample| (time, sample)).collect())
     }
 
@@ -229,7 +252,10 @@ impl Endpoint {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         for line in refused {
-            batches.aggregator.malformed(&line.line, &line.why);
+            match &line.why {
+                Why::Malformed(why) => batches.aggregator.malformed(&line.line, why),
+                Why::OutOfScope(_) => batches.aggregator.drops.out_of_scope += 1,
+            }
         }
         let mut markers = batches.aggregate(samples);
         if markers.is_empty() && !refused.is_empty() {
@@ -253,7 +279,10 @@ fn describe(refused: &[Refused]) -> String {
     let mut lines: Vec<String> = refused
         .iter()
         .take(QUOTED_LINES)
-        .map(|Refused { line, why }| format!("unable to parse '{line}': {why}"))
+        .map(|Refused { line, why }| match why {
+            Why::Malformed(why) => format!("unable to parse '{line}': {why}"),
+            Why::OutOfScope(scope) => format!("'{line}' needs the scope {scope}"),
+        })
         .collect();
     if refused.len() > QUOTED_LINES {
         lines.push(format!(
