@@ -11,9 +11,7 @@ use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 use tc_profile_format::marker_file::Problem;
-use tc_profile_format::schema::{
-    category, data_type, declare_notes, graph_keys, graph_values_are_numbers,
-};
+use tc_profile_format::schema::{category, data_type, declare_notes, ValueRules};
 use tc_profile_format::{same_name_match, Dropped, Marker, OpenInterval};
 
 /// Name of the instant marker that says a recording has no clean-end footer.
@@ -173,7 +171,7 @@ pub fn compact(mut recording: Recording) -> (Profile, Compaction) {
         flag_cut_off(&mut marker);
         markers.push(marker.into());
     }
-    drop_non_numeric_graph_values(&mut markers, &recording.schemas, &mut recording.problems);
+    drop_values_the_profiler_cannot_show(&mut markers, &recording.schemas, &mut recording.problems);
     let ended_early = recording.footer.is_none();
     if ended_early {
         let text = format!(
@@ -259,27 +257,26 @@ fn match_closes(recording: &mut Recording, markers: &mut Vec<ProfileMarker>) {
     }
 }
 
-/// Drops the markers of the marker files' schemas with graphs that lack a number under a
-/// graph key (SPEC.md, "Marker files"): the front-end would refuse the profile. Those were logged before their schema, so the merger could not check them.
-fn drop_non_numeric_graph_values(
+/// Drops the markers of the marker files' schemas whose values the front-end cannot show
+/// ([`ValueRules`]: a string under a graph key would make it refuse the profile). Those
+/// were logged before their schema, so the merger could not check them.
+fn drop_values_the_profiler_cannot_show(
     markers: &mut Vec<ProfileMarker>,
     schemas: &[Map<String, Value>],
     problems: &mut Problems,
 ) {
-    let graphs: HashMap<&str, Vec<String>> = schemas
+    let rules: HashMap<&str, ValueRules> = schemas
         .iter()
-        .filter_map(|schema| Some((schema.get("name")?.as_str()?, graph_keys(schema))))
-        .filter(|(_, keys)| !keys.is_empty())
+        .filter_map(|schema| Some((schema.get("name")?.as_str()?, ValueRules::of(schema)?)))
         .collect();
-    if graphs.is_empty() {
+    if rules.is_empty() {
         return;
     }
-    let before = markers.len();
     markers.retain(|marker| {
         // The recorder's own markers lead with their type, never a task's schema: unparsed.
         if marker
             .leading_type()
-            .is_some_and(|kind| !graphs.contains_key(kind))
+            .is_some_and(|kind| !rules.contains_key(kind))
         {
             return true;
         }
@@ -287,18 +284,20 @@ fn drop_non_numeric_graph_values(
             return true;
         };
         let kind = data.get("type").and_then(Value::as_str);
-        kind.and_then(|kind| graphs.get(kind))
-            .is_none_or(|keys| graph_values_are_numbers(keys, &data))
-    });
-    let dropped = (before - markers.len()) as u64;
-    if dropped > 0 {
+        let Some(Err(problem)) = kind
+            .and_then(|kind| rules.get(kind))
+            .map(|r| r.check(&data))
+        else {
+            return true;
+        };
         problems.add(&Dropped {
             file: String::new(),
-            problem: Problem::NonNumericGraphValue,
-            count: dropped,
+            problem,
+            count: 1,
             bytes: 0,
         });
-    }
+        false
+    });
 }
 
 /// Appends the marker files' schemas whose names `meta.markerSchema` lacks.

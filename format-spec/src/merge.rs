@@ -8,7 +8,7 @@ use crate::marker_file::{
 };
 use crate::metric::MetricKind;
 use crate::profile_dir::{DirReader, Item, Scan};
-use crate::schema::{as_task_schema, data_type, graph_keys, graph_values_are_numbers};
+use crate::schema::{as_task_schema, data_type, ValueRules};
 use crate::{Close, Dropped, Line, Marker, OpenInterval};
 use serde_json::{Map, Value};
 use std::collections::{HashMap, HashSet};
@@ -29,7 +29,7 @@ pub struct Merger {
     schemas: HashSet<String>,
     file_schemas: usize,
     /// The graph keys of the schemas declared by marker files that have graphs.
-    graph_keys: HashMap<String, Vec<String>>,
+    value_rules: HashMap<String, ValueRules>,
     next_id: Box<dyn FnMut() -> u64 + Send>,
     /// Metric lines, aggregated within each batch: a batch's metrics are in the log with
     /// the batch, before its checkpoint, so they are taken exactly once like markers.
@@ -53,7 +53,7 @@ impl Merger {
             open_count: 0,
             schemas: HashSet::new(),
             file_schemas: 0,
-            graph_keys: HashMap::new(),
+            value_rules: HashMap::new(),
             next_id,
             metrics: None,
         };
@@ -85,7 +85,7 @@ impl Merger {
         }
     }
 
-    /// Learns a schema's name and graph keys; false when its name was known.
+    /// Learns a schema's name and value rules; false when its name was known.
     fn know(&mut self, schema: &Map<String, Value>) -> bool {
         let Some(name) = schema.get("name").and_then(Value::as_str) else {
             return false;
@@ -93,9 +93,8 @@ impl Merger {
         if !self.schemas.insert(name.to_owned()) {
             return false;
         }
-        let keys = graph_keys(schema);
-        if !keys.is_empty() {
-            self.graph_keys.insert(name.to_owned(), keys);
+        if let Some(rules) = ValueRules::of(schema) {
+            self.value_rules.insert(name.to_owned(), rules);
         }
         true
     }
@@ -161,7 +160,7 @@ impl Merger {
         let time = |epoch_ms: f64| self.to_log_time(epoch_ms, now_epoch_ms);
         Ok(match line {
             FileLine::Marker(marker) => {
-                self.check_graph_values(marker.data.as_ref())?;
+                self.check_values(marker.data.as_ref())?;
                 let start_time = time(marker.start_time)?;
                 let end_time = marker.end_time.map(time).transpose()?;
                 Some(Line::Marker(Marker {
@@ -174,7 +173,7 @@ impl Merger {
                 }))
             }
             FileLine::Begin(begin) => {
-                self.check_graph_values(begin.data.as_ref())?;
+                self.check_values(begin.data.as_ref())?;
                 let start_time = time(begin.time)?;
                 if self.open_count >= self.limits.open_intervals {
                     return Err(Problem::TooManyOpen);
@@ -193,7 +192,7 @@ impl Merger {
                 Some(Line::Open(open))
             }
             FileLine::End(end) => {
-                self.check_graph_values(end.data.as_ref())?;
+                self.check_values(end.data.as_ref())?;
                 let end_time = time(end.time)?;
                 let key = interval_key(file, &end.name, end.id.as_deref());
                 let data = end.data.map(Value::Object);
@@ -223,18 +222,16 @@ impl Merger {
         })
     }
 
-    /// A marker of a schema declared so far with graphs holds a number under each graph
-    /// key: a string there makes the front-end refuse the whole profile.
-    fn check_graph_values(&self, data: Option<&Map<String, Value>>) -> Result<(), Problem> {
+    /// A marker of a schema declared so far holds what the front-end needs to show it
+    /// ([`ValueRules`]): a string under a graph key makes it refuse the whole profile.
+    fn check_values(&self, data: Option<&Map<String, Value>>) -> Result<(), Problem> {
         let Some(data) = data else {
             return Ok(());
         };
         let kind = data.get("type").and_then(Value::as_str);
-        match kind.and_then(|kind| self.graph_keys.get(kind)) {
-            Some(keys) if !graph_values_are_numbers(keys, data) => {
-                Err(Problem::NonNumericGraphValue)
-            }
-            _ => Ok(()),
+        match kind.and_then(|kind| self.value_rules.get(kind)) {
+            Some(rules) => rules.check(data),
+            None => Ok(()),
         }
     }
 

@@ -6,7 +6,7 @@ use crate::metric::{self, MetricKind};
 use serde_json::{json, Map, Value};
 
 mod task;
-pub use task::{as_task_schema, graph_keys, graph_values_are_numbers};
+pub use task::{as_task_schema, ValueRules};
 
 /// Indices into `meta.categories`.
 pub mod category {
