@@ -1,0 +1,63 @@
+//! What the fuzz targets assert, shared by the targets that reach the same parser by
+//! different inputs (plain bytes, or lines built from `arbitrary` data). Each check is a
+//! promise of SPEC.md, not only "no panic".
+
+use tc_profile_format::marker_file::{decode_file_line, Limits};
+use tc_profile_format::{decode_line, encode_line, Line, Merger};
+
+/// The recording's start, as Unix epoch ms, for the merger of every target.
+pub const START_EPOCH_MS: f64 = 1_800_000_000_000.0;
+/// "Now" for the merger: a minute into the recording.
+pub const NOW_EPOCH_MS: f64 = START_EPOCH_MS + 60_000.0;
+
+/// A merger as the recorder makes one: ids from 1, our `Text` schema known.
+pub fn merger(limits: Limits) -> Merger {
+    let mut id = 0;
+    Merger::new(
+        START_EPOCH_MS,
+        limits,
+        ["Text".to_owned()],
+        Box::new(move || {
+            id += 1;
+            id
+        }),
+    )
+}
+
+/// One marker-file line: if it is accepted, it re-encodes to a line that decodes to the
+/// same thing, and the log line the merger makes of it decodes back to itself.
+pub fn check_marker_line(bytes: &[u8]) {
+    let limits = Limits::default();
+    let Ok(line) = decode_file_line(bytes, &limits) else {
+        return;
+    };
+    let again = serde_json::to_vec(&line).expect("a decoded line encodes");
+    assert_eq!(
+        decode_file_line(&again, &limits).as_ref(),
+        Ok(&line),
+        "re-encoded as {}",
+        String::from_utf8_lossy(&again)
+    );
+    let time = line.time();
+    if let Ok(Some(log_line)) = merger(limits).take("1.jsonl", line, NOW_EPOCH_MS) {
+        if let Line::Marker(marker) = &log_line {
+            assert!(marker.start_time.is_finite(), "from time {time}");
+        }
+        check_log_line(&log_line);
+    }
+}
+
+/// A log line decodes, without its newline, to itself.
+pub fn check_log_line(line: &Line) {
+    let bytes = encode_line(line);
+    assert_eq!(bytes.last(), Some(&b'\n'));
+    let body = &bytes[..bytes.len() - 1];
+    assert!(!body.contains(&b'\n'), "one line: {line:?}");
+    let decoded = decode_line(body).expect("an encoded line decodes");
+    assert_eq!(
+        &decoded,
+        line,
+        "encoded as {}",
+        String::from_utf8_lossy(body)
+    );
+}
