@@ -5,7 +5,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use serde_json::Value;
+use serde::Deserialize;
 use tc_profile_finalizer::{compact, read_log};
 
 fuzz_target!(|bytes: &[u8]| {
@@ -27,16 +27,23 @@ fuzz_target!(|bytes: &[u8]| {
     serde_json::to_vec(&profile).expect("a profile serializes");
 });
 
-/// (name, startTime) of every line of the input that is a JSON marker object, read by a
-/// parser of its own rather than the reader's: leading NULs are what a power cut leaves.
+/// (name, startTime) of every line of the input that is a JSON object with both, by a
+/// parser of its own rather than the reader's: it knows nothing of the reader's line
+/// splitting, torn tails or batches. Leading NULs are what a power cut leaves; what the
+/// line holds besides is skipped unread (invalid UTF-8 in a key the reader ignores, say).
 fn whole_markers(bytes: &[u8]) -> Vec<(String, f64)> {
+    #[derive(Deserialize)]
+    struct Named {
+        name: String,
+        #[serde(rename = "startTime")]
+        start_time: f64,
+    }
     bytes
         .split(|&b| b == b'\n')
         .filter_map(|line| {
             let body = &line[line.iter().take_while(|&&b| b == 0).count()..];
-            let value: Value = serde_json::from_slice(body).ok()?;
-            let name = value.get("name")?.as_str()?.to_owned();
-            Some((name, value.get("startTime")?.as_f64()?))
+            let named: Named = serde_json::from_slice(body).ok()?;
+            Some((named.name, named.start_time))
         })
         .collect()
 }
