@@ -5,6 +5,7 @@ use std::ops::RangeInclusive;
 use std::path::PathBuf;
 use std::time::Duration;
 use tc_profile_format::marker_file::{Category, Limits};
+use tc_profile_format::MetricLimits;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -427,8 +428,7 @@ fn parse_seconds(text: &str, range: RangeInclusive<f64>) -> Result<Duration, Str
 }
 
 fn parse_prefix(text: &str) -> Result<String, String> {
-    let segments = text.strip_suffix('.').unwrap_or_default();
-    if tc_profile_recorder::sanitize_name(segments).as_deref() != Some(segments) {
+    if !MetricLimits::is_valid_prefix(text) {
         return Err(format!(
             "'{text}' is not a prefix like 'task.' or 'ci.build.' (letters, digits, _ and -, \
              each segment followed by a dot)"

@@ -43,13 +43,20 @@ pub fn merge_profile_dir(recording: &mut Recording, dir: &Path, limits: &Limits)
     let mut merger = Merger::new(
         start,
         limits.clone(),
-        schema_names(recording),
+        recording
+            .meta
+            .get("markerSchema")
+            .and_then(Value::as_array)
+            .map_or(&[], Vec::as_slice),
         Box::new(move || {
             next_id += 1;
             next_id
         }),
     )
     .with_metrics(metric_limits(recording), interval_ms);
+    for schema in &recording.schemas {
+        merger.adopt_schema(schema);
+    }
     for open in recording.open.values() {
         merger.adopt(open.clone());
     }
@@ -82,7 +89,8 @@ pub fn merge_profile_dir(recording: &mut Recording, dir: &Path, limits: &Limits)
 }
 
 /// The prefix and series cap the recorder used (`meta.tcProfile.statsd`), else the
-/// defaults, as the recorder does without a statsd listener.
+/// defaults, as the recorder does without a statsd listener; a prefix the recorder would
+/// have refused is not used.
 fn metric_limits(recording: &Recording) -> MetricLimits {
     let statsd = recording
         .meta
@@ -95,25 +103,10 @@ fn metric_limits(recording: &Recording) -> MetricLimits {
     MetricLimits {
         prefix: statsd["prefix"]
             .as_str()
+            .filter(|prefix| MetricLimits::is_valid_prefix(prefix))
             .map_or(defaults.prefix, str::to_owned),
         max_series: statsd["maxSeries"]
             .as_u64()
             .map_or(defaults.max_series, |n| n as usize),
     }
-}
-
-/// Names in `meta.markerSchema` and those the log's schema lines declared.
-fn schema_names(recording: &Recording) -> Vec<String> {
-    let ours = recording
-        .meta
-        .get("markerSchema")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(|schema| schema.get("name")?.as_str());
-    let declared = recording
-        .schemas
-        .iter()
-        .filter_map(|schema| schema.get("name")?.as_str());
-    ours.chain(declared).map(str::to_owned).collect()
 }

@@ -11,7 +11,9 @@ use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 use tc_profile_format::marker_file::Problem;
-use tc_profile_format::schema::{category, data_type, declare_notes};
+use tc_profile_format::schema::{
+    category, data_type, declare_notes, graph_keys, graph_values_are_numbers,
+};
 use tc_profile_format::{same_name_match, Dropped, Marker, OpenInterval};
 
 /// Name of the instant marker that says a recording has no clean-end footer.
@@ -171,6 +173,7 @@ pub fn compact(mut recording: Recording) -> (Profile, Compaction) {
         flag_cut_off(&mut marker);
         markers.push(marker.into());
     }
+    drop_non_numeric_graph_values(&mut markers, &recording.schemas, &mut recording.problems);
     let ended_early = recording.footer.is_none();
     if ended_early {
         let text = format!(
@@ -253,6 +256,48 @@ fn match_closes(recording: &mut Recording, markers: &mut Vec<ProfileMarker>) {
                 bytes: 0,
             }),
         }
+    }
+}
+
+/// Drops the markers of the marker files' schemas with graphs that lack a number under a
+/// graph key (SPEC.md, "Marker files"): the front-end would refuse the profile. Those were logged before their schema, so the merger could not check them.
+fn drop_non_numeric_graph_values(
+    markers: &mut Vec<ProfileMarker>,
+    schemas: &[Map<String, Value>],
+    problems: &mut Problems,
+) {
+    let graphs: HashMap<&str, Vec<String>> = schemas
+        .iter()
+        .filter_map(|schema| Some((schema.get("name")?.as_str()?, graph_keys(schema))))
+        .filter(|(_, keys)| !keys.is_empty())
+        .collect();
+    if graphs.is_empty() {
+        return;
+    }
+    let before = markers.len();
+    markers.retain(|marker| {
+        // The recorder's own markers lead with their type, never a task's schema: unparsed.
+        if marker
+            .leading_type()
+            .is_some_and(|kind| !graphs.contains_key(kind))
+        {
+            return true;
+        }
+        let Some(Value::Object(data)) = marker.data_value() else {
+            return true;
+        };
+        let kind = data.get("type").and_then(Value::as_str);
+        kind.and_then(|kind| graphs.get(kind))
+            .is_none_or(|keys| graph_values_are_numbers(keys, &data))
+    });
+    let dropped = (before - markers.len()) as u64;
+    if dropped > 0 {
+        problems.add(&Dropped {
+            file: String::new(),
+            problem: Problem::NonNumericGraphValue,
+            count: dropped,
+            bytes: 0,
+        });
     }
 }
 
@@ -353,5 +398,41 @@ impl Serialize for Profile {
             }],
         }
         .serialize(serializer)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::reader::read_log;
+
+    #[test]
+    fn markers_logged_before_their_graph_schema_are_checked_when_compacting() {
+        let log = concat!(
+            r#"{"type":"meta","startTime":1000,"markerSchema":[]}"#,
+            "\n",
+            r#"{"type":"thread","name":"t"}"#,
+            "\n",
+            r#"{"type":"marker","name":"t","startTime":1,"endTime":null,"data":{"type":"T","v":"1GB"}}"#,
+            "\n",
+            r#"{"type":"marker","name":"t","startTime":2,"endTime":null,"data":{"v":2,"type":"T"}}"#,
+            "\n",
+            r#"{"type":"marker","name":"u","startTime":3,"endTime":null,"data":{"type":"U","v":"x"}}"#,
+            "\n",
+            r#"{"type":"schema","name":"T","display":[],"data":[],"graphs":[{"key":"v","type":"bar","color":"red"}]}"#,
+            "\n",
+        );
+        let (profile, compaction) = compact(read_log(log.as_bytes()).unwrap());
+        let kept: Vec<f64> = profile
+            .markers()
+            .iter()
+            .filter(|m| m.name != MARKER_FILES && m.name != ENDED_EARLY)
+            .map(|m| m.start_time)
+            .collect();
+        assert_eq!(kept, [2.0, 3.0]);
+        let problems = &compaction.marker_problems;
+        assert_eq!(problems.count(Problem::NonNumericGraphValue), 1);
+        let note = profile.markers().iter().find(|m| m.name == MARKER_FILES);
+        assert!(note.is_some_and(|n| n.data.as_ref().unwrap().get().contains("not a number")));
     }
 }

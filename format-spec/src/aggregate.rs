@@ -40,6 +40,17 @@ impl Default for MetricLimits {
     }
 }
 
+impl MetricLimits {
+    /// Whether a prefix keeps every series apart from the recorder's tracks: segments of
+    /// ASCII letters, digits, `_` and `-`, each followed by a dot. A series name then holds
+    /// a dot and no space, which no track of the recorder does (SPEC.md, "Metric tracks").
+    pub fn is_valid_prefix(prefix: &str) -> bool {
+        prefix
+            .strip_suffix('.')
+            .is_some_and(|segments| sanitize_name(segments).as_deref() == Some(segments))
+    }
+}
+
 /// What one sample says.
 #[derive(Clone, Debug, PartialEq)]
 pub enum SampleValue {

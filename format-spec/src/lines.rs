@@ -161,6 +161,10 @@ pub struct FileProgress {
     pub name: String,
     pub dev: u64,
     pub ino: u64,
+    /// The file's handle (type and bytes, hex), which tells it from a later file given the
+    /// same inode number; absent where the file system gives none, and in older logs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handle: Option<String>,
     pub offset: u64,
     /// Nothing more is read from this file (rejected, truncated, or over its cap).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]

@@ -8,6 +8,7 @@ use crate::marker_file::{
 };
 use crate::metric::MetricKind;
 use crate::profile_dir::{DirReader, Item, Scan};
+use crate::schema::{as_task_schema, data_type, graph_keys, graph_values_are_numbers};
 use crate::{Close, Dropped, Line, Marker, OpenInterval};
 use serde_json::{Map, Value};
 use std::collections::{HashMap, HashSet};
@@ -27,6 +28,8 @@ pub struct Merger {
     open_count: usize,
     schemas: HashSet<String>,
     file_schemas: usize,
+    /// The graph keys of the schemas declared by marker files that have graphs.
+    graph_keys: HashMap<String, Vec<String>>,
     next_id: Box<dyn FnMut() -> u64 + Send>,
     metrics: Option<FileMetrics>,
 }
@@ -40,24 +43,30 @@ struct FileMetrics {
 }
 
 impl Merger {
-    /// `schemas` are the names already in `meta.markerSchema` (a file cannot redefine them);
-    /// `next_id` hands out `open` ids unique in the log.
+    /// `schemas` are those of `meta.markerSchema` (a file cannot redefine them, and a
+    /// marker of one with graphs is checked against them); `next_id` hands out `open` ids
+    /// unique in the log.
     pub fn new(
         start_epoch_ms: f64,
         limits: Limits,
-        schemas: impl IntoIterator<Item = String>,
+        schemas: &[Value],
         next_id: Box<dyn FnMut() -> u64 + Send>,
     ) -> Merger {
-        Merger {
+        let mut merger = Merger {
             start_epoch_ms,
             limits,
             open: HashMap::new(),
             open_count: 0,
-            schemas: schemas.into_iter().collect(),
+            schemas: HashSet::new(),
             file_schemas: 0,
+            graph_keys: HashMap::new(),
             next_id,
             metrics: None,
+        };
+        for schema in schemas.iter().filter_map(Value::as_object) {
+            merger.know(schema);
         }
+        merger
     }
 
     /// Records metric lines under these limits, per interval of `interval_ms` on the log's
@@ -78,11 +87,26 @@ impl Merger {
         }
     }
 
-    /// Takes over a schema already declared in the log.
-    pub fn adopt_schema(&mut self, name: &str) {
-        if self.schemas.insert(name.to_owned()) {
+    /// Takes over a schema that a marker file declared, already in the log.
+    pub fn adopt_schema(&mut self, schema: &Map<String, Value>) {
+        if self.know(schema) {
             self.file_schemas += 1;
         }
+    }
+
+    /// Learns a schema's name and graph keys; false when its name was known.
+    fn know(&mut self, schema: &Map<String, Value>) -> bool {
+        let Some(name) = schema.get("name").and_then(Value::as_str) else {
+            return false;
+        };
+        if !self.schemas.insert(name.to_owned()) {
+            return false;
+        }
+        let keys = graph_keys(schema);
+        if !keys.is_empty() {
+            self.graph_keys.insert(name.to_owned(), keys);
+        }
+        true
     }
 
     /// Reads what is new in the directory and converts it: the log lines of one batch, in
@@ -146,6 +170,7 @@ impl Merger {
         let time = |epoch_ms: f64| self.to_log_time(epoch_ms, now_epoch_ms);
         Ok(match line {
             FileLine::Marker(marker) => {
+                self.check_graph_values(marker.data.as_ref())?;
                 let start_time = time(marker.start_time)?;
                 let end_time = marker.end_time.map(time).transpose()?;
                 Some(Line::Marker(Marker {
@@ -158,6 +183,7 @@ impl Merger {
                 }))
             }
             FileLine::Begin(begin) => {
+                self.check_graph_values(begin.data.as_ref())?;
                 let start_time = time(begin.time)?;
                 if self.open_count >= self.limits.open_intervals {
                     return Err(Problem::TooManyOpen);
@@ -176,6 +202,7 @@ impl Merger {
                 Some(Line::Open(open))
             }
             FileLine::End(end) => {
+                self.check_graph_values(end.data.as_ref())?;
                 let end_time = time(end.time)?;
                 let key = interval_key(file, &end.name, end.id.as_deref());
                 let data = end.data.map(Value::Object);
@@ -203,6 +230,21 @@ impl Merger {
             }
             FileLine::Unknown => return Err(Problem::UnknownType),
         })
+    }
+
+    /// A marker of a schema declared so far with graphs holds a number under each graph
+    /// key: a string there makes the front-end refuse the whole profile.
+    fn check_graph_values(&self, data: Option<&Map<String, Value>>) -> Result<(), Problem> {
+        let Some(data) = data else {
+            return Ok(());
+        };
+        let kind = data.get("type").and_then(Value::as_str);
+        match kind.and_then(|kind| self.graph_keys.get(kind)) {
+            Some(keys) if !graph_values_are_numbers(keys, data) => {
+                Err(Problem::NonNumericGraphValue)
+            }
+            _ => Ok(()),
+        }
     }
 
     fn to_log_time(&self, epoch_ms: f64, now_epoch_ms: f64) -> Result<f64, Problem> {
@@ -238,21 +280,21 @@ impl Merger {
         self.pop_open(&key)
     }
 
-    /// A new schema name becomes a `schema` line; a known one (ours, or declared before)
-    /// is ignored: the first declaration wins.
+    /// A new schema name becomes a `schema` line; a known one (ours, whether declared in
+    /// this log or not, or declared before) is ignored: the first declaration wins.
     fn declare(&mut self, mut schema: Map<String, Value>) -> Result<Option<Line>, Problem> {
         let name = schema
             .get("name")
             .and_then(Value::as_str)
             .ok_or(Problem::BadSchema)?;
-        if self.schemas.contains(name) {
+        if data_type::is_ours(name) || self.schemas.contains(name) {
             return Ok(None);
         }
         if self.file_schemas >= self.limits.schemas {
             return Err(Problem::TooManySchemas);
         }
-        self.adopt_schema(name);
-        crate::schema::as_task_schema(&mut schema);
+        self.adopt_schema(&schema);
+        as_task_schema(&mut schema);
         Ok(Some(Line::Schema(schema)))
     }
 }
@@ -347,6 +389,7 @@ fn sample(metric: &Metric) -> Sample {
 mod tests {
     use super::*;
     use crate::marker_file::decode_file_line;
+    use serde_json::json;
 
     const START: f64 = 1_800_000_000_000.0;
 
@@ -355,12 +398,17 @@ mod tests {
         Merger::new(
             START,
             Limits::default(),
-            ["Text".to_owned()],
+            &[json!({"name": "Text"}), meta_graph_schema()],
             Box::new(move || {
                 id += 1;
                 id
             }),
         )
+    }
+
+    /// A task schema with a graph declared in the meta line (`--schema`).
+    fn meta_graph_schema() -> Value {
+        json!({"name": "M", "graphs": [{"key": "v", "type": "bar", "color": "red"}]})
     }
 
     fn take(merger: &mut Merger, file: &str, text: &str) -> Result<Option<Line>, Problem> {
@@ -469,6 +517,71 @@ mod tests {
             Ok(Some(Line::Schema(_)))
         ));
         assert_eq!(take(&mut merger, "2.jsonl", &schema("Test")), Ok(None));
+    }
+
+    #[test]
+    fn a_schema_named_like_ours_is_ignored_even_when_this_log_does_not_declare_it() {
+        let schema = r#"{"type":"schema","name":"CgroupMem","display":[],"data":[]}"#;
+        assert_eq!(take(&mut merger(), "1.jsonl", schema), Ok(None));
+    }
+
+    #[test]
+    fn a_task_graph_schema_takes_numbers_only_once_declared() {
+        let mut merger = merger();
+        let with = |kind: &str, value: &str| {
+            format!(
+                r#"{{"type":"{kind}","name":"t","time":1800000000001,"startTime":1800000000001,"data":{{"type":"T","v":{value},"note":"x"}}}}"#
+            )
+        };
+        let before = take(&mut merger, "1.jsonl", &with("marker", r#""1GB""#));
+        assert!(matches!(before, Ok(Some(Line::Marker(_)))));
+        let schema = r#"{"type":"schema","name":"T","display":[],"data":[],"graphs":[{"key":"v","type":"bar","color":"red"}]}"#;
+        assert!(take(&mut merger, "2.jsonl", schema).unwrap().is_some());
+        for kind in ["marker", "begin", "end"] {
+            assert_eq!(
+                take(&mut merger, "1.jsonl", &with(kind, r#""1GB""#)),
+                Err(Problem::NonNumericGraphValue),
+                "{kind}"
+            );
+            assert!(
+                take(&mut merger, "1.jsonl", &with(kind, "1")).is_ok(),
+                "{kind}"
+            );
+        }
+        let without_the_key =
+            r#"{"type":"marker","name":"t","startTime":1800000000001,"data":{"type":"T"}}"#;
+        assert_eq!(
+            take(&mut merger, "1.jsonl", without_the_key),
+            Err(Problem::NonNumericGraphValue)
+        );
+    }
+
+    #[test]
+    fn a_graph_schema_of_the_meta_line_takes_numbers_only() {
+        let marker = |v: &str| {
+            format!(
+                r#"{{"type":"marker","name":"m","startTime":1800000000001,"data":{{"type":"M","v":{v}}}}}"#
+            )
+        };
+        let mut merger = merger();
+        assert_eq!(
+            take(&mut merger, "1.jsonl", &marker(r#""x""#)),
+            Err(Problem::NonNumericGraphValue)
+        );
+        assert!(take(&mut merger, "1.jsonl", &marker("1")).is_ok());
+    }
+
+    #[test]
+    fn an_adopted_schema_keeps_its_graph_rule() {
+        let mut merger = merger();
+        let schema = json!({"name": "T", "graphs": [{"key": "v", "type": "bar", "color": "red"}]});
+        merger.adopt_schema(schema.as_object().unwrap());
+        let marker =
+            r#"{"type":"marker","name":"t","startTime":1800000000001,"data":{"type":"T","v":[1]}}"#;
+        assert_eq!(
+            take(&mut merger, "1.jsonl", marker),
+            Err(Problem::NonNumericGraphValue)
+        );
     }
 
     #[test]

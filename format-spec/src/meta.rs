@@ -88,7 +88,8 @@ pub struct MetaInfo {
     /// The task's cgroup, when its counters are recorded.
     pub cgroup: Option<CgroupInfo>,
     /// Schemas of the task declared before the recording (`--schema`), so that a raw log
-    /// shows their markers; placed after ours, and a name of ours stays ours.
+    /// shows their markers; placed after ours, and a name of ours (declared here or not)
+    /// stays ours.
     pub task_schemas: Vec<Map<String, Value>>,
 }
 
@@ -98,7 +99,13 @@ fn marker_schemas(info: &MetaInfo) -> Value {
         return schemas;
     };
     for task_schema in &info.task_schemas {
-        if !list.iter().any(|ours| ours["name"] == task_schema["name"]) {
+        let name = task_schema.get("name").and_then(Value::as_str);
+        let ours = name.is_some_and(schema::data_type::is_ours);
+        if !ours
+            && !list
+                .iter()
+                .any(|known| known["name"] == task_schema["name"])
+        {
             list.push(Value::Object(task_schema.clone()));
         }
     }
@@ -217,5 +224,41 @@ pub fn thread_line(name: &str) -> Line {
     match thread {
         Value::Object(map) => Line::Thread(map),
         _ => unreachable!("json! object literal"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_task_schema_named_like_ours_is_left_out_even_when_its_source_is_off() {
+        let schema = |name: &str| match json!({"name": name, "display": [], "data": []}) {
+            Value::Object(map) => map,
+            _ => unreachable!(),
+        };
+        let info = MetaInfo {
+            start_time: 0.0,
+            interval_ms: 100.0,
+            machine: Machine::default(),
+            task: TaskInfo::default(),
+            sources: Vec::new(),
+            sync_policy: "interval".to_owned(),
+            recorder: "test".to_owned(),
+            statsd: None,
+            profile_dir: None,
+            cgroup: None,
+            task_schemas: vec![schema("CPU"), schema("Text"), schema("Test")],
+        };
+        let Line::Meta(meta) = meta_line(&info) else {
+            panic!("a meta line");
+        };
+        let names: Vec<&str> = meta["markerSchema"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["Text", "Command", "Test"]);
     }
 }

@@ -2,8 +2,10 @@
 //! should trust (SPEC.md, "Reading a profile directory"). Only `*.jsonl` entries that are
 //! regular files with one link are read, opened relative to the directory without
 //! following symbolic links and without blocking; as root, with the file-system identity
-//! of the directory's owner. Each file is followed by (device, inode) from where it was
-//! taken up to, in whole lines, within the caps of [`Limits`]. Nothing here fails on what
+//! of the directory's owner. Each file is followed by (device, inode) and, where the file
+//! system gives one, its file handle (a deleted file's inode number is given out again; the
+//! handle tells the two files apart), from where it was taken up to, in whole lines, within
+//! the caps of [`Limits`]. Nothing here fails on what
 //! the directory holds: every problem is handed to the caller as an [`Item::Problem`].
 
 mod followed;
@@ -14,7 +16,7 @@ pub use followed::Item;
 use crate::marker_file::{Limits, Problem};
 use crate::FileProgress;
 use followed::{finish, FileId, Followed, Reading, SCAN_BYTES};
-use fs::{fstat, open_entry, stat_entry, OwnerIdentity};
+use fs::{fstat, handle_of, handle_of_entry, open_entry, stat_entry, OwnerIdentity};
 use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
 use std::fs::{File, OpenOptions};
@@ -82,6 +84,7 @@ impl DirReader {
             id,
             Followed {
                 name: progress.name.clone(),
+                handle: progress.handle.clone(),
                 offset: progress.offset,
                 done: progress.done,
                 skipping: false,
@@ -142,6 +145,7 @@ impl DirReader {
                     name: file.name.clone(),
                     dev: id.dev,
                     ino: id.ino,
+                    handle: file.handle.clone(),
                     offset: file.offset,
                     done: file.done,
                 });
@@ -184,15 +188,18 @@ impl DirReader {
             dev: stat.st_dev,
             ino: stat.st_ino,
         };
-        if self.files.contains_key(&id) {
-            self.names.insert(name.to_owned(), id);
-            let followed = self.files.get_mut(&id)?;
-            if followed.name.as_bytes() != name.as_bytes() {
-                followed.name = name.to_string_lossy().into_owned();
+        let handle = handle_of_entry(&self.dir, name);
+        if let Some(followed) = self.files.get_mut(&id) {
+            if followed.is_same_file(handle.as_deref()) {
+                if followed.name.as_bytes() != name.as_bytes() {
+                    followed.name = name.to_string_lossy().into_owned();
+                }
+                self.names.insert(name.to_owned(), id);
+                return Some((id, stat.st_size as u64));
             }
-            return Some((id, stat.st_size as u64));
-        }
-        if self.files.len() >= self.limits.files {
+            // Another file got that one's inode number once it was deleted: it takes the
+            // gone file's place, within the cap.
+        } else if self.files.len() >= self.limits.files {
             return None;
         }
         let replaced = self.names.insert(name.to_owned(), id).is_some();
@@ -221,6 +228,7 @@ impl DirReader {
             id,
             Followed {
                 name: display,
+                handle,
                 offset: 0,
                 done: problem.is_some(),
                 skipping: false,
@@ -260,7 +268,9 @@ impl DirReader {
         let Ok(stat) = fstat(&file) else {
             return 0;
         };
-        if (stat.st_dev, stat.st_ino) != (id.dev, id.ino) {
+        let same_file = (stat.st_dev, stat.st_ino) == (id.dev, id.ino)
+            && followed.is_same_file(handle_of(&file).as_deref());
+        if !same_file {
             return 0; // Replaced since it was listed: judged at the next scan.
         }
         if stat.st_mode & libc::S_IFMT != libc::S_IFREG {

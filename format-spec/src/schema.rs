@@ -5,6 +5,9 @@
 use crate::metric::{self, MetricKind};
 use serde_json::{json, Map, Value};
 
+mod task;
+pub use task::{as_task_schema, graph_keys, graph_values_are_numbers};
+
 /// Indices into `meta.categories`.
 pub mod category {
     pub const OTHER: u32 = 0;
@@ -59,6 +62,42 @@ pub mod data_type {
     pub const LOAD: &str = "Load";
     pub const SWAP: &str = "Swap";
     pub const CPU_FREQUENCY: &str = "CPUFreq";
+
+    /// The types above but [`TEXT`]: those of the recorder's own tracks and markers.
+    const OWN: [&str; 17] = [
+        CPU,
+        MEMORY,
+        IO,
+        NET_IO,
+        COMMAND,
+        TASK_CPU,
+        OTHER_CPU,
+        TASK_MEMORY,
+        OTHER_MEMORY,
+        PROCESS,
+        CGROUP_MEMORY,
+        CGROUP_CPU,
+        OOM_KILL,
+        PRESSURE,
+        LOAD,
+        SWAP,
+        CPU_FREQUENCY,
+    ];
+
+    /// Whether a task's marker may not use this `data.type` (SPEC.md, "Marker files"): the
+    /// type of a resource track, of `Command`, `Process`, `OOMKill`, of the metric tracks
+    /// or of `MetricDrops`, whose markers only the recorder writes. `Text` is not: it is
+    /// the free text that `tc-profile mark --text` writes, and draws no track.
+    pub fn is_reserved(data_type: &str) -> bool {
+        OWN.contains(&data_type)
+            || crate::metric::MetricKind::from_data_type(data_type).is_some()
+            || data_type == crate::metric::DROPPED_DATA_TYPE
+    }
+
+    /// Whether the recorder may declare a schema of this name: a task cannot declare it.
+    pub fn is_ours(name: &str) -> bool {
+        name == TEXT || is_reserved(name)
+    }
 }
 
 /// Marker names of the resource tracks: Mozilla's monitor's names for the first four.
@@ -125,20 +164,6 @@ pub fn declare_notes(meta: &mut Map<String, Value>) -> u32 {
         }
     };
     index as u32
-}
-
-/// A task's schema as the profile can show it: a `unique-string` field becomes `string`,
-/// since its value must be an index into the profile's string table, which a task cannot
-/// know; the task's text is shown as it wrote it.
-pub fn as_task_schema(schema: &mut Map<String, Value>) {
-    let Some(Value::Array(fields)) = schema.get_mut("data") else {
-        return;
-    };
-    for field in fields {
-        if field["format"] == "unique-string" {
-            field["format"] = json!("string");
-        }
-    }
 }
 
 fn field(key: &str, label: &str, format: &str) -> Value {
@@ -473,37 +498,52 @@ fn command_schema() -> Value {
 mod tests {
     use super::*;
 
+    const ALL_BUT_STATSD: [&str; 12] = [
+        source::CPU,
+        source::MEMORY,
+        source::IO,
+        source::NET,
+        source::PROCESSES,
+        source::CGROUP_MEMORY,
+        source::CGROUP_CPU,
+        source::OOM_KILLS,
+        source::PRESSURE,
+        source::LOAD,
+        source::SWAP,
+        source::CPU_FREQUENCY,
+    ];
+
+    fn names(sources: &[&str]) -> Vec<String> {
+        let sources: Vec<String> = sources.iter().map(|s| (*s).to_owned()).collect();
+        marker_schemas(&sources)
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["name"].as_str().unwrap().to_owned())
+            .collect()
+    }
+
     #[test]
     fn only_the_schemas_of_sources_that_are_on_are_declared() {
-        let names = |sources: &[&str]| -> Vec<String> {
-            let sources: Vec<String> = sources.iter().map(|s| (*s).to_owned()).collect();
-            marker_schemas(&sources)
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|s| s["name"].as_str().unwrap().to_owned())
-                .collect()
-        };
         assert_eq!(names(&[]), ["Text", "Command"]);
         assert_eq!(
             names(&[source::CPU, "from-the-future"]),
             ["Text", "Command", "CPU"]
         );
-        let all = names(&[
-            source::CPU,
-            source::MEMORY,
-            source::IO,
-            source::NET,
-            source::PROCESSES,
-            source::CGROUP_MEMORY,
-            source::CGROUP_CPU,
-            source::OOM_KILLS,
-            source::PRESSURE,
-            source::LOAD,
-            source::SWAP,
-            source::CPU_FREQUENCY,
-        ]);
+        let all = names(&ALL_BUT_STATSD);
         assert_eq!(all.len(), 18, "{all:?}");
+    }
+
+    #[test]
+    fn every_schema_we_declare_but_text_is_reserved() {
+        let sources = [&ALL_BUT_STATSD[..], &[source::STATSD]].concat();
+        for name in names(&sources) {
+            assert!(data_type::is_ours(&name), "{name}");
+            assert_eq!(data_type::is_reserved(&name), name != "Text", "{name}");
+        }
+        for task_type in ["Test", "text", "CPU Use", "Memory", ""] {
+            assert!(!data_type::is_ours(task_type), "{task_type}");
+        }
     }
 
     #[test]

@@ -17,6 +17,11 @@ pub enum RecorderError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error(
+        "'{0}' is not a metric prefix: segments of letters, digits, _ and -, each followed by \
+         a dot (so that no series is named like a track of the recorder)"
+    )]
+    MetricPrefix(String),
     #[error("cannot open the statsd socket on 127.0.0.1: {0}")]
     Statsd(std::io::Error),
     #[error("cannot start the {thread} thread: {source}")]

@@ -42,17 +42,13 @@ pub(crate) fn meta(
     })
 }
 
-/// The `name` of every schema in a meta line.
-pub(crate) fn schema_names(meta: &Line) -> Vec<String> {
+/// The schemas of a meta line.
+pub(crate) fn schemas(meta: &Line) -> Vec<Value> {
     let Line::Meta(meta) = meta else {
         return Vec::new();
     };
     let schemas = meta.get("markerSchema").and_then(Value::as_array);
-    schemas
-        .into_iter()
-        .flatten()
-        .filter_map(|schema| Some(schema.get("name")?.as_str()?.to_owned()))
-        .collect()
+    schemas.cloned().unwrap_or_default()
 }
 
 /// Creates the log at `path` (never over an existing one) with `meta` and the thread line,

@@ -55,7 +55,7 @@ pub use sources::process_tree::Follow;
 pub use statsd::{
     parse_line as parse_statsd_line, record_packet as record_statsd_packet, MAX_PACKET_BYTES,
 };
-pub use tc_profile_format::{sanitize_name, MetricLimits};
+pub use tc_profile_format::MetricLimits;
 pub use writer::{LogSink, Place, SyncPolicy, WriterStats, MIN_SYNC_PERIOD};
 
 use channel::{start_writer, WriterThread};
@@ -128,6 +128,11 @@ impl Recorder {
     /// Creates the log (never over an existing one) and locks it for the recording's whole
     /// life, makes its meta and thread lines durable, and starts the writer and the sampler.
     pub fn start(config: RecorderConfig) -> Result<Recorder, RecorderError> {
+        if let Some(limits) = &config.statsd {
+            if !MetricLimits::is_valid_prefix(&limits.prefix) {
+                return Err(RecorderError::MetricPrefix(limits.prefix.clone()));
+            }
+        }
         let clock = Clock::start();
         let profile_dir = config
             .profile_dir
@@ -145,7 +150,7 @@ impl Recorder {
         };
         let statsd_info = statsd_socket.as_ref().map(|(_, info)| info.clone());
         let meta = header::meta(&config, clock, &sampler, statsd_info, profile_dir);
-        let schemas = header::schema_names(&meta);
+        let schemas = header::schemas(&meta);
         let watch = config.profile_dir.as_ref().map(DirWatch::start);
         let path = &config.log_path;
         let (log, length) = header::create(path, meta)?;

@@ -9,6 +9,7 @@ use crate::error::{spawn, RecorderError};
 use crossbeam_channel::{bounded, select, Receiver, Sender};
 use notify::event::{AccessKind, AccessMode};
 use notify::{EventKind, RecursiveMode, Watcher};
+use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -93,7 +94,7 @@ impl Ingester {
         config: &ProfileDirConfig,
         watch: DirWatch,
         sink: MarkerSink,
-        schemas: Vec<String>,
+        schemas: Vec<Value>,
         metrics: (MetricLimits, Duration),
     ) -> Result<Ingester, RecorderError> {
         let reader = DirReader::open(&config.path, config.limits.clone()).map_err(|source| {
@@ -106,7 +107,7 @@ impl Ingester {
         let merger = Merger::new(
             sink.clock().start_epoch_ms(),
             config.limits.clone(),
-            schemas,
+            &schemas,
             Box::new(move || ids.fetch_add(1, Ordering::Relaxed)),
         )
         .with_metrics(metrics.0, metrics.1.as_secs_f64() * 1000.0);

@@ -26,11 +26,15 @@ pub const COARSE_AFTER: Duration = Duration::from_secs(600);
 /// The shortest interval between samples after [`COARSE_AFTER`].
 pub const COARSE_INTERVAL: Duration = Duration::from_secs(1);
 
+/// How early a tick may come and still be a paced source's: its share of the sleep's jitter.
+const PACE_SLACK_MS: f64 = 50.0;
+
 /// The resource sources this machine offers, as decided at start.
 ///
 /// Public so that benchmarks can time one tick; a recording drives it on its own thread.
 pub struct Sampler {
-    sources: Vec<Box<dyn Source>>,
+    /// Each source, with the time of its last tick.
+    sources: Vec<(Box<dyn Source>, Option<f64>)>,
     cgroup: Option<CgroupInfo>,
     machine: Option<MachineFiles>,
 }
@@ -79,13 +83,13 @@ impl Sampler {
 
     fn add(&mut self, source: Option<impl Source + 'static>) {
         if let Some(source) = source {
-            self.sources.push(Box::new(source));
+            self.sources.push((Box::new(source), None));
         }
     }
 
     /// The names for `meta.tcProfile.sources`.
     pub fn sources(&self) -> Vec<String> {
-        let names = self.sources.iter().flat_map(|s| s.names());
+        let names = self.sources.iter().flat_map(|(s, _)| s.names());
         names.map(str::to_owned).collect()
     }
 
@@ -98,26 +102,34 @@ impl Sampler {
         self.sources.is_empty()
     }
 
-    /// Samples every source now, appending to `lines` the marker lines of the interval
-    /// since the previous tick; returns how many.
+    /// Samples every source whose pace allows it now, appending to `lines` the marker
+    /// lines of the interval since its previous tick; returns how many.
     pub fn tick(&mut self, now: f64, lines: &mut Vec<u8>) -> u64 {
-        self.each_source(lines, |source, out| source.tick(now, out))
+        self.each_source(lines, now, false, |source, out| source.tick(now, out))
     }
 
-    /// The last tick of a recording: also writes out what is still open (live processes).
+    /// The last tick of a recording: every source, which also writes out what is still
+    /// open (live processes).
     pub fn last_tick(&mut self, now: f64, lines: &mut Vec<u8>) -> u64 {
-        self.each_source(lines, |source, out| source.last_tick(now, out))
+        self.each_source(lines, now, true, |source, out| source.last_tick(now, out))
     }
 
     fn each_source(
         &mut self,
         lines: &mut Vec<u8>,
+        now: f64,
+        every_source: bool,
         tick: impl Fn(&mut dyn Source, &mut Lines),
     ) -> u64 {
         let machine = self.read_machine();
         let mut out = Lines::new(lines, &machine);
-        for source in &mut self.sources {
-            tick(source.as_mut(), &mut out);
+        for (source, last) in &mut self.sources {
+            // A tick may come a little early (scheduling): it still counts as on time.
+            let on_time = |last: f64| now - last + PACE_SLACK_MS >= source.pace_ms();
+            if every_source || last.is_none_or(on_time) {
+                tick(source.as_mut(), &mut out);
+                *last = Some(now);
+            }
         }
         out.count()
     }
@@ -192,6 +204,51 @@ fn sleep_until(deadline: Instant, stop: &AtomicBool) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::{Arc, Mutex};
+
+    /// A source that records when it was ticked.
+    struct Paced {
+        pace_ms: f64,
+        ticks: Arc<Mutex<Vec<f64>>>,
+    }
+
+    impl Source for Paced {
+        fn names(&self) -> Vec<&'static str> {
+            vec!["paced"]
+        }
+        fn tick(&mut self, now: f64, _: &mut Lines) {
+            self.ticks.lock().unwrap().push(now);
+        }
+        fn pace_ms(&self) -> f64 {
+            self.pace_ms
+        }
+    }
+
+    #[test]
+    fn a_paced_source_is_ticked_once_per_pace_and_at_the_last_tick() {
+        let mut sampler = Sampler {
+            sources: Vec::new(),
+            cgroup: None,
+            machine: None,
+        };
+        let [every, paced] = [0.0, 1000.0].map(|pace_ms| {
+            let ticks = Arc::default();
+            sampler.add(Some(Paced {
+                pace_ms,
+                ticks: Arc::clone(&ticks),
+            }));
+            ticks
+        });
+        let mut lines = Vec::new();
+        // Every 0.1 s, a little early or late as a sleeping thread wakes.
+        for i in 0..=25 {
+            let jitter = [0.0, -3.0, 2.5][i % 3];
+            sampler.tick(i as f64 * 100.0 + jitter, &mut lines);
+        }
+        sampler.last_tick(2540.0, &mut lines);
+        assert_eq!(every.lock().unwrap().len(), 27);
+        assert_eq!(*paced.lock().unwrap(), [0.0, 997.0, 2002.5, 2540.0]);
+    }
 
     #[test]
     fn samples_thin_out_to_one_a_second_after_ten_minutes() {

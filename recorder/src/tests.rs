@@ -61,3 +61,23 @@ fn markers_arrive_through_inotify() {
 fn markers_arrive_by_polling_where_inotify_is_not_used() {
     record_markers(false);
 }
+
+#[test]
+fn a_metric_prefix_that_could_name_a_recorder_track_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("log.jsonl");
+    for prefix in ["", "Memory", "CPU Use."] {
+        let mut config = RecorderConfig::new(log.clone());
+        config.sample_system = false;
+        config.statsd = Some(MetricLimits {
+            prefix: prefix.to_owned(),
+            ..MetricLimits::default()
+        });
+        let refused = Recorder::start(config);
+        assert!(
+            matches!(refused, Err(RecorderError::MetricPrefix(ref p)) if p == prefix),
+            "{prefix:?}"
+        );
+        assert!(!log.exists(), "no log is created");
+    }
+}

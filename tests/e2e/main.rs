@@ -24,6 +24,9 @@ mod metrics;
 mod open;
 /// `recover` and `--state-dir`: logs of dead recorders finalized once, live ones left alone.
 mod recover;
+/// The recorder's own data types and a task's graph keys: what would forge or break the
+/// recorder's tracks is dropped and counted, on every path of task input.
+mod reserved;
 /// The log deleted or its directory removed while recording.
 mod resilience;
 /// Resources: the task's process tree against the rest, process markers, cgroups and OOM

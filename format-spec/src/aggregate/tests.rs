@@ -27,6 +27,59 @@ fn names_cannot_leave_the_prefix() {
 }
 
 #[test]
+fn prefixes_are_dot_ended_segments() {
+    for prefix in ["task.", "ci.build.", "a-b_c."] {
+        assert!(MetricLimits::is_valid_prefix(prefix), "{prefix}");
+    }
+    for prefix in ["", ".", "task", "a..b.", "CPU Use.", "a b.", "é."] {
+        assert!(!MetricLimits::is_valid_prefix(prefix), "{prefix}");
+    }
+}
+
+#[test]
+fn no_series_is_named_like_a_recorder_track() {
+    use crate::schema::track;
+    let tracks = [
+        track::CPU,
+        track::MEMORY,
+        track::IO,
+        track::NET_IO,
+        track::TASK_CPU,
+        track::OTHER_CPU,
+        track::TASK_MEMORY,
+        track::OTHER_MEMORY,
+        track::CGROUP_MEMORY,
+        track::CGROUP_CPU,
+        track::CGROUP_IO,
+        track::CPU_PRESSURE,
+        track::MEMORY_PRESSURE,
+        track::IO_PRESSURE,
+        track::LOAD,
+        track::SWAP,
+        track::CPU_FREQUENCY,
+        track::OOM_KILL,
+        "IO sda",
+    ];
+    for name in tracks {
+        assert!(name.contains(' ') || !name.contains('.'), "{name}");
+    }
+    for prefix in ["task.", "a."] {
+        let limits = MetricLimits {
+            prefix: prefix.to_owned(),
+            ..MetricLimits::default()
+        };
+        let mut aggregator = Aggregator::new(limits);
+        for name in tracks {
+            aggregator.record(number(MetricKind::Gauge, name, 1.0));
+        }
+        for marker in aggregator.flush(0.0, 100.0) {
+            assert!(marker.name.contains('.') && !marker.name.contains(' '));
+            assert!(!tracks.contains(&marker.name.as_str()), "{}", marker.name);
+        }
+    }
+}
+
+#[test]
 fn a_hundred_thousand_increments_are_one_line_per_interval() {
     let mut aggregator = Aggregator::new(MetricLimits::default());
     for _ in 0..100_000 {

@@ -1,9 +1,11 @@
-//! What a decoded marker-file line must hold to be used: names, times, `data.type`, and
-//! schemas the profiler at version 47 can draw; and the nesting cap, checked before decoding.
+//! What a decoded marker-file line must hold to be used: names, times, a `data.type` that is
+//! not the recorder's, and schemas the profiler at version 47 can draw; and the nesting cap,
+//! checked before decoding.
 
 use super::caps::Problem;
 use super::line::FileLine;
 use crate::metric::MetricKind;
+use crate::schema::data_type;
 use serde_json::{Map, Value};
 
 /// Longest marker name, begin/end id or schema name, in bytes.
@@ -64,10 +66,13 @@ fn check_time(time: f64) -> Result<(), Problem> {
     }
 }
 
-/// `data.type` picks the schema: it must be a string when present.
+/// `data.type` picks the schema: it must be a string when present, and not the type of
+/// one of the recorder's own tracks or markers, which the task would forge or break.
 fn check_data(data: Option<&Map<String, Value>>) -> Result<(), Problem> {
     match data.and_then(|d| d.get("type")) {
-        None | Some(Value::String(_)) => Ok(()),
+        None => Ok(()),
+        Some(Value::String(kind)) if data_type::is_reserved(kind) => Err(Problem::ReservedType),
+        Some(Value::String(_)) => Ok(()),
         Some(_) => Err(Problem::WrongFields),
     }
 }

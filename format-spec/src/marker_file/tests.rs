@@ -109,6 +109,49 @@ fn a_number_for_a_category_is_a_wrong_field_with_type_first_or_last() {
 }
 
 #[test]
+fn a_task_line_cannot_use_the_recorders_own_data_types() {
+    let reserved = [
+        "CPU",
+        "Mem",
+        "IO",
+        "NetIO",
+        "Command",
+        "TaskCPU",
+        "OtherCPU",
+        "TaskMem",
+        "OtherMem",
+        "Process",
+        "CgroupMem",
+        "CgroupCPU",
+        "OOMKill",
+        "PSI",
+        "Load",
+        "Swap",
+        "CPUFreq",
+        "Counter",
+        "Gauge",
+        "Timer",
+        "Histogram",
+        "Set",
+        "MetricDrops",
+    ];
+    for kind in reserved {
+        for line in [
+            format!(
+                r#"{{"type":"marker","name":"Memory","startTime":1,"data":{{"type":"{kind}","used":"1GB"}}}}"#
+            ),
+            format!(r#"{{"type":"begin","name":"b","time":1,"data":{{"type":"{kind}"}}}}"#),
+            format!(r#"{{"type":"end","name":"b","time":1,"data":{{"type":"{kind}"}}}}"#),
+        ] {
+            assert_eq!(decode(&line), Err(Problem::ReservedType), "{line}");
+        }
+    }
+    let text =
+        r#"{"type":"marker","name":"CPU Use","startTime":1,"data":{"type":"Text","text":"x"}}"#;
+    assert!(decode(text).is_ok());
+}
+
+#[test]
 fn nesting_is_capped_but_brackets_in_strings_do_not_count() {
     let deep = format!(
         r#"{{"type":"marker","name":"a","startTime":1,"data":{}{}}}"#,

@@ -33,11 +33,30 @@ pub(super) struct FileId {
 /// Where a followed file was read up to; `changed` since the last checkpoint.
 pub(super) struct Followed {
     pub(super) name: String,
+    /// Tells this file from a later one given its inode number; `None` where the file
+    /// system gives no handle, or from a checkpoint of an earlier version.
+    pub(super) handle: Option<String>,
     pub(super) offset: u64,
     pub(super) done: bool,
     /// Inside a line over the cap: drop bytes up to the next newline.
     pub(super) skipping: bool,
     pub(super) changed: bool,
+}
+
+impl Followed {
+    /// Whether a file seen under this one's device and inode, with `handle`, is this one.
+    /// Only two handles tell files apart; a handle seen for a file that had none (resumed
+    /// from an earlier version's checkpoint) is kept for the next time.
+    pub(super) fn is_same_file(&mut self, handle: Option<&str>) -> bool {
+        match (&self.handle, handle) {
+            (Some(known), Some(seen)) => known == seen,
+            (None, seen) => {
+                self.handle = seen.map(str::to_owned);
+                true
+            }
+            (Some(_), None) => true,
+        }
+    }
 }
 
 /// Marks a file done because of `problem`, reported once.

@@ -1,7 +1,9 @@
 //! The system calls that read a hostile directory safely: entries opened and stat'ed
-//! relative to the open directory, never through a symbolic link, as the directory's owner.
+//! relative to the open directory, never through a symbolic link, as the directory's owner;
+//! and the file handles that tell a file from a later one given its freed inode number.
 
-use std::ffi::{CString, OsStr};
+use std::ffi::{CStr, CString, OsStr};
+use std::fmt::Write as _;
 use std::fs::File;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd};
@@ -53,6 +55,65 @@ pub(super) fn fstat(file: &File) -> io::Result<libc::stat> {
             Err(io::Error::last_os_error())
         }
     }
+}
+
+/// MAX_HANDLE_SZ of <linux/fcntl.h>.
+const MAX_HANDLE_BYTES: usize = 128;
+
+/// The handle of the entry `name` of `dir` itself, a symbolic link included.
+pub(super) fn handle_of_entry(dir: &File, name: &OsStr) -> Option<String> {
+    let name = CString::new(name.as_bytes()).ok()?;
+    file_handle(dir.as_raw_fd(), &name, 0)
+}
+
+/// The handle of an open file.
+pub(super) fn handle_of(file: &File) -> Option<String> {
+    file_handle(file.as_raw_fd(), c"", libc::AT_EMPTY_PATH)
+}
+
+/// The file's handle (name_to_handle_at) as the log spells it: its type and bytes in hex.
+/// The kernel makes it of the inode number and the inode's generation, which differs for
+/// each file given the number, so that a file given a freed inode number has another handle
+/// (device and inode alone take it for the file that had the number). It is written on
+/// the disk with the inode, so another process finds the same handle. `None` where the
+/// file system gives none: then device and inode are all there is.
+fn file_handle(fd: libc::c_int, path: &CStr, flags: libc::c_int) -> Option<String> {
+    #[repr(C)]
+    struct Buffer {
+        header: libc::file_handle,
+        bytes: [u8; MAX_HANDLE_BYTES],
+    }
+    let mut buffer = Buffer {
+        header: libc::file_handle {
+            handle_bytes: MAX_HANDLE_BYTES as libc::c_uint,
+            handle_type: 0,
+            f_handle: [],
+        },
+        bytes: [0; MAX_HANDLE_BYTES],
+    };
+    let mut mount_id = 0;
+    // The whole buffer's pointer: the kernel writes the bytes past the header.
+    let handle = std::ptr::addr_of_mut!(buffer).cast::<libc::file_handle>();
+    let mut call = |flags| {
+        // SAFETY: the buffer holds handle_bytes bytes after its header, as the call
+        // expects; the path is NUL-terminated.
+        unsafe { libc::name_to_handle_at(fd, path.as_ptr(), handle, &mut mount_id, flags) }
+    };
+    // AT_HANDLE_FID (Linux 6.5) asks for a handle only to compare, which more file
+    // systems give (overlayfs among them); earlier kernels refuse the flag.
+    let mut result = call(flags | libc::AT_HANDLE_FID);
+    if result != 0 && io::Error::last_os_error().raw_os_error() == Some(libc::EINVAL) {
+        result = call(flags);
+    }
+    if result != 0 {
+        return None;
+    }
+    let length = (buffer.header.handle_bytes as usize).min(MAX_HANDLE_BYTES);
+    let mut text = format!("{:x}:", buffer.header.handle_type);
+    for byte in &buffer.bytes[..length] {
+        let _ = write!(text, "{byte:02x}");
+    }
+    Some(text)
 }
 
 /// While alive, this thread opens files with the directory owner's uid and gid, so that

@@ -172,3 +172,25 @@ fn a_file_is_read_up_to_its_cap() {
         ["1.jsonl: abc", "1.jsonl: FileTooBig x1"]
     );
 }
+
+#[test]
+fn a_checkpoint_without_a_handle_resumes_by_device_and_inode() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("7.jsonl");
+    append(&path, b"one\n");
+    let mut first = DirReader::open(dir.path(), Limits::default()).unwrap();
+    scan(&mut first, false);
+    append(&path, b"two\n");
+    let mut second = DirReader::open(dir.path(), Limits::default()).unwrap();
+    for mut progress in first.take_progress() {
+        assert!(
+            progress.handle.is_some(),
+            "the temporary file system gives handles"
+        );
+        progress.handle = None;
+        second.resume(&progress);
+    }
+    assert_eq!(scan(&mut second, false), ["7.jsonl: two"]);
+}
+
+mod inode_reuse;

@@ -7,6 +7,9 @@ use std::fs::{self, File};
 use std::path::Path;
 use tc_profile_format::schema::{data_type, source, track};
 
+/// A file per CPU a read, for a figure that matters over seconds.
+const FREQUENCY_PACE_MS: f64 = 1000.0;
+
 #[derive(Serialize)]
 struct FrequencyData {
     #[serde(rename = "type")]
@@ -66,6 +69,10 @@ impl CpuFrequency {
 impl Source for CpuFrequency {
     fn names(&self) -> Vec<&'static str> {
         vec![source::CPU_FREQUENCY]
+    }
+
+    fn pace_ms(&self) -> f64 {
+        FREQUENCY_PACE_MS
     }
 
     fn tick(&mut self, now: f64, out: &mut Lines) {

@@ -6,6 +6,9 @@ use crate::sources::{Lines, Source};
 use serde::Serialize;
 use tc_profile_format::schema::{data_type, source, track};
 
+/// The kernel updates the averages every 5 s: sampling them more often repeats them.
+const LOAD_PACE_MS: f64 = 5000.0;
+
 #[derive(Serialize)]
 struct LoadData {
     #[serde(rename = "type")]
@@ -32,6 +35,10 @@ impl LoadAverage {
 impl Source for LoadAverage {
     fn names(&self) -> Vec<&'static str> {
         vec![source::LOAD]
+    }
+
+    fn pace_ms(&self) -> f64 {
+        LOAD_PACE_MS
     }
 
     fn tick(&mut self, now: f64, out: &mut Lines) {

@@ -30,6 +30,11 @@ pub(crate) trait Source: Send {
     fn last_tick(&mut self, now: f64, out: &mut Lines) {
         self.tick(now, out);
     }
+    /// The shortest time between two of its ticks, in ms, for a source whose figures
+    /// change slowly or tell little at every sampling interval; 0: every tick.
+    fn pace_ms(&self) -> f64 {
+        0.0
+    }
 }
 
 /// The lines of one tick, encoded as they are made, for one write; and the machine as

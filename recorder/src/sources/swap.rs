@@ -8,6 +8,9 @@ use std::fs::File;
 use std::path::Path;
 use tc_profile_format::schema::{data_type, source, track};
 
+/// /proc/vmstat is the longest file the sampler reads; swapping shows over seconds.
+const SWAP_PACE_MS: f64 = 1000.0;
+
 #[derive(Serialize)]
 struct SwapData {
     #[serde(rename = "type")]
@@ -53,6 +56,10 @@ impl Swap {
 impl Source for Swap {
     fn names(&self) -> Vec<&'static str> {
         vec![source::SWAP]
+    }
+
+    fn pace_ms(&self) -> f64 {
+        SWAP_PACE_MS
     }
 
     fn tick(&mut self, now: f64, out: &mut Lines) {

@@ -58,6 +58,9 @@ impl LogSink for LogFile {
     }
 
     fn check_place(&mut self, length: u64) -> io::Result<Place> {
+        // Asked of the open log, never of its path: the inode of an open file is not given
+        // to another one, so no file at the path (not even one given a freed inode number)
+        // is taken for the log.
         if self.file.metadata()?.nlink() > 0 {
             return Ok(Place::Linked);
         }

@@ -259,3 +259,23 @@ fn a_deleted_log_is_created_again_with_everything_and_an_orphan_waits_for_its_di
     assert_eq!(log.check_place(14).unwrap(), Place::Recreated);
     assert_eq!(std::fs::read(&path).unwrap(), b"one\ntwo\nthree\n");
 }
+
+#[test]
+fn a_file_that_takes_a_deleted_logs_name_is_never_taken_for_the_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a.jsonl");
+    let file = create_log(&path, |f| f.write_all(b"one\n")).unwrap();
+    let mut log = LogFile {
+        path: path.clone(),
+        file,
+    };
+    std::fs::remove_file(&path).unwrap();
+    std::fs::write(&path, b"someone else's\n").unwrap();
+    assert_eq!(log.check_place(4).unwrap(), Place::Orphaned);
+    log.append(b"two\n").unwrap();
+    assert_eq!(std::fs::read(&path).unwrap(), b"someone else's\n");
+
+    std::fs::remove_file(&path).unwrap();
+    assert_eq!(log.check_place(8).unwrap(), Place::Recreated);
+    assert_eq!(std::fs::read(&path).unwrap(), b"one\ntwo\n");
+}
