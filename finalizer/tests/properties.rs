@@ -139,6 +139,7 @@ fn log(events: &[(u16, Event)], footer: bool) -> (Vec<u8>, usize) {
                         name: "1.jsonl".into(),
                         dev: 1,
                         ino: 2,
+                        handle: None,
                         offset: time as u64,
                         done: false,
                     }];

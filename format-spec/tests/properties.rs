@@ -98,13 +98,15 @@ fn progress() -> impl Strategy<Value = FileProgress> {
         any::<String>(),
         any::<u64>(),
         any::<u64>(),
+        prop::option::of(any::<String>()),
         any::<u64>(),
         any::<bool>(),
     )
-        .prop_map(|(name, dev, ino, offset, done)| FileProgress {
+        .prop_map(|(name, dev, ino, handle, offset, done)| FileProgress {
             name,
             dev,
             ino,
+            handle,
             offset,
             done,
         })
