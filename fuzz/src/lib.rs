@@ -3,6 +3,7 @@
 //! promise of SPEC.md, not only "no panic".
 
 use tc_profile_format::marker_file::{decode_file_line, Limits};
+use tc_profile_format::schema::marker_schemas;
 use tc_profile_format::{decode_line, encode_line, Line, Merger};
 
 /// The recording's start, as Unix epoch ms, for the merger of every target.
@@ -10,13 +11,16 @@ pub const START_EPOCH_MS: f64 = 1_800_000_000_000.0;
 /// "Now" for the merger: a minute into the recording.
 pub const NOW_EPOCH_MS: f64 = START_EPOCH_MS + 60_000.0;
 
-/// A merger as the recorder makes one: ids from 1, our `Text` schema known.
+/// A merger as the recorder makes one: ids from 1, the schemas of a recording with the
+/// CPU, memory and statsd sources known.
 pub fn merger(limits: Limits) -> Merger {
+    let sources = ["cpu", "memory", "statsd"].map(str::to_owned);
+    let schemas = marker_schemas(&sources);
     let mut id = 0;
     Merger::new(
         START_EPOCH_MS,
         limits,
-        ["Text".to_owned()],
+        schemas.as_array().map(Vec::as_slice).unwrap_or_default(),
         Box::new(move || {
             id += 1;
             id
