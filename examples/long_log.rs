@@ -51,6 +51,8 @@ fn main() -> std::io::Result<()> {
         sync_policy: "interval:1000ms".to_owned(),
         recorder: "long_log".to_owned(),
         statsd: None,
+        influx: None,
+        metric_scopes: Vec::new(),
         profile_dir: None,
         cgroup: None,
         task_schemas: Vec::new(),

@@ -152,6 +152,18 @@ pub struct RecordingArgs {
     /// TASKCLUSTER_STATSD_ADDR).
     #[arg(long)]
     pub no_statsd: bool,
+    /// A scope the task's metrics have, in Taskcluster's syntax (exact, or ending in *):
+    /// writing the series S needs stats:put-points:S. With any scope given (here or in
+    /// --task-definition), metrics of other series are refused and counted; repeatable.
+    #[arg(long = "metric-scope", value_name = "PATTERN")]
+    pub metric_scopes: Vec<String>,
+    /// The task definition (JSON): its `scopes` are added to --metric-scope, its
+    /// `metadata.name` names the task in the profile.
+    #[arg(long, value_name = "FILE")]
+    pub task_definition: Option<PathBuf>,
+    /// Do not serve the InfluxDB endpoint (nor export TASKCLUSTER_INFLUX_URL).
+    #[arg(long)]
+    pub no_influx: bool,
     /// The prefix of every metric series the task sends: letters, digits, _ and -, in
     /// segments each followed by a dot.
     #[arg(long, value_name = "PREFIX", default_value = "task.", value_parser = parse_prefix)]

@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 use tc_profile_finalizer::{finalize_locked, FinalizeOptions, LockedLog, DEFAULT_LOCK_WAIT};
 use tc_profile_format::marker_file::decode_schema_file;
+use tc_profile_format::scope::MetricScopes;
 use tc_profile_format::EndReason;
 use tc_profile_recorder::{
     Follow, MetricLimits, ProfileDirConfig, Recorder, RecorderConfig, SyncPolicy, TaskCgroup,
@@ -38,6 +39,10 @@ pub struct Checked {
     export: Option<Destinations>,
     /// The `--schema` files' schemas, for the meta line.
     task_schemas: Vec<Map<String, Value>>,
+    /// `--metric-scope` and the task definition's scopes.
+    metric_scopes: Vec<String>,
+    /// The task definition's `metadata.name`.
+    task_name: Option<String>,
 }
 
 /// Checks the invocation. Call it before any thread starts (credentials are hidden from
@@ -55,10 +60,47 @@ pub fn check(args: &RecordingArgs) -> Result<Checked> {
             .with_context(|| format!("--schema {}", path.display()))?;
         task_schemas.extend(schemas);
     }
+    let mut metric_scopes = args.metric_scopes.clone();
+    let mut task_name = None;
+    if let Some(path) = &args.task_definition {
+        let definition = TaskDefinition::read(path)?;
+        metric_scopes.extend(definition.scopes);
+        task_name = definition.metadata.name;
+    }
     Ok(Checked {
         export,
         task_schemas,
+        metric_scopes,
+        task_name,
     })
+}
+
+/// What `--task-definition` takes from a task definition.
+#[derive(serde::Deserialize)]
+struct TaskDefinition {
+    #[serde(default)]
+    scopes: Vec<String>,
+    #[serde(default)]
+    metadata: TaskMetadata,
+}
+
+#[derive(serde::Deserialize, Default)]
+struct TaskMetadata {
+    name: Option<String>,
+}
+
+impl TaskDefinition {
+    fn read(path: &Path) -> Result<TaskDefinition> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("--task-definition {}: cannot read it", path.display()))?;
+        serde_json::from_str(&text).with_context(|| {
+            format!(
+                "--task-definition {}: not a task definition (scopes: a list of strings, \
+                 metadata.name: a string)",
+                path.display()
+            )
+        })
+    }
 }
 
 /// Creates the log and the profile directory, and starts recording into them, with the
@@ -79,6 +121,10 @@ pub fn start(
     config.follow = follow;
     config.cgroup = cgroup;
     config.task_schemas = checked.task_schemas;
+    config.metric_scopes = MetricScopes::new(checked.metric_scopes);
+    if checked.task_name.is_some() {
+        config.task.name = checked.task_name;
+    }
     let recorder = match Recorder::start(config) {
         Ok(recorder) => recorder,
         Err(error) => {
@@ -134,6 +180,7 @@ fn recorder_config(args: &RecordingArgs, log: PathBuf, profile_dir: PathBuf) -> 
         prefix: args.metric_prefix.clone(),
         ..MetricLimits::default()
     });
+    config.influx = !args.no_influx;
     let mut dir = ProfileDirConfig::new(profile_dir);
     dir.limits = args.limits.limits();
     dir.poll_interval = args.interval;

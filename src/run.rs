@@ -136,6 +136,9 @@ fn export_recording(command: &mut Command, session: &recording::Session) {
             .env("STATSD_PORT", address.port().to_string())
             .env("TASKCLUSTER_STATSD_ADDR", address.to_string());
     }
+    if let Some(url) = session.recorder.influx_url() {
+        command.env("TASKCLUSTER_INFLUX_URL", url);
+    }
 }
 
 /// Waits for the command, inside a Command interval when recording; its exit code.

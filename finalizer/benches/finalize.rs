@@ -23,6 +23,8 @@ fn synthetic_log(markers: usize) -> Vec<u8> {
         sync_policy: "interval:100ms".into(),
         recorder: "tc-profile bench".into(),
         statsd: None,
+        influx: None,
+        metric_scopes: Vec::new(),
         profile_dir: None,
         cgroup: None,
         task_schemas: Vec::new(),

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 use tc_profile_format::marker_file::{Limits, Problem};
 use tc_profile_format::profile_dir::DirReader;
+use tc_profile_format::scope::MetricScopes;
 use tc_profile_format::{Merger, MetricLimits};
 
 /// The profile directory named in the log's meta.
@@ -88,6 +89,13 @@ pub fn merge_profile_dir(recording: &mut Recording, dir: &Path, limits: &Limits)
     }
 }
 
+/// The scopes granted to the task's metrics (`meta.tcProfile.metricScopes`).
+fn metric_scopes(recording: &Recording) -> MetricScopes {
+    let granted = recording.meta["tcProfile"]["metricScopes"].as_array();
+    let granted = granted.into_iter().flatten().filter_map(Value::as_str);
+    MetricScopes::new(granted.map(str::to_owned).collect())
+}
+
 /// The prefix and series cap the recorder used (`meta.tcProfile.statsd`), else the
 /// defaults, as the recorder does without a statsd listener; a prefix the recorder would
 /// have refused is not used.
@@ -96,7 +104,10 @@ fn metric_limits(recording: &Recording) -> MetricLimits {
         .meta
         .get("tcProfile")
         .and_then(|t| t.get("statsd"));
-    let defaults = MetricLimits::default();
+    let defaults = MetricLimits {
+        scopes: metric_scopes(recording),
+        ..MetricLimits::default()
+    };
     let Some(statsd) = statsd else {
         return defaults;
     };
@@ -108,5 +119,6 @@ fn metric_limits(recording: &Recording) -> MetricLimits {
         max_series: statsd["maxSeries"]
             .as_u64()
             .map_or(defaults.max_series, |n| n as usize),
+        scopes: defaults.scopes,
     }
 }

@@ -5,6 +5,7 @@
 
 use crate::metric::{self, MetricKind};
 use crate::schema::category;
+use crate::scope::MetricScopes;
 use crate::Marker;
 use serde_json::{json, Map, Value};
 use std::collections::hash_map::{DefaultHasher, Entry};
@@ -29,6 +30,8 @@ pub struct MetricLimits {
     pub prefix: String,
     /// Distinct series over the whole recording; metrics of further series are dropped.
     pub max_series: usize,
+    /// The series the task may write; metrics of others are dropped.
+    pub scopes: MetricScopes,
 }
 
 impl Default for MetricLimits {
@@ -36,6 +39,7 @@ impl Default for MetricLimits {
         MetricLimits {
             prefix: "task.".to_owned(),
             max_series: 1000,
+            scopes: MetricScopes::default(),
         }
     }
 }
@@ -103,6 +107,8 @@ pub struct Drops {
     pub over_series_cap: u64,
     pub over_set_cap: u64,
     pub kernel_dropped: u64,
+    /// Metrics of series outside the task's scopes.
+    pub out_of_scope: u64,
     /// The first malformed line of the interval, cut to a hundred characters.
     pub example: Option<String>,
 }
@@ -114,6 +120,7 @@ impl Drops {
             + self.over_series_cap
             + self.over_set_cap
             + self.kernel_dropped
+            + self.out_of_scope
             == 0
     }
 
@@ -126,6 +133,9 @@ impl Drops {
             "overSetCap": self.over_set_cap,
             "kernelDropped": self.kernel_dropped,
         });
+        if self.out_of_scope > 0 {
+            data["outOfScope"] = json!(self.out_of_scope);
+        }
         if let Some(example) = &self.example {
             data["example"] = json!(example);
         }
@@ -176,6 +186,10 @@ impl Aggregator {
     /// Takes a sample into its series, or counts why it was dropped.
     pub fn record(&mut self, sample: Sample) {
         let metric = match sanitize_name(&sample.name) {
+            Some(name) if self.limits.scopes.missing(&name).is_some() => {
+                self.drops.out_of_scope += 1;
+                return;
+            }
             Some(name) => format!("{}{name}", self.limits.prefix),
             None => return self.malformed(&sample.name, Malformed::Name),
         };
@@ -216,7 +230,7 @@ impl Aggregator {
     }
 
     /// Counts a line that could not be parsed, keeping the first one as an example.
-    pub fn malformed(&mut self, line: &str, why: Malformed) {
+    pub fn malformed(&mut self, line: &str, why: impl std::fmt::Display) {
         self.drops.malformed += 1;
         if self.drops.example.is_none() {
             let line: String = line.chars().take(EXAMPLE_CHARS).collect();
@@ -252,6 +266,47 @@ impl Aggregator {
             );
         }
         markers
+    }
+}
+
+/// Samples with their log times, aggregated per sampling interval of the log,
+/// `[k × interval, (k+1) × interval)`, within one batch: the marker-file merger's and the
+/// InfluxDB endpoint's, whose input comes in batches and carries its own times.
+pub struct BatchAggregator {
+    pub aggregator: Aggregator,
+    interval_ms: f64,
+}
+
+impl BatchAggregator {
+    pub fn new(limits: MetricLimits, interval_ms: f64) -> BatchAggregator {
+        BatchAggregator {
+            aggregator: Aggregator::new(limits),
+            interval_ms: interval_ms.max(1.0),
+        }
+    }
+
+    /// One flush per interval that the samples (in time order) fall in. A marker ends at
+    /// its interval's last sample, never after the recording.
+    pub fn aggregate(&mut self, samples: Vec<(f64, Sample)>) -> Vec<Marker> {
+        let mut markers = Vec::new();
+        let mut current: Option<(f64, f64)> = None;
+        for (time, sample) in samples {
+            let interval = (time / self.interval_ms).floor();
+            if let Some((previous, last)) = current.filter(|(p, _)| *p != interval) {
+                markers.extend(self.flush(previous, last));
+            }
+            current = Some((interval, time));
+            self.aggregator.record(sample);
+        }
+        if let Some((interval, last)) = current {
+            markers.extend(self.flush(interval, last));
+        }
+        markers
+    }
+
+    fn flush(&mut self, interval: f64, last: f64) -> Vec<Marker> {
+        let start = interval * self.interval_ms;
+        self.aggregator.flush(start, last.max(start))
     }
 }
 

@@ -23,6 +23,7 @@
 //! ```
 
 mod aggregate;
+pub mod line_protocol;
 mod lines;
 pub mod marker_file;
 mod merge;
@@ -30,10 +31,11 @@ mod meta;
 pub mod metric;
 pub mod profile_dir;
 pub mod schema;
+pub mod scope;
 
 pub use aggregate::{
-    sanitize_name, Aggregator, Drops, Malformed, MetricLimits, Sample, SampleValue, MAX_NAME_BYTES,
-    MAX_SET_MEMBERS, MAX_TAGS, MAX_TAG_BYTES,
+    sanitize_name, Aggregator, BatchAggregator, Drops, Malformed, MetricLimits, Sample,
+    SampleValue, MAX_NAME_BYTES, MAX_SET_MEMBERS, MAX_TAGS, MAX_TAG_BYTES,
 };
 pub use lines::{
     decode_line, decode_marker_raw, encode_line, encode_line_into, encode_marker_line_into,
@@ -42,6 +44,6 @@ pub use lines::{
 };
 pub use merge::{log_time, same_name_match, Batch, Merger};
 pub use meta::{
-    meta_line, thread_line, CgroupInfo, Machine, MetaInfo, StatsdInfo, TaskInfo,
+    meta_line, thread_line, CgroupInfo, InfluxInfo, Machine, MetaInfo, StatsdInfo, TaskInfo,
     GECKO_PROFILE_VERSION, LOG_FORMAT_VERSION, META_PREFIX, PREPROCESSED_PROFILE_VERSION,
 };

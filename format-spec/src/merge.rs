@@ -2,7 +2,7 @@
 //! log's time base, begin/end pairs into `open` lines and the markers that end them. The
 //! recorder runs it live; the finalizer runs it on what a killed recorder had not taken.
 
-use crate::aggregate::{Aggregator, MetricLimits, Sample, SampleValue};
+use crate::aggregate::{BatchAggregator, MetricLimits, Sample, SampleValue};
 use crate::marker_file::{
     decode_file_line, interval_key, Category, FileLine, Limits, Metric, Problem,
 };
@@ -31,15 +31,9 @@ pub struct Merger {
     /// The graph keys of the schemas declared by marker files that have graphs.
     graph_keys: HashMap<String, Vec<String>>,
     next_id: Box<dyn FnMut() -> u64 + Send>,
-    metrics: Option<FileMetrics>,
-}
-
-/// Metric lines, aggregated per sampling interval of the log within each batch into the
-/// same lines as the statsd listener's: a batch's metrics are in the log with the batch,
-/// before its checkpoint, so they are taken exactly once like markers.
-struct FileMetrics {
-    aggregator: Aggregator,
-    interval_ms: f64,
+    /// Metric lines, aggregated within each batch: a batch's metrics are in the log with
+    /// the batch, before its checkpoint, so they are taken exactly once like markers.
+    metrics: Option<BatchAggregator>,
 }
 
 impl Merger {
@@ -72,10 +66,7 @@ impl Merger {
     /// Records metric lines under these limits, per interval of `interval_ms` on the log's
     /// time base; without this, they are checked and dropped.
     pub fn with_metrics(mut self, limits: MetricLimits, interval_ms: f64) -> Merger {
-        self.metrics = Some(FileMetrics {
-            aggregator: Aggregator::new(limits),
-            interval_ms: interval_ms.max(1.0),
-        });
+        self.metrics = Some(BatchAggregator::new(limits, interval_ms));
         self
     }
 
@@ -339,32 +330,6 @@ impl DroppedCounts {
                 bytes,
             })
             .collect()
-    }
-}
-
-impl FileMetrics {
-    /// One flush per interval that the samples (in time order) fall in. A marker ends at
-    /// its interval's last sample, never after the recording.
-    fn aggregate(&mut self, samples: Vec<(f64, Sample)>) -> Vec<Marker> {
-        let mut markers = Vec::new();
-        let mut current: Option<(f64, f64)> = None;
-        for (time, sample) in samples {
-            let interval = (time / self.interval_ms).floor();
-            if let Some((previous, last)) = current.filter(|(p, _)| *p != interval) {
-                markers.extend(self.flush(previous, last));
-            }
-            current = Some((interval, time));
-            self.aggregator.record(sample);
-        }
-        if let Some((interval, last)) = current {
-            markers.extend(self.flush(interval, last));
-        }
-        markers
-    }
-
-    fn flush(&mut self, interval: f64, last: f64) -> Vec<Marker> {
-        let start = interval * self.interval_ms;
-        self.aggregator.flush(start, last.max(start))
     }
 }
 

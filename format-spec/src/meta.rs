@@ -38,6 +38,9 @@ pub struct TaskInfo {
     pub instance_type: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub root_url: Option<String>,
+    /// The task definition's `metadata.name` (`--task-definition`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
 }
 
 /// The statsd listener of a recording, as `meta.tcProfile.statsd` says it.
@@ -51,6 +54,20 @@ pub struct StatsdInfo {
     /// Longer packets are dropped whole.
     pub max_packet_bytes: usize,
     /// Metrics of further series are dropped.
+    pub max_series: usize,
+}
+
+/// The InfluxDB endpoint of a recording, as `meta.tcProfile.influx` says it.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct InfluxInfo {
+    /// `http://127.0.0.1:PORT`, as exported to the task (`TASKCLUSTER_INFLUX_URL`).
+    pub url: String,
+    /// Every series name starts with it (`task.`).
+    pub prefix: String,
+    /// Longer request bodies are refused whole (413).
+    pub max_body_bytes: usize,
+    /// Points of further series are dropped.
     pub max_series: usize,
 }
 
@@ -83,6 +100,10 @@ pub struct MetaInfo {
     pub recorder: String,
     /// The statsd listener, when one is on.
     pub statsd: Option<StatsdInfo>,
+    /// The InfluxDB endpoint, when one is on.
+    pub influx: Option<InfluxInfo>,
+    /// The scopes granted to the task's metrics (SPEC.md, "Metric scopes"); none: all open.
+    pub metric_scopes: Vec<String>,
     /// The profile directory whose marker files are merged, as an absolute path.
     pub profile_dir: Option<String>,
     /// The task's cgroup, when its counters are recorded.
@@ -147,6 +168,11 @@ pub fn meta_line(info: &MetaInfo) -> Line {
         &mut tc_profile,
         [
             ("statsd", info.statsd.as_ref().map(|statsd| json!(statsd))),
+            ("influx", info.influx.as_ref().map(|influx| json!(influx))),
+            (
+                "metricScopes",
+                (!info.metric_scopes.is_empty()).then(|| json!(info.metric_scopes)),
+            ),
             ("profileDir", info.profile_dir.clone().map(Value::from)),
             ("cgroup", info.cgroup.as_ref().map(|cgroup| json!(cgroup))),
         ],
@@ -246,6 +272,8 @@ mod tests {
             sync_policy: "interval".to_owned(),
             recorder: "test".to_owned(),
             statsd: None,
+            influx: None,
+            metric_scopes: Vec::new(),
             profile_dir: None,
             cgroup: None,
             task_schemas: vec![schema("CPU"), schema("Text"), schema("Test")],

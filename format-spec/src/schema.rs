@@ -40,6 +40,8 @@ pub mod source {
     pub const CPU_FREQUENCY: &str = "cpufreq";
     /// The statsd listener: metric tracks.
     pub const STATSD: &str = "statsd";
+    /// The InfluxDB endpoint: the same metric tracks.
+    pub const INFLUX: &str = "influx";
 }
 
 /// `data.type` of each schema declared here.
@@ -178,8 +180,11 @@ fn graph(key: &str, kind: &str, color: &str) -> Value {
 /// `Command`, and the schemas of the sources that are on.
 pub fn marker_schemas(sources: &[String]) -> Value {
     let mut schemas = vec![text_schema(), command_schema()];
-    for source in sources {
-        schemas.extend(source_schemas(source));
+    for schema in sources.iter().flat_map(|source| source_schemas(source)) {
+        // The statsd listener and the InfluxDB endpoint share the metric schemas.
+        if !schemas.iter().any(|known| known["name"] == schema["name"]) {
+            schemas.push(schema);
+        }
     }
     Value::Array(schemas)
 }
@@ -250,6 +255,7 @@ fn metric_drops_schema() -> Value {
             field("overSeriesCap", "Metrics over the series cap", "integer"),
             field("overSetCap", "Set members over the set cap", "integer"),
             field("kernelDropped", "Packets the kernel dropped (buffer full)", "integer"),
+            field("outOfScope", "Metrics outside the task's scopes", "integer"),
             field("example", "First malformed line", "string"),
         ],
     })
@@ -345,7 +351,7 @@ fn source_schemas(name: &str) -> Vec<Value> {
                 graph("swap_out", "bar", "magenta"),
             ],
         )],
-        source::STATSD => MetricKind::ALL
+        source::STATSD | source::INFLUX => MetricKind::ALL
             .into_iter()
             .map(metric_schema)
             .chain([metric_drops_schema()])

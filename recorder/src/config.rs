@@ -9,6 +9,7 @@ use crate::writer::SyncPolicy;
 use serde_json::{Map, Value};
 use std::path::PathBuf;
 use std::time::Duration;
+use tc_profile_format::scope::MetricScopes;
 use tc_profile_format::{MetricLimits, TaskInfo};
 
 /// How to record.
@@ -23,6 +24,11 @@ pub struct RecorderConfig {
     pub sample_system: bool,
     /// The statsd listener's limits, or None for no listener.
     pub statsd: Option<MetricLimits>,
+    /// The series the task may write, over every way in; none given: all.
+    pub metric_scopes: MetricScopes,
+    /// Whether to serve the InfluxDB endpoint (under the statsd listener's limits, or the
+    /// defaults without one).
+    pub influx: bool,
     /// The profile directory to follow, if any.
     pub profile_dir: Option<ProfileDirConfig>,
     /// The task's processes, drawn against the rest of the machine; none by default.
@@ -37,7 +43,8 @@ pub struct RecorderConfig {
 
 impl RecorderConfig {
     /// Defaults: 0.1 s interval, interval sync once a second, the task from the
-    /// environment, system sampling on, statsd listener on under `task.`.
+    /// environment, system sampling on, statsd listener and InfluxDB endpoint on under
+    /// `task.`.
     pub fn new(log_path: PathBuf) -> RecorderConfig {
         let interval = Duration::from_millis(100);
         RecorderConfig {
@@ -47,10 +54,22 @@ impl RecorderConfig {
             task: task_from_env(),
             sample_system: true,
             statsd: Some(MetricLimits::default()),
+            metric_scopes: MetricScopes::default(),
+            influx: true,
             profile_dir: None,
             follow: None,
             cgroup: None,
             task_schemas: Vec::new(),
+        }
+    }
+
+    /// The limits of every metric source: the statsd listener's prefix and caps (the
+    /// defaults without a listener, for marker files and the InfluxDB endpoint), and the
+    /// scopes.
+    pub(crate) fn metric_limits(&self) -> MetricLimits {
+        MetricLimits {
+            scopes: self.metric_scopes.clone(),
+            ..self.statsd.clone().unwrap_or_default()
         }
     }
 }

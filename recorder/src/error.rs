@@ -24,6 +24,8 @@ pub enum RecorderError {
     MetricPrefix(String),
     #[error("cannot open the statsd socket on 127.0.0.1: {0}")]
     Statsd(std::io::Error),
+    #[error("cannot open the InfluxDB endpoint on 127.0.0.1: {0}")]
+    Influx(std::io::Error),
     #[error("cannot start the {thread} thread: {source}")]
     Thread {
         thread: &'static str,

@@ -12,20 +12,31 @@ use serde_json::Value;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use tc_profile_format::schema::source;
-use tc_profile_format::{encode_line, meta_line, thread_line, Line, MetaInfo, StatsdInfo};
+use tc_profile_format::{
+    encode_line, meta_line, thread_line, InfluxInfo, Line, MetaInfo, StatsdInfo,
+};
+
+/// Where the task sends metrics, as the meta line says.
+pub(crate) struct MetricEndpoints {
+    pub statsd: Option<StatsdInfo>,
+    pub influx: Option<InfluxInfo>,
+}
 
 /// The meta line of a recording whose sources are the sampler's, and the statsd listener's
-/// when it is on.
+/// and the InfluxDB endpoint's when they are on.
 pub(crate) fn meta(
     config: &RecorderConfig,
     clock: Clock,
     sampler: &Sampler,
-    statsd: Option<StatsdInfo>,
+    metrics: MetricEndpoints,
     profile_dir: Option<PathBuf>,
 ) -> Line {
     let mut sources = sampler.sources();
-    if statsd.is_some() {
+    if metrics.statsd.is_some() {
         sources.push(source::STATSD.to_owned());
+    }
+    if metrics.influx.is_some() {
+        sources.push(source::INFLUX.to_owned());
     }
     meta_line(&MetaInfo {
         start_time: clock.start_epoch_ms(),
@@ -35,7 +46,9 @@ pub(crate) fn meta(
         sources,
         sync_policy: config.sync.name(),
         recorder: format!("tc-profile {}", env!("CARGO_PKG_VERSION")),
-        statsd,
+        statsd: metrics.statsd,
+        influx: metrics.influx,
+        metric_scopes: config.metric_scopes.granted().to_vec(),
         profile_dir: profile_dir.map(|dir| dir.to_string_lossy().into_owned()),
         cgroup: sampler.cgroup().cloned(),
         task_schemas: config.task_schemas.clone(),

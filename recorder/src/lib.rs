@@ -3,7 +3,8 @@
 //!
 //! The modules follow the lines: `sources/` (what the sampler reads: /proc, /sys, the
 //! task's cgroup and processes), `sampler` (composes them, one tick a message),
-//! `profile_dir` and `statsd` (the other sources: task marker files, metrics packets),
+//! `profile_dir`, `statsd` and `influx` (the other sources: task marker files, metrics
+//! packets, InfluxDB writes),
 //! `channel` (the sending end every source holds, [`MarkerSink`]), `writer/` (the one
 //! thread that owns the log), and this file, the API: [`Recorder`] starts them all, in
 //! that order, after `header` has made the log's first lines durable.
@@ -33,6 +34,7 @@ mod clock;
 mod config;
 mod error;
 mod header;
+mod influx;
 mod meta;
 mod profile_dir;
 mod sampler;
@@ -44,6 +46,7 @@ pub use channel::{IntervalGuard, MarkerSink};
 pub use clock::Clock;
 pub use config::RecorderConfig;
 pub use error::RecorderError;
+pub use influx::MAX_BODY_BYTES;
 pub use meta::{machine, task_from_env};
 pub use profile_dir::ProfileDirConfig;
 pub use sampler::{sampling_interval, Sampler, COARSE_AFTER, COARSE_INTERVAL};
@@ -61,6 +64,8 @@ pub use writer::{LogSink, Place, SyncPolicy, WriterStats, MIN_SYNC_PERIOD};
 use channel::{start_writer, WriterThread};
 use crossbeam_channel::{bounded, RecvTimeoutError, Sender};
 use error::spawn;
+use header::MetricEndpoints;
+use influx::InfluxThreads;
 use profile_dir::{DirWatch, Ingester};
 use std::fs::File;
 use std::net::{SocketAddr, UdpSocket};
@@ -69,6 +74,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+use tc_profile_format::marker_file::Limits as MarkerFileLimits;
 use tc_profile_format::{EndReason, Footer, Line};
 use writer::LogFile;
 
@@ -95,6 +101,7 @@ pub struct Recorder {
     writer: Option<WriterThread<LogFile>>,
     sampler: Option<(Arc<AtomicBool>, JoinHandle<()>)>,
     statsd: Option<StatsdThread>,
+    influx: Option<InfluxThreads>,
     ingester: Option<Ingester>,
 }
 
@@ -148,8 +155,21 @@ impl Recorder {
             }
             None => None,
         };
-        let statsd_info = statsd_socket.as_ref().map(|(_, info)| info.clone());
-        let meta = header::meta(&config, clock, &sampler, statsd_info, profile_dir);
+        let metric_limits = config.metric_limits();
+        let influx_listener = match config.influx {
+            true => {
+                let listener = influx::bind().map_err(RecorderError::Influx)?;
+                let info =
+                    influx::info(&listener, &metric_limits).map_err(RecorderError::Influx)?;
+                Some((listener, info))
+            }
+            false => None,
+        };
+        let endpoints = MetricEndpoints {
+            statsd: statsd_socket.as_ref().map(|(_, info)| info.clone()),
+            influx: influx_listener.as_ref().map(|(_, info)| info.clone()),
+        };
+        let meta = header::meta(&config, clock, &sampler, endpoints, profile_dir);
         let schemas = header::schemas(&meta);
         let watch = config.profile_dir.as_ref().map(DirWatch::start);
         let path = &config.log_path;
@@ -162,19 +182,31 @@ impl Recorder {
             writer: Some(writer),
             sampler: None,
             statsd: None,
+            influx: None,
             ingester: None,
         };
+        if let Some((listener, _)) = influx_listener {
+            let slack = config.profile_dir.as_ref().map_or_else(
+                || MarkerFileLimits::default().time_slack_ms,
+                |dir| dir.limits.time_slack_ms,
+            );
+            recorder.influx = Some(InfluxThreads::start(
+                listener,
+                metric_limits.clone(),
+                &markers,
+                config.interval,
+                slack,
+            )?);
+        }
         if let (Some(dir), Some(watch)) = (&config.profile_dir, watch) {
-            // Metrics in marker files go under the statsd listener's prefix and caps.
-            let limits = config.statsd.clone().unwrap_or_default();
-            let metrics = (limits, config.interval);
+            let metrics = (metric_limits, config.interval);
             let ingester = Ingester::start(dir, watch, markers.clone(), schemas, metrics)?;
             recorder.ingester = Some(ingester);
         }
-        if let (Some((socket, _)), Some(limits)) = (statsd_socket, config.statsd) {
+        if let Some((socket, _)) = statsd_socket {
             recorder.statsd = Some(StatsdThread::start(
                 socket,
-                limits,
+                config.metric_limits(),
                 &markers,
                 config.interval,
             )?);
@@ -194,6 +226,11 @@ impl Recorder {
     /// Where the statsd listener takes packets, when it is on.
     pub fn statsd_address(&self) -> Option<SocketAddr> {
         self.statsd.as_ref().map(|s| s.address)
+    }
+
+    /// The InfluxDB endpoint's base URL (`http://127.0.0.1:PORT`), when it is on.
+    pub fn influx_url(&self) -> Option<String> {
+        self.influx.as_ref().map(InfluxThreads::url)
     }
 
     /// A handle that adds markers to this recording from any thread.
@@ -243,6 +280,9 @@ impl Recorder {
             let _ = statsd.stop.send(());
             statsd::wake(statsd.address);
             let _ = statsd.handle.join();
+        }
+        if let Some(influx) = self.influx.take() {
+            influx.stop();
         }
         if let Some(ingester) = self.ingester.take() {
             ingester.stop(deadline);

@@ -31,6 +31,7 @@ pub fn task_from_env() -> TaskInfo {
         worker_type: var("TASKCLUSTER_WORKER_TYPE"),
         instance_type: var("TASKCLUSTER_INSTANCE_TYPE"),
         root_url: var("TASKCLUSTER_ROOT_URL"),
+        name: None,
     }
 }
 

@@ -14,6 +14,8 @@ mod help;
 mod hostile_dir;
 /// Export: a real InfluxDB on 127.0.0.1, retries, credentials kept from the task, statsd.
 mod influx;
+/// The InfluxDB endpoint: curl and urllib writes become tracks, 400/403/413, a load test.
+mod influx_endpoint;
 /// The log's lock: a recorder just SIGKILLed is waited for, a running one refused at once.
 mod lock_wait;
 /// Marker files: 200 writers, SIGKILL and finalize, a worker's lifecycle, the README examples.

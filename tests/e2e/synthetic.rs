@@ -35,6 +35,8 @@ impl LogBuilder {
             sync_policy: "interval:1000ms".to_owned(),
             recorder: "tc-profile test".to_owned(),
             statsd: None,
+            influx: None,
+            metric_scopes: Vec::new(),
             profile_dir: None,
             cgroup: None,
             task_schemas: Vec::new(),

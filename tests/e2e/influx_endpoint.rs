@@ -1,0 +1,215 @@
+//! The InfluxDB endpoint: a task writing with curl and with Python's standard library, the
+//! points becoming tracks; 400, 403, 413 answers; 100,000 points from 4 concurrent
+//! writers, all in the profile, none doubled.
+
+use crate::util::*;
+use serde_json::Value;
+use std::process::Command;
+
+/// Python helpers for the task scripts: `write(body, query)` POSTs to the endpoint and
+/// returns (status, body); `ping()`.
+const CLIENT: &str = r#"
+import json, os, sys, urllib.request, urllib.error
+URL = os.environ["TASKCLUSTER_INFLUX_URL"]
+def write(body, query="db=ci"):
+    request = urllib.request.Request(URL + "/write?" + query, data=body.encode(), method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            return answer.status, answer.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode()
+def ping():
+    with urllib.request.urlopen(URL + "/ping", timeout=30) as answer:
+        return answer.status
+"#;
+
+/// Runs `tc-profile run FLAGS -- python3 -c SCRIPT` (CLIENT first) and returns the profile.
+fn run_python(sandbox: &Sandbox, flags: &[&str], script: &str) -> Value {
+    let program = format!("{CLIENT}\n{script}");
+    let python = python().to_string_lossy().into_owned();
+    let mut args = vec!["run", "-q"];
+    args.extend_from_slice(flags);
+    args.extend(["--", &python, "-c", &program]);
+    sandbox.run_ok(&args);
+    read_json(&sandbox.path("profile_resource-usage.json"))
+}
+
+fn series<'a>(markers: &'a [MarkerRow], name: &str) -> Vec<&'a Value> {
+    markers
+        .iter()
+        .filter(|m| m.name == name)
+        .map(|m| &m.data)
+        .collect()
+}
+
+fn sum_of(markers: &[MarkerRow], name: &str, key: &str) -> f64 {
+    series(markers, name)
+        .iter()
+        .map(|data| data[key].as_f64().unwrap())
+        .sum()
+}
+
+fn has_curl() -> bool {
+    Command::new("curl")
+        .arg("--version")
+        .output()
+        .is_ok_and(|output| output.status.success())
+}
+
+#[test]
+fn points_written_with_curl_and_python_urllib_become_tracks() {
+    let sandbox = Sandbox::new();
+    // curl when the machine has it (nothing is installed at test time), else urllib again.
+    let curl = if has_curl() {
+        r#"subprocess.run(["curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}", "-XPOST",
+            URL + "/write?db=ci", "--data-binary", "build,stage=compile seconds=2.5,ok=true"],
+            stdout=open("curl-status", "w"), check=True)"#
+    } else {
+        r#"open("curl-status", "w").write(str(write("build,stage=compile seconds=2.5,ok=true")[0]))"#
+    };
+    let script = format!(
+        r#"import subprocess, time
+{curl}
+status, _ = write("tests,suite=unit passed=12i,failed=0i,result=\"pass\" %d" % int(time.time()), "db=ci&precision=s")
+open("python-status", "w").write("%d %d" % (status, ping()))
+"#
+    );
+    let profile = run_python(&sandbox, &[], &script);
+    let status = |name| std::fs::read_to_string(sandbox.path(name)).unwrap();
+    assert_eq!(status("curl-status"), "204");
+    assert_eq!(status("python-status"), "204 204");
+    assert_processed_profile(&profile);
+    let markers = profile_markers(&profile);
+    let seconds = series(&markers, "task.build.seconds #stage:compile");
+    assert_eq!(seconds.len(), 1, "one interval");
+    assert_eq!(seconds[0]["type"], "Histogram");
+    assert_eq!(seconds[0]["count"], 1.0);
+    assert_eq!(seconds[0]["mean"], 2.5);
+    assert_eq!(seconds[0]["tags"], "stage:compile");
+    assert_eq!(
+        series(&markers, "task.build.ok #stage:compile")[0]["max"],
+        1.0
+    );
+    assert_eq!(
+        sum_of(&markers, "task.tests.passed #suite:unit", "count"),
+        1.0
+    );
+    assert_eq!(
+        series(&markers, "task.tests.passed #suite:unit")[0]["mean"],
+        12.0
+    );
+    assert_eq!(
+        series(&markers, "task.tests.failed #suite:unit")[0]["mean"],
+        0.0
+    );
+    assert_eq!(
+        series(&markers, "task.tests.result #suite:unit")[0]["distinct"],
+        1.0
+    );
+}
+
+#[test]
+fn bad_lines_get_400_out_of_scope_series_403_and_big_bodies_413() {
+    let sandbox = Sandbox::new();
+    let script = r#"
+answers = {
+    "partial": write("ok v=1\nok v=\nok,host=a w=2"),
+    "scope": write("secret v=1\nok v=3"),
+    "big": write("ok v=1\n" * 200000),
+    "precision": write("ok v=1", "precision=fortnight"),
+}
+json.dump(answers, open("answers", "w"))
+"#;
+    let flags = ["--metric-scope", "stats:put-points:ok.*"];
+    let profile = run_python(&sandbox, &flags, script);
+    let answers = read_json(&sandbox.path("answers"));
+    let answer = |name: &str| {
+        let status = answers[name][0].as_u64().unwrap();
+        let error = serde_json::from_str::<Value>(answers[name][1].as_str().unwrap());
+        (
+            status,
+            error.map_or(String::new(), |e| e["error"].to_string()),
+        )
+    };
+    let (status, error) = answer("partial");
+    assert_eq!(status, 400, "{error}");
+    assert!(
+        error.contains("unable to parse 'ok v=': missing field value"),
+        "{error}"
+    );
+    let (status, error) = answer("scope");
+    assert_eq!(status, 403, "{error}");
+    assert!(error.contains("stats:put-points:secret.v"), "{error}");
+    assert_eq!(answer("big").0, 413);
+    assert_eq!(answer("precision").0, 400);
+    let markers = profile_markers(&profile);
+    // The valid lines of the partial write and of the refused one are taken, once.
+    assert_eq!(sum_of(&markers, "task.ok.v", "count"), 2.0);
+    assert_eq!(sum_of(&markers, "task.ok.w #host:a", "count"), 1.0);
+    assert!(series(&markers, "task.secret.v").is_empty());
+    let dropped = |key| {
+        series(&markers, "Metrics dropped")
+            .iter()
+            .filter_map(|data| data[key].as_f64())
+            .sum::<f64>()
+    };
+    assert_eq!(dropped("malformed"), 1.0);
+    assert_eq!(dropped("outOfScope"), 1.0);
+}
+
+#[test]
+fn a_hundred_thousand_points_from_four_concurrent_writers_are_all_taken_once() {
+    let sandbox = Sandbox::new();
+    // Each writer sends 250 requests of 100 points of its own series; the recorder's
+    // endpoint threads' CPU time (from /proc) is written out for the closing note.
+    let script = r#"
+import threading, time
+def endpoint_cpu_ticks():
+    total = 0
+    parent = os.getppid()
+    for thread in os.listdir("/proc/%d/task" % parent):
+        stat = open("/proc/%d/task/%s/stat" % (parent, thread)).read()
+        name = stat[stat.index("(") + 1:stat.rindex(")")]
+        fields = stat[stat.rindex(")") + 2:].split()
+        if name.startswith("tc-profile-infl"):
+            total += int(fields[11]) + int(fields[12])
+    return total
+failures = []
+def writer(number):
+    for request in range(250):
+        body = "".join("load,writer=w%d n=%di\n" % (number, request * 100 + i) for i in range(100))
+        status, text = write(body)
+        if status != 204:
+            failures.append((status, text))
+before = endpoint_cpu_ticks()
+started = time.time()
+threads = [threading.Thread(target=writer, args=(n,)) for n in range(4)]
+for thread in threads: thread.start()
+for thread in threads: thread.join()
+seconds = time.time() - started
+cpu = (endpoint_cpu_ticks() - before) / os.sysconf("SC_CLK_TCK")
+json.dump({"failures": failures[:5], "seconds": seconds, "cpu": cpu}, open("load", "w"))
+"#;
+    let started = std::time::Instant::now();
+    let profile = run_python(&sandbox, &[], script);
+    let load = read_json(&sandbox.path("load"));
+    assert_eq!(load["failures"], serde_json::json!([]));
+    let markers = profile_markers(&profile);
+    for writer in 0..4 {
+        let name = format!("task.load.n #writer:w{writer}");
+        assert_eq!(sum_of(&markers, &name, "count"), 25_000.0, "{name}");
+        // The values 0..25,000 once each: their mean is 12,499.5, weighted by count.
+        let weighted: f64 = series(&markers, &name)
+            .iter()
+            .map(|d| d["mean"].as_f64().unwrap() * d["count"].as_f64().unwrap())
+            .sum();
+        assert!((weighted / 25_000.0 - 12_499.5).abs() < 0.01, "{name}");
+    }
+    eprintln!(
+        "influx load: 100,000 points in {:.1} s; endpoint threads {:.3} s CPU, {:.1} ms per 1,000 points",
+        load["seconds"].as_f64().unwrap(),
+        load["cpu"].as_f64().unwrap(),
+        load["cpu"].as_f64().unwrap() * 1000.0 / 100.0,
+    );
+    assert!(started.elapsed().as_secs() < 60, "{:?}", started.elapsed());
+}
