@@ -3,8 +3,9 @@
 //! promise of SPEC.md, not only "no panic".
 
 use tc_profile_format::marker_file::{decode_file_line, Limits};
+use tc_profile_format::metric::{key, DROPPED_MARKER};
 use tc_profile_format::schema::marker_schemas;
-use tc_profile_format::{decode_line, encode_line, Line, Merger};
+use tc_profile_format::{decode_line, encode_line, Line, Marker, Merger};
 
 /// The recording's start, as Unix epoch ms, for the merger of every target.
 pub const START_EPOCH_MS: f64 = 1_800_000_000_000.0;
@@ -64,4 +65,32 @@ pub fn check_log_line(line: &Line) {
         "encoded as {}",
         String::from_utf8_lossy(body)
     );
+}
+
+/// The markers of an aggregator's flush (SPEC.md, "Metric tracks"): every figure is a
+/// finite number, and a counter is never negative unless `counters_may_fall` (a statsd
+/// packet may send a decrement, `name:-N|c`).
+pub fn check_metric_markers(markers: &[Marker], counters_may_fall: bool) {
+    for marker in markers.iter().filter(|m| m.name != DROPPED_MARKER) {
+        let data = marker
+            .data
+            .as_ref()
+            .and_then(|d| d.as_object())
+            .expect("data");
+        let kind = data["type"].as_str().expect("data.type");
+        for (name, value) in data {
+            if [key::METRIC, key::TAGS, "type"].contains(&name.as_str()) {
+                continue;
+            }
+            let figure = value.as_f64();
+            assert!(
+                figure.is_some_and(f64::is_finite),
+                "{}: {name} is {value}",
+                marker.name
+            );
+            if kind == "Counter" && !counters_may_fall {
+                assert!(figure >= Some(0.0), "{}: {name} is {value}", marker.name);
+            }
+        }
+    }
 }
