@@ -77,6 +77,8 @@ fn log(events: &[(u16, Event)], footer: bool) -> (Vec<u8>, usize) {
         sync_policy: "interval:100ms".into(),
         recorder: "tc-profile properties".into(),
         statsd: None,
+        influx: None,
+        metric_scopes: Vec::new(),
         profile_dir: None,
         cgroup: None,
         task_schemas: Vec::new(),
