@@ -1,8 +1,9 @@
 //! A whole marker file, read as the recorder reads the profile directory (the hardened
 //! directory reader, then the merger): every byte is taken, as a line or as a counted
 //! problem; reading the file in two scans, the second after the rest was appended, hands
-//! over the same lines and problems as one scan; and every log line the merger makes
-//! decodes back to itself. Caps are small, so that inputs reach them.
+//! over the same lines and problems as one scan; every log line the merger makes decodes
+//! back to itself; and its metric markers hold finite figures. Caps are small, so that
+//! inputs reach them.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -11,8 +12,10 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::sync::OnceLock;
 use tc_profile_format::marker_file::{Limits, Problem};
+use tc_profile_format::metric::key;
 use tc_profile_format::profile_dir::{DirReader, Item};
-use tc_profile_fuzz::{check_log_line, merger, NOW_EPOCH_MS};
+use tc_profile_format::{Line, Marker};
+use tc_profile_fuzz::{check_log_line, check_metric_markers, merger, NOW_EPOCH_MS};
 
 const FILE: &str = "1.jsonl";
 
@@ -49,7 +52,24 @@ fuzz_target!(|bytes: &[u8]| {
     for line in &batch.lines {
         check_log_line(line);
     }
+    // A marker file's counter takes any number, so it may fall.
+    let metrics: Vec<Marker> = batch
+        .lines
+        .into_iter()
+        .filter_map(|line| match line {
+            Line::Marker(marker) if is_metric(&marker) => Some(marker),
+            _ => None,
+        })
+        .collect();
+    check_metric_markers(&metrics, true);
 });
+
+fn is_metric(marker: &Marker) -> bool {
+    marker
+        .data
+        .as_ref()
+        .is_some_and(|data| data.get(key::METRIC).is_some())
+}
 
 /// What scans handed over: the lines, and the count of each problem (their byte counts
 /// depend on where a scan stopped).

@@ -5,7 +5,7 @@
 use tc_profile_format::marker_file::{decode_file_line, Limits};
 use tc_profile_format::metric::{key, DROPPED_MARKER};
 use tc_profile_format::schema::marker_schemas;
-use tc_profile_format::{decode_line, encode_line, Line, Marker, Merger};
+use tc_profile_format::{decode_line, encode_line, Line, Marker, Merger, MetricLimits};
 
 /// The recording's start, as Unix epoch ms, for the merger of every target.
 pub const START_EPOCH_MS: f64 = 1_800_000_000_000.0;
@@ -13,7 +13,7 @@ pub const START_EPOCH_MS: f64 = 1_800_000_000_000.0;
 pub const NOW_EPOCH_MS: f64 = START_EPOCH_MS + 60_000.0;
 
 /// A merger as the recorder makes one: ids from 1, the schemas of a recording with the
-/// CPU, memory and statsd sources known.
+/// CPU, memory and statsd sources known, metric lines aggregated per 100 ms.
 pub fn merger(limits: Limits) -> Merger {
     let sources = ["cpu", "memory", "statsd"].map(str::to_owned);
     let schemas = marker_schemas(&sources);
@@ -27,6 +27,7 @@ pub fn merger(limits: Limits) -> Merger {
             id
         }),
     )
+    .with_metrics(MetricLimits::default(), 100.0)
 }
 
 /// One marker-file line: if it is accepted, it re-encodes to a line that decodes to the
