@@ -95,6 +95,8 @@ pub enum Malformed {
     Name,
     #[error("more than {MAX_TAGS} tags, or a tag longer than {MAX_TAG_BYTES} bytes")]
     Tags,
+    #[error("its series' figures would not be finite numbers")]
+    NotFinite,
 }
 
 /// Input dropped in one interval, by reason.
@@ -217,10 +219,13 @@ impl Aggregator {
         let taken = series
             .state
             .take(&sample.value, sample.rate, &mut self.set_members);
-        if taken {
+        if taken.is_ok() {
             series.changed = true;
-        } else {
-            self.drops.over_set_cap += 1;
+        }
+        match taken {
+            Ok(()) => {}
+            Err(Refused::OverSetCap) => self.drops.over_set_cap += 1,
+            Err(Refused::NotFinite) => self.malformed(&sample.name, Malformed::NotFinite),
         }
     }
 
@@ -320,12 +325,18 @@ impl State {
         }
     }
 
-    /// Applies a sample; false when a set member is over the set cap.
-    fn take(&mut self, value: &SampleValue, rate: f64, set_members: &mut usize) -> bool {
+    /// Applies a sample, unless a set member is over the set cap or a figure would not be
+    /// finite (1e308 twice, or 1 at the rate 1e-320): the marker would say `null`.
+    fn take(
+        &mut self,
+        value: &SampleValue,
+        rate: f64,
+        set_members: &mut usize,
+    ) -> Result<(), Refused> {
         match (self, value) {
-            (State::Counter(sum), SampleValue::Number(v)) => *sum += v / rate,
-            (State::Gauge(gauge), SampleValue::Number(v)) => *gauge = *v,
-            (State::Gauge(gauge), SampleValue::GaugeDelta(d)) => *gauge += d,
+            (State::Counter(sum), SampleValue::Number(v)) => *sum = finite(*sum + v / rate)?,
+            (State::Gauge(gauge), SampleValue::Number(v)) => *gauge = finite(*v)?,
+            (State::Gauge(gauge), SampleValue::GaugeDelta(d)) => *gauge = finite(*gauge + d)?,
             (
                 State::Distribution {
                     count,
@@ -335,8 +346,9 @@ impl State {
                 },
                 SampleValue::Number(v),
             ) => {
-                *count += 1.0 / rate;
-                *sum += v / rate;
+                let (new_count, new_sum) = (finite(*count + 1.0 / rate)?, finite(*sum + v / rate)?);
+                *count = new_count;
+                *sum = new_sum;
                 *min = min.min(*v);
                 *max = max.max(*v);
             }
@@ -346,7 +358,7 @@ impl State {
                 let hash = hasher.finish();
                 if !members.contains(&hash) {
                     if *set_members >= MAX_SET_MEMBERS {
-                        return false;
+                        return Err(Refused::OverSetCap);
                     }
                     members.insert(hash);
                     *set_members += 1;
@@ -355,7 +367,7 @@ impl State {
             // Parsers give each kind its own value shape; any other pairing is ignored.
             _ => {}
         }
-        true
+        Ok(())
     }
 
     fn reset(&mut self) {
@@ -365,6 +377,20 @@ impl State {
             State::Distribution { .. } => *self = State::new(MetricKind::Timer),
             State::Set(members) => members.clear(),
         }
+    }
+}
+
+/// Why a series did not take a sample.
+enum Refused {
+    OverSetCap,
+    NotFinite,
+}
+
+fn finite(figure: f64) -> Result<f64, Refused> {
+    if figure.is_finite() {
+        Ok(figure)
+    } else {
+        Err(Refused::NotFinite)
     }
 }
 
@@ -398,9 +424,15 @@ impl Series {
     }
 }
 
-/// Six significant decimals are plenty for a graph and keep lines short.
+/// Six decimals are plenty for a graph and keep lines short. A value too large to scale
+/// (above about 1e302) has no decimals to drop.
 fn round(value: f64) -> f64 {
-    (value * 1e6).round() / 1e6
+    let scaled = value * 1e6;
+    if scaled.is_finite() {
+        scaled.round() / 1e6
+    } else {
+        value
+    }
 }
 
 /// A series name the task cannot use to leave its prefix: ASCII letters, digits, `_` and

@@ -23,21 +23,26 @@ pub fn decode_file_line(bytes: &[u8], limits: &Limits) -> Result<FileLine, Probl
     }
     let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
     if first != Some(&b'{') {
-        return Err(
-            match serde_json::from_slice::<serde::de::IgnoredAny>(bytes) {
-                Ok(_) => Problem::NotObject,
-                Err(_) => Problem::NotJson,
-            },
-        );
+        return Err(if is_json(bytes) {
+            Problem::NotObject
+        } else {
+            Problem::NotJson
+        });
     }
     let line = decode_object(bytes).map_err(|error| match error.classify() {
         serde_json::error::Category::Data => Problem::WrongFields,
         // serde_json has no other way to tell this syntax error apart.
         _ if error.to_string().starts_with("number out of range") => Problem::NumberOutOfRange,
+        // serde_json calls some wrong types syntax errors (a number where an enum is due).
+        _ if is_json(bytes) => Problem::WrongFields,
         _ => Problem::NotJson,
     })?;
     rules::check_line(&line)?;
     Ok(line)
+}
+
+fn is_json(bytes: &[u8]) -> bool {
+    serde_json::from_slice::<serde::de::IgnoredAny>(bytes).is_ok()
 }
 
 /// Why a file of schemas given before the recording (`--schema FILE`) was refused.

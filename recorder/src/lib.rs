@@ -55,7 +55,9 @@ pub use sources::cgroup::TaskCgroup;
 pub use sources::process_tree::command_line::summarize as summarize_command;
 pub use sources::process_tree::process::describe_status as describe_wait_status;
 pub use sources::process_tree::Follow;
-pub use statsd::{parse_line as parse_statsd_line, MAX_PACKET_BYTES};
+pub use statsd::{
+    parse_line as parse_statsd_line, record_packet as record_statsd_packet, MAX_PACKET_BYTES,
+};
 pub use tc_profile_format::MetricLimits;
 pub use writer::{LogSink, Place, SyncPolicy, WriterStats, MIN_SYNC_PERIOD};
 

@@ -82,6 +82,24 @@ pub fn parse_line(line: &str) -> Result<Sample, Malformed> {
     })
 }
 
+/// Parses the lines of one packet (`\n` or `\r\n` between them) into the aggregator,
+/// counting those it cannot take.
+pub fn record_packet(aggregator: &mut Aggregator, packet: &[u8]) {
+    for line in packet.split(|&b| b == b'\n') {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        if line.is_empty() {
+            continue;
+        }
+        match std::str::from_utf8(line) {
+            Ok(text) => match parse_line(text) {
+                Ok(sample) => aggregator.record(sample),
+                Err(why) => aggregator.malformed(text, why),
+            },
+            Err(_) => aggregator.malformed(&String::from_utf8_lossy(line), Malformed::NotUtf8),
+        }
+    }
+}
+
 /// Binds the listener on 127.0.0.1, on a port the kernel picks.
 pub(crate) fn bind() -> io::Result<UdpSocket> {
     let socket = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0))?;
@@ -216,21 +234,7 @@ impl Listener {
             return;
         }
         self.kernel_drops.traffic = true;
-        for line in packet.split(|&b| b == b'\n') {
-            let line = line.strip_suffix(b"\r").unwrap_or(line);
-            if line.is_empty() {
-                continue;
-            }
-            match std::str::from_utf8(line) {
-                Ok(text) => match parse_line(text) {
-                    Ok(sample) => self.aggregator.record(sample),
-                    Err(why) => self.aggregator.malformed(text, why),
-                },
-                Err(_) => self
-                    .aggregator
-                    .malformed(&String::from_utf8_lossy(line), Malformed::NotUtf8),
-            }
-        }
+        record_packet(&mut self.aggregator, packet);
     }
 
     /// Sends the interval's lines; returns the start of the next interval.

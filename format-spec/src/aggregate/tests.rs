@@ -195,3 +195,33 @@ fn series_over_the_cap_are_dropped_and_counted() {
     );
     assert_eq!(drops["example"], "garbage (not name:value|type)");
 }
+
+/// Found by fuzz/fuzz_targets/statsd_packet.rs: `c:1e308|ms` made a marker whose figures
+/// were `null` (rounding scaled them past the largest f64), and a sum past it, or a tiny
+/// sample rate (`a:1|c|@5e-324`), made a counter of `null`.
+#[test]
+fn figures_stay_finite_numbers() {
+    let mut aggregator = Aggregator::new(MetricLimits::default());
+    aggregator.record(number(MetricKind::Timer, "c", 1e308));
+    let data = aggregator.flush(0.0, 1.0)[0].data.clone().unwrap();
+    for key in ["min", "mean", "max"] {
+        assert_eq!(data[key], 1e308, "{key}");
+    }
+    aggregator.record(Sample {
+        rate: 5e-324,
+        ..number(MetricKind::Counter, "a", 1.0)
+    });
+    for _ in 0..2 {
+        aggregator.record(number(MetricKind::Counter, "b", 1e308));
+    }
+    let markers = aggregator.flush(1.0, 2.0);
+    let names: Vec<&str> = markers.iter().map(|m| m.name.as_str()).collect();
+    assert_eq!(names, ["task.b", metric::DROPPED_MARKER]);
+    assert_eq!(markers[0].data.as_ref().unwrap()["value"], 1e308);
+    let drops = markers[1].data.as_ref().unwrap();
+    assert_eq!(drops["malformed"], 2);
+    assert_eq!(
+        drops["example"],
+        "a (its series' figures would not be finite numbers)"
+    );
+}

@@ -96,6 +96,18 @@ fn each_kind_of_bad_line_has_its_own_problem() {
     );
 }
 
+/// Found by fuzz/fuzz_targets/marker_line_built.rs: serde_json reports a number where an
+/// enum is due as a syntax error, and a line with `type` first said "not JSON" for it.
+#[test]
+fn a_number_for_a_category_is_a_wrong_field_with_type_first_or_last() {
+    for text in [
+        r#"{"type":"begin","name":"","time":1800008257791.0,"category":126}"#,
+        r#"{"name":"","time":1800008257791.0,"category":126,"type":"begin"}"#,
+    ] {
+        assert_eq!(decode(text), Err(Problem::WrongFields), "{text}");
+    }
+}
+
 #[test]
 fn a_task_line_cannot_use_the_recorders_own_data_types() {
     let reserved = [
