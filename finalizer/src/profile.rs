@@ -10,8 +10,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
-use tc_profile_format::marker_file::Problem;
-use tc_profile_format::schema::{category, data_type, declare_notes, ValueRules};
+use tc_profile_format::marker_file::{Problem, ValueRules};
+use tc_profile_format::schema::{category, data_type, declare_notes};
 use tc_profile_format::{same_name_match, Dropped, Marker, OpenInterval};
 
 /// Name of the instant marker that says a recording has no clean-end footer.

@@ -5,12 +5,14 @@
 mod caps;
 mod line;
 mod rules;
+mod values;
 
 pub use crate::metric::MetricKind;
 pub use caps::{Limits, Problem};
 pub use line::{interval_key, Begin, Category, End, FileLine, FileMarker, Metric};
 pub use rules::NAME_MAX_BYTES;
 use serde_json::{Map, Value};
+pub use values::ValueRules;
 
 /// Decodes and checks one line (without its newline). Times are checked against the
 /// recording by [`crate::Merger`].

@@ -3,12 +3,13 @@
 //! recorder runs it live; the finalizer runs it on what a killed recorder had not taken.
 
 use crate::aggregate::{BatchAggregator, MetricLimits, Sample, SampleValue};
+use crate::marker_file::ValueRules;
 use crate::marker_file::{
     decode_file_line, interval_key, Category, FileLine, Limits, Metric, Problem,
 };
 use crate::metric::MetricKind;
 use crate::profile_dir::{DirReader, Item, Scan};
-use crate::schema::{as_task_schema, data_type, ValueRules};
+use crate::schema::{as_task_schema, data_type};
 use crate::{Close, Dropped, Line, Marker, OpenInterval};
 use serde_json::{Map, Value};
 use std::collections::{HashMap, HashSet};

@@ -6,7 +6,7 @@ use crate::metric::{self, MetricKind};
 use serde_json::{json, Map, Value};
 
 mod task;
-pub use task::{as_task_schema, ValueRules};
+pub use task::as_task_schema;
 
 /// Indices into `meta.categories`.
 pub mod category {
