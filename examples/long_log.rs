@@ -9,7 +9,7 @@ use std::time::Duration;
 use tc_profile_format::schema::{category, data_type, track};
 use tc_profile_format::{
     encode_line, meta_line, thread_line, EndReason, Footer, Line, Machine, Marker, MetaInfo,
-    OpenInterval, TaskInfo,
+    OpenInterval,
 };
 use tc_profile_recorder::sampling_interval;
 
@@ -46,16 +46,10 @@ fn main() -> std::io::Result<()> {
             cpu_name: Some("Synthetic CPU".to_owned()),
             os: Some("Linux".to_owned()),
         },
-        task: TaskInfo::default(),
         sources: ["cpu", "memory", "io", "net"].map(String::from).to_vec(),
         sync_policy: "interval:1000ms".to_owned(),
         recorder: "long_log".to_owned(),
-        statsd: None,
-        influx: None,
-        metric_scopes: Vec::new(),
-        profile_dir: None,
-        cgroup: None,
-        task_schemas: Vec::new(),
+        ..MetaInfo::default()
     }))?;
     write(thread_line("tc-profile"))?;
     let command = OpenInterval {

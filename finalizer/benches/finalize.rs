@@ -17,17 +17,10 @@ fn synthetic_log(markers: usize) -> Vec<u8> {
     let meta = meta_line(&MetaInfo {
         start_time: 1.7e12,
         interval_ms: 100.0,
-        machine: Machine::default(),
-        task: TaskInfo::default(),
         sources: vec!["cpu".into(), "memory".into()],
         sync_policy: "interval:100ms".into(),
         recorder: "tc-profile bench".into(),
-        statsd: None,
-        influx: None,
-        metric_scopes: Vec::new(),
-        profile_dir: None,
-        cgroup: None,
-        task_schemas: Vec::new(),
+        ..MetaInfo::default()
     });
     let mut log = encode_line(&meta);
     log.extend(encode_line(&thread_line("bench")));

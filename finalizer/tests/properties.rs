@@ -71,17 +71,10 @@ fn log(events: &[(u16, Event)], footer: bool) -> (Vec<u8>, usize) {
     let meta = meta_line(&MetaInfo {
         start_time: 1.8e12,
         interval_ms: 100.0,
-        machine: Machine::default(),
-        task: TaskInfo::default(),
         sources: vec!["cpu".into()],
         sync_policy: "interval:100ms".into(),
         recorder: "tc-profile properties".into(),
-        statsd: None,
-        influx: None,
-        metric_scopes: Vec::new(),
-        profile_dir: None,
-        cgroup: None,
-        task_schemas: Vec::new(),
+        ..MetaInfo::default()
     });
     let mut bytes = encode_line(&meta);
     bytes.extend(encode_line(&thread_line("properties")));

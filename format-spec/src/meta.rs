@@ -84,7 +84,7 @@ pub struct CgroupInfo {
 }
 
 /// What the meta line says about a recording.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct MetaInfo {
     /// Unix epoch milliseconds of time 0.
     pub start_time: f64,

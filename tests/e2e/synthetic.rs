@@ -5,7 +5,7 @@ use serde_json::json;
 use tc_profile_format::schema::{category, data_type, track};
 use tc_profile_format::{
     encode_line, meta_line, thread_line, EndReason, Footer, Line, Machine, Marker, MetaInfo,
-    OpenInterval, TaskInfo,
+    OpenInterval,
 };
 
 pub const GIB: u64 = 1 << 30;
@@ -30,16 +30,10 @@ impl LogBuilder {
                 cpu_name: Some("Test CPU".to_owned()),
                 os: None,
             },
-            task: TaskInfo::default(),
             sources: vec!["cpu".into(), "memory".into(), "io".into(), "net".into()],
             sync_policy: "interval:1000ms".to_owned(),
             recorder: "tc-profile test".to_owned(),
-            statsd: None,
-            influx: None,
-            metric_scopes: Vec::new(),
-            profile_dir: None,
-            cgroup: None,
-            task_schemas: Vec::new(),
+            ..MetaInfo::default()
         });
         let mut log = LogBuilder { bytes: Vec::new() };
         log.line(&meta).line(&thread_line("tc-profile"));
