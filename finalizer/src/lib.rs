@@ -13,7 +13,8 @@
 //! `profile.rs` (compaction, bounding long tracks through `coarsen.rs`); `finalize.rs` runs
 //! them under the log's lock (asking `lock_holder.rs` who holds a lock it waits for) and
 //! writes through `output.rs` and `compression.rs`; `recover.rs` finalizes what dead
-//! recorders left.
+//! recorders left; `span.rs` puts several logs of one machine on one timeline (the
+//! daemon's profiles).
 //!
 //! ```no_run
 //! use tc_profile_finalizer::{finalize, FinalizeOptions, LockWait};
@@ -39,6 +40,7 @@ mod profile;
 mod profile_marker;
 mod reader;
 mod recover;
+mod span;
 
 pub use coarsen::MAX_SAMPLES_PER_TRACK;
 pub use compression::{decompressed, Compression};
@@ -57,3 +59,4 @@ pub use profile::{
 pub use profile_marker::{busy_share, Figures, Number, ProfileMarker};
 pub use reader::{read_log, Damage, DropReason, Read, ReadError, Recording};
 pub use recover::{recover, Recovery};
+pub use span::{compact_span, Span, SpanLogs};

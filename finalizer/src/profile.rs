@@ -46,9 +46,9 @@ pub struct Compaction {
 
 /// The processed profile, ready to serialize.
 pub struct Profile {
-    meta: Map<String, Value>,
-    thread: Map<String, Value>,
-    markers: Vec<ProfileMarker>,
+    pub(crate) meta: Map<String, Value>,
+    pub(crate) thread: Map<String, Value>,
+    pub(crate) markers: Vec<ProfileMarker>,
 }
 
 impl Profile {

@@ -22,6 +22,11 @@ pub struct RecorderConfig {
     pub task: TaskInfo,
     /// Whether to sample resources at all (CPU, memory, disk, network, and what follows).
     pub sample_system: bool,
+    /// With `sample_system`, whether to sample the machine-wide tracks (CPU, memory, disk,
+    /// network, pressure, load, swap, frequency) besides the task's own (its processes and
+    /// cgroup): off for a task's log in the daemon, whose machine tracks come from the
+    /// daemon's one machine recording.
+    pub machine_tracks: bool,
     /// The statsd listener's limits, or None for no listener.
     pub statsd: Option<MetricLimits>,
     /// The series the task may write, over every way in; none given: all.
@@ -53,6 +58,7 @@ impl RecorderConfig {
             sync: SyncPolicy::interval(interval),
             task: task_from_env(),
             sample_system: true,
+            machine_tracks: true,
             statsd: Some(MetricLimits::default()),
             metric_scopes: MetricScopes::default(),
             influx: true,

@@ -16,7 +16,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tc_profile_format::marker_file::Limits;
 use tc_profile_format::profile_dir::DirReader;
 use tc_profile_format::schema::category;
-use tc_profile_format::{encode_line_into, Batch, Checkpoint, Line, Merger, MetricLimits};
+use tc_profile_format::{
+    encode_line_into, Batch, Checkpoint, FileProgress, Line, Merger, MetricLimits,
+};
 
 /// The rescan period while inotify events arrive, in case one is missed (an overflowing
 /// event queue, a file system that does not report every write).
@@ -36,6 +38,9 @@ pub struct ProfileDirConfig {
     /// Use inotify; without it, or where it fails, rescan every `poll_interval`.
     pub watch: bool,
     pub poll_interval: Duration,
+    /// How far an earlier log of the same directory took each file (its checkpoints): read
+    /// on from there, so that a line is in one log only (the daemon's task logs in parts).
+    pub resume: Vec<FileProgress>,
 }
 
 impl ProfileDirConfig {
@@ -45,6 +50,7 @@ impl ProfileDirConfig {
             limits: Limits::default(),
             watch: true,
             poll_interval: Duration::from_millis(100),
+            resume: Vec::new(),
         }
     }
 }
@@ -97,12 +103,16 @@ impl Ingester {
         schemas: Vec<Value>,
         metrics: (MetricLimits, Duration),
     ) -> Result<Ingester, RecorderError> {
-        let reader = DirReader::open(&config.path, config.limits.clone()).map_err(|source| {
-            RecorderError::ProfileDir {
-                path: config.path.clone(),
-                source,
-            }
-        })?;
+        let mut reader =
+            DirReader::open(&config.path, config.limits.clone()).map_err(|source| {
+                RecorderError::ProfileDir {
+                    path: config.path.clone(),
+                    source,
+                }
+            })?;
+        for progress in &config.resume {
+            reader.resume(progress);
+        }
         let ids = sink.next_id.clone();
         let merger = Merger::new(
             sink.clock().start_epoch_ms(),

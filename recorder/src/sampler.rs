@@ -54,7 +54,9 @@ impl Sampler {
         let mut machine_files = MachineFiles::open(proc_root);
         let machine = machine_files.read();
         sampler.machine = Some(machine_files);
-        sampler.add(SystemSampler::probe(proc_root, sys_root, &machine));
+        if config.machine_tracks {
+            sampler.add(SystemSampler::probe(proc_root, sys_root, &machine));
+        }
         if let Some(follow) = &config.follow {
             sampler.add(ProcessTree::probe(
                 proc_root,
@@ -74,10 +76,12 @@ impl Sampler {
                 sampler.add(Some(source));
             }
         }
-        sampler.add(Pressure::probe(proc_root));
-        sampler.add(LoadAverage::probe(&machine));
-        sampler.add(Swap::probe(proc_root, &machine));
-        sampler.add(CpuFrequency::probe(sys_root));
+        if config.machine_tracks {
+            sampler.add(Pressure::probe(proc_root));
+            sampler.add(LoadAverage::probe(&machine));
+            sampler.add(Swap::probe(proc_root, &machine));
+            sampler.add(CpuFrequency::probe(sys_root));
+        }
         sampler
     }
 

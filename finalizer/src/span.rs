@@ -1,0 +1,180 @@
+//! Several logs of one machine on one timeline, over a span (the daemon's task and worker
+//! profiles): each log compacted on its own, its markers moved to the span's time 0, the
+//! machine's markers cut to the span, and every stretch of the span that no machine log
+//! covers drawn as "Data missing" (the machine was not being recorded).
+
+use crate::profile::{compact, Profile, DATA_MISSING, ENDED_EARLY};
+use crate::profile_marker::ProfileMarker;
+use crate::reader::Recording;
+use serde_json::{json, Map, Value};
+use tc_profile_format::schema::{data_type, declare_notes};
+use tc_profile_format::Marker;
+
+/// A stretch no machine log covers is a gap only past this, or past 2.5 sampling
+/// intervals: a live log's last sample lags its clock by up to one interval.
+const MISSING_AFTER_MS: f64 = 2000.0;
+
+/// Epoch milliseconds, `start` to `end`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Span {
+    pub start: f64,
+    pub end: f64,
+}
+
+/// What a span profile is made of.
+#[derive(Default)]
+pub struct SpanLogs {
+    /// Logs kept whole (a task's parts), in time order; the first one's meta and thread
+    /// are the profile's.
+    pub own: Vec<Recording>,
+    /// The machine's logs, cut to the span; together they say what was recorded when.
+    pub machine: Vec<Recording>,
+    /// Markers to add, their times in epoch milliseconds.
+    pub extra: Vec<Marker>,
+}
+
+/// The profile of `logs` over `span`, time 0 at `span.start`. An input's "Recording ended
+/// early" note is left out: a live log has no footer yet, and a killed daemon's logs are
+/// told by the "Data missing" of its downtime.
+pub fn compact_span(logs: SpanLogs, span: Span) -> Profile {
+    let length = span.end - span.start;
+    let mut covered = Vec::new();
+    let mut base: Option<Profile> = None;
+    let mut markers = Vec::new();
+    let inputs = logs.own.into_iter().map(|r| (r, false));
+    for (recording, is_machine) in inputs.chain(logs.machine.into_iter().map(|r| (r, true))) {
+        let origin = start_time(&recording.meta);
+        let interval = number(&recording.meta, "interval").unwrap_or(100.0);
+        let (profile, compaction) = compact(recording);
+        let offset = origin - span.start;
+        if is_machine {
+            let slack = MISSING_AFTER_MS.max(2.5 * interval);
+            covered.push((offset, offset + compaction.end_time + slack));
+        }
+        for mut marker in profile.markers.iter().cloned() {
+            if marker.name == ENDED_EARLY {
+                continue;
+            }
+            shift(&mut marker, offset);
+            if !is_machine || cut(&mut marker, length) {
+                markers.push(marker);
+            }
+        }
+        match &mut base {
+            None => base = Some(profile),
+            Some(base) => unite_meta(&mut base.meta, &profile.meta),
+        }
+    }
+    let mut profile = base.unwrap_or_else(empty_profile);
+    let notes = declare_notes(&mut profile.meta);
+    for (start, end) in uncovered(covered, length) {
+        let text = "the machine was not being recorded (the daemon was stopped or killed)";
+        let missing = Marker::interval(DATA_MISSING, start, end)
+            .with_category(notes)
+            .with_data(json!({"type": data_type::TEXT, "text": text}));
+        markers.push(missing.into());
+    }
+    for extra in logs.extra {
+        let mut marker = ProfileMarker::from(extra);
+        shift(&mut marker, -span.start);
+        markers.push(marker);
+    }
+    markers.sort_by(|a, b| a.start_time.total_cmp(&b.start_time));
+    profile
+        .meta
+        .insert("startTime".to_owned(), json!(span.start));
+    profile
+        .meta
+        .insert("profilingEndTime".to_owned(), json!(length));
+    profile.markers = markers;
+    profile
+}
+
+fn start_time(meta: &Map<String, Value>) -> f64 {
+    number(meta, "startTime").unwrap_or_default()
+}
+
+fn number(meta: &Map<String, Value>, key: &str) -> Option<f64> {
+    meta.get(key).and_then(Value::as_f64)
+}
+
+fn shift(marker: &mut ProfileMarker, offset: f64) {
+    marker.start_time += offset;
+    if let Some(end) = &mut marker.end_time {
+        *end += offset;
+    }
+}
+
+/// Cuts a marker to `[0, length]`; false when none of it is inside.
+fn cut(marker: &mut ProfileMarker, length: f64) -> bool {
+    let end = marker.end_time.unwrap_or(marker.start_time);
+    if end < 0.0 || marker.start_time > length {
+        return false;
+    }
+    marker.start_time = marker.start_time.max(0.0);
+    if let Some(end) = &mut marker.end_time {
+        *end = end.min(length);
+    }
+    true
+}
+
+/// The stretches of `[0, length]` longer than a moment that no `(start, end)` covers.
+fn uncovered(mut covered: Vec<(f64, f64)>, length: f64) -> Vec<(f64, f64)> {
+    covered.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut gaps = Vec::new();
+    let mut reached = 0.0_f64;
+    for (start, end) in covered.into_iter().chain([(length, length)]) {
+        let start = start.min(length);
+        if start - reached > 0.0 {
+            gaps.push((reached, start));
+        }
+        reached = reached.max(end);
+    }
+    gaps
+}
+
+/// Adds to `meta` the schemas and sources of `other` it lacks.
+fn unite_meta(meta: &mut Map<String, Value>, other: &Map<String, Value>) {
+    let theirs = other.get("markerSchema").and_then(Value::as_array);
+    if let (Some(Value::Array(ours)), Some(theirs)) = (meta.get_mut("markerSchema"), theirs) {
+        for schema in theirs {
+            if !ours.iter().any(|s| s["name"] == schema["name"]) {
+                ours.push(schema.clone());
+            }
+        }
+    }
+    let theirs = other
+        .get("tcProfile")
+        .and_then(|t| t.get("sources"))
+        .and_then(Value::as_array);
+    let ours = meta
+        .get_mut("tcProfile")
+        .and_then(|t| t.get_mut("sources"))
+        .and_then(Value::as_array_mut);
+    if let (Some(ours), Some(theirs)) = (ours, theirs) {
+        for source in theirs {
+            if !ours.contains(source) {
+                ours.push(source.clone());
+            }
+        }
+    }
+}
+
+/// A span with no log at all: only the front-end's required meta and an empty thread.
+fn empty_profile() -> Profile {
+    let meta = tc_profile_format::meta_line(&tc_profile_format::MetaInfo::default());
+    let thread = tc_profile_format::thread_line("tc-profile");
+    let (tc_profile_format::Line::Meta(meta), tc_profile_format::Line::Thread(thread)) =
+        (meta, thread)
+    else {
+        unreachable!("meta_line and thread_line make a meta and a thread line")
+    };
+    Profile {
+        meta,
+        thread,
+        markers: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,108 @@
+use super::*;
+use crate::reader::read_log;
+
+fn log(start: f64, schema: &str, lines: &[&str]) -> Recording {
+    let mut text = format!(
+        r#"{{"type":"meta","startTime":{start},"interval":100,"markerSchema":[{{"name":"{schema}","display":[],"data":[]}}],"tcProfile":{{"sources":["{schema}"]}}}}"#
+    );
+    text.push_str("\n{\"type\":\"thread\",\"name\":\"t\"}\n");
+    for line in lines {
+        text.push_str(line);
+        text.push('\n');
+    }
+    read_log(text.as_bytes()).unwrap()
+}
+
+fn marker(name: &str, start: f64, end: f64) -> String {
+    format!(r#"{{"type":"marker","name":"{name}","startTime":{start},"endTime":{end}}}"#)
+}
+
+fn named<'a>(profile: &'a Profile, name: &str) -> Vec<&'a ProfileMarker> {
+    profile.markers.iter().filter(|m| m.name == name).collect()
+}
+
+#[test]
+fn logs_are_put_on_the_span_timeline_and_the_machine_cut_to_it() {
+    // The task's log starts at 10 s, the machine's at 5 s; the span is 10 s to 20 s.
+    let task = log(10_000.0, "T", &[&marker("step", 1000.0, 2000.0)]);
+    let machine_lines = [
+        marker("cpu", 0.0, 4000.0),
+        marker("cpu", 4000.0, 6000.0),
+        marker("cpu", 14_000.0, 15_000.0),
+        r#"{"type":"footer","endTime":15000,"reason":"stopped"}"#.to_owned(),
+    ];
+    let machine_lines: Vec<&str> = machine_lines.iter().map(String::as_str).collect();
+    let machine = log(5000.0, "M", &machine_lines);
+    let span = Span {
+        start: 10_000.0,
+        end: 20_000.0,
+    };
+    let logs = SpanLogs {
+        own: vec![task],
+        machine: vec![machine],
+        extra: vec![Marker::interval("task", 11_000.0, 12_000.0)],
+    };
+    let profile = compact_span(logs, span);
+    let step = named(&profile, "step");
+    assert_eq!(
+        (step[0].start_time, step[0].end_time),
+        (1000.0, Some(2000.0))
+    );
+    let cpu: Vec<_> = named(&profile, "cpu")
+        .iter()
+        .map(|m| (m.start_time, m.end_time))
+        .collect();
+    // The first sample is before the span, the second cut at its start, the third moved.
+    assert_eq!(cpu, [(0.0, Some(1000.0)), (9000.0, Some(10_000.0))]);
+    let task = named(&profile, "task");
+    assert_eq!(task[0].start_time, 1000.0);
+    assert_eq!(profile.meta["startTime"], json!(10_000.0));
+    assert_eq!(profile.meta["profilingEndTime"], json!(10_000.0));
+    let schemas = profile.meta["markerSchema"].as_array().unwrap();
+    assert!(["T", "M", "Text"]
+        .iter()
+        .all(|name| schemas.iter().any(|s| s["name"] == *name)));
+    assert_eq!(profile.meta["tcProfile"]["sources"], json!(["T", "M"]));
+    assert!(named(&profile, ENDED_EARLY).is_empty());
+    // The machine log ends at 20 s: nothing is missing.
+    assert!(named(&profile, DATA_MISSING).is_empty());
+}
+
+#[test]
+fn what_no_machine_log_covers_is_data_missing() {
+    // Two machine logs: 0 to 3 s, then 8 s to 10 s (a daemon killed and restarted).
+    let first = log(0.0, "M", &[&marker("cpu", 0.0, 3000.0)]);
+    let second = log(8000.0, "M", &[&marker("cpu", 0.0, 2000.0)]);
+    let logs = SpanLogs {
+        machine: vec![second, first],
+        ..SpanLogs::default()
+    };
+    let profile = compact_span(
+        logs,
+        Span {
+            start: 0.0,
+            end: 10_000.0,
+        },
+    );
+    let missing: Vec<_> = named(&profile, DATA_MISSING)
+        .iter()
+        .map(|m| (m.start_time, m.end_time))
+        .collect();
+    // Each log counts 2 s past its last sample (a live log lags): 5 s to 8 s is missing.
+    assert_eq!(missing, [(5000.0, Some(8000.0))]);
+}
+
+#[test]
+fn a_span_without_any_log_is_all_missing_and_still_a_profile() {
+    let span = Span {
+        start: 1000.0,
+        end: 4000.0,
+    };
+    let profile = compact_span(SpanLogs::default(), span);
+    let missing = named(&profile, DATA_MISSING);
+    assert_eq!(
+        (missing[0].start_time, missing[0].end_time),
+        (0.0, Some(3000.0))
+    );
+    assert!(profile.meta.contains_key("categories"));
+}
