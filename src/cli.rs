@@ -107,6 +107,24 @@ pub enum Command {
         A write is tried 5 times, about 4 s of waits in between, 30 s at most each."
     )]
     Export(ExportArgs),
+    /// Record the whole worker (a service): per-task profiles are cut from it on request.
+    #[command(
+        after_help = "Example:\n  tc-profile daemon --state-dir /var/lib/tc-profile --ready-file /run/tc-profile/ready\n\n\
+        Samples the machine into segment logs in DIR and listens on a Unix socket (mode 0600)\n\
+        for `task start`, `task end` and `worker-profile`. On SIGTERM or SIGINT it ends every\n\
+        log cleanly and exits 0; the tasks still open are resumed by the next daemon."
+    )]
+    Daemon(crate::daemon::DaemonArgs),
+    /// Begin or end a task recorded by the daemon.
+    #[command(
+        after_help = "Example:\n  dir=$(tc-profile task start abc123 --run-id 0)\n  \
+        TASKCLUSTER_PROFILE_DIR=$dir ./task & tc-profile task start abc123 --pid $!\n  \
+        wait $!; tc-profile task end abc123 --exit-status $? -o profile.json"
+    )]
+    Task(crate::daemon::TaskArgs),
+    /// Write the worker's profile over a span: machine tracks, tasks, idle time.
+    #[command(after_help = "Example:\n  tc-profile worker-profile --since 1d -o worker.json")]
+    WorkerProfile(crate::daemon::WorkerProfileArgs),
 }
 
 #[derive(Args, Debug)]
@@ -417,7 +435,7 @@ pub enum SyncArg {
     Never,
 }
 
-fn parse_interval(text: &str) -> Result<Duration, String> {
+pub(crate) fn parse_interval(text: &str) -> Result<Duration, String> {
     parse_seconds(text, 0.01..=3600.0)
 }
 

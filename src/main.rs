@@ -1,7 +1,8 @@
-//! The `tc-profile` binary: a thin command line over the format-spec, recorder and
-//! finalizer crates. Exit codes are decided here alone.
+//! The `tc-profile` binary: a thin command line over the format-spec, recorder,
+//! finalizer and daemon crates. Exit codes are decided here alone.
 
 mod cli;
+mod daemon;
 mod export;
 mod mark;
 mod open;
@@ -52,6 +53,9 @@ fn dispatch(command: Command) -> Result<u8> {
         Command::Open(args) => open::open(args),
         Command::Completions(args) => completions(args),
         Command::Export(args) => export::export(args),
+        Command::Daemon(args) => daemon::daemon(args),
+        Command::Task(args) => daemon::task(args),
+        Command::WorkerProfile(args) => daemon::worker_profile(args),
     }
 }
 

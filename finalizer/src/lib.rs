@@ -59,4 +59,4 @@ pub use profile::{
 pub use profile_marker::{busy_share, Figures, Number, ProfileMarker};
 pub use reader::{read_log, Damage, DropReason, Read, ReadError, Recording};
 pub use recover::{recover, Recovery};
-pub use span::{compact_span, Span, SpanLogs};
+pub use span::{compact_span, uncovered, Span, SpanLogs};

@@ -10,9 +10,10 @@ use serde_json::{json, Map, Value};
 use tc_profile_format::schema::{data_type, declare_notes};
 use tc_profile_format::Marker;
 
-/// A stretch no machine log covers is a gap only past this, or past 2.5 sampling
-/// intervals: a live log's last sample lags its clock by up to one interval.
-const MISSING_AFTER_MS: f64 = 2000.0;
+/// A stretch no machine log covers is drawn only past this, or past 2.5 of the logs'
+/// sampling intervals: a live log's last sample lags its clock by up to one interval and
+/// its sync, and a log's name and its `startTime` differ by a moment.
+const MISSING_AFTER_MS: f64 = 250.0;
 
 /// Epoch milliseconds, `start` to `end`.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -31,6 +32,8 @@ pub struct SpanLogs {
     pub machine: Vec<Recording>,
     /// Markers to add, their times in epoch milliseconds.
     pub extra: Vec<Marker>,
+    /// Keys to add to `meta.tcProfile`: what the caller knows of the span.
+    pub tc_profile: Map<String, Value>,
 }
 
 /// The profile of `logs` over `span`, time 0 at `span.start`. An input's "Recording ended
@@ -39,6 +42,7 @@ pub struct SpanLogs {
 pub fn compact_span(logs: SpanLogs, span: Span) -> Profile {
     let length = span.end - span.start;
     let mut covered = Vec::new();
+    let mut shortest_gap = MISSING_AFTER_MS;
     let mut base: Option<Profile> = None;
     let mut markers = Vec::new();
     let inputs = logs.own.into_iter().map(|r| (r, false));
@@ -48,8 +52,8 @@ pub fn compact_span(logs: SpanLogs, span: Span) -> Profile {
         let (profile, compaction) = compact(recording);
         let offset = origin - span.start;
         if is_machine {
-            let slack = MISSING_AFTER_MS.max(2.5 * interval);
-            covered.push((offset, offset + compaction.end_time + slack));
+            shortest_gap = shortest_gap.max(2.5 * interval);
+            covered.push((offset, offset + compaction.end_time));
         }
         for mut marker in profile.markers.iter().cloned() {
             if marker.name == ENDED_EARLY {
@@ -67,7 +71,8 @@ pub fn compact_span(logs: SpanLogs, span: Span) -> Profile {
     }
     let mut profile = base.unwrap_or_else(empty_profile);
     let notes = declare_notes(&mut profile.meta);
-    for (start, end) in uncovered(covered, length) {
+    let gaps = uncovered(covered, length).into_iter();
+    for (start, end) in gaps.filter(|(start, end)| end - start >= shortest_gap) {
         let text = "the machine was not being recorded (the daemon was stopped or killed)";
         let missing = Marker::interval(DATA_MISSING, start, end)
             .with_category(notes)
@@ -86,6 +91,13 @@ pub fn compact_span(logs: SpanLogs, span: Span) -> Profile {
     profile
         .meta
         .insert("profilingEndTime".to_owned(), json!(length));
+    match profile.meta.get_mut("tcProfile") {
+        Some(Value::Object(tc_profile)) => tc_profile.extend(logs.tc_profile),
+        _ => {
+            let keys = Value::Object(logs.tc_profile);
+            profile.meta.insert("tcProfile".to_owned(), keys);
+        }
+    }
     profile.markers = markers;
     profile
 }
@@ -118,8 +130,8 @@ fn cut(marker: &mut ProfileMarker, length: f64) -> bool {
     true
 }
 
-/// The stretches of `[0, length]` longer than a moment that no `(start, end)` covers.
-fn uncovered(mut covered: Vec<(f64, f64)>, length: f64) -> Vec<(f64, f64)> {
+/// The stretches of `[0, length]` that no `(start, end)` covers.
+pub fn uncovered(mut covered: Vec<(f64, f64)>, length: f64) -> Vec<(f64, f64)> {
     covered.sort_by(|a, b| a.0.total_cmp(&b.0));
     let mut gaps = Vec::new();
     let mut reached = 0.0_f64;

@@ -41,6 +41,7 @@ fn logs_are_put_on_the_span_timeline_and_the_machine_cut_to_it() {
         own: vec![task],
         machine: vec![machine],
         extra: vec![Marker::interval("task", 11_000.0, 12_000.0)],
+        tc_profile: Map::from_iter([("exitStatus".to_owned(), json!(3))]),
     };
     let profile = compact_span(logs, span);
     let step = named(&profile, "step");
@@ -63,6 +64,7 @@ fn logs_are_put_on_the_span_timeline_and_the_machine_cut_to_it() {
         .iter()
         .all(|name| schemas.iter().any(|s| s["name"] == *name)));
     assert_eq!(profile.meta["tcProfile"]["sources"], json!(["T", "M"]));
+    assert_eq!(profile.meta["tcProfile"]["exitStatus"], json!(3));
     assert!(named(&profile, ENDED_EARLY).is_empty());
     // The machine log ends at 20 s: nothing is missing.
     assert!(named(&profile, DATA_MISSING).is_empty());
@@ -81,15 +83,15 @@ fn what_no_machine_log_covers_is_data_missing() {
         logs,
         Span {
             start: 0.0,
-            end: 10_000.0,
+            end: 10_200.0,
         },
     );
     let missing: Vec<_> = named(&profile, DATA_MISSING)
         .iter()
         .map(|m| (m.start_time, m.end_time))
         .collect();
-    // Each log counts 2 s past its last sample (a live log lags): 5 s to 8 s is missing.
-    assert_eq!(missing, [(5000.0, Some(8000.0))]);
+    // And 10 s to 10.2 s is not: a live log's last sample lags.
+    assert_eq!(missing, [(3000.0, Some(8000.0))]);
 }
 
 #[test]

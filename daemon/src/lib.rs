@@ -1,0 +1,115 @@
+//! The worker-wide daemon: one machine recording in segments (`segments`), one log per task
+//! (`tasks`), the open tasks kept in the state directory (`state`) so that a restarted
+//! daemon resumes them, and the worker's requests over a Unix socket (`protocol`, `server`)
+//! answered by `service` (task start and end) and `worker` (the worker's profile).
+//!
+//! Main types: [`Daemon`] ([`Daemon::start`], then [`Daemon::stop`]), [`DaemonConfig`],
+//! [`Request`] and [`Reply`] (what a client sends and gets, [`ask`]).
+
+mod config;
+mod error;
+mod logs;
+mod protocol;
+mod segments;
+mod server;
+mod service;
+mod state;
+mod tasks;
+mod worker;
+
+pub use config::{DaemonConfig, Retain, DEFAULT_SOCKET, SOCKET_VARIABLE};
+pub use error::DaemonError;
+pub use protocol::{Reply, Request};
+pub use server::ask;
+
+use segments::Segments;
+use service::{Running, Shared};
+use state::StateFiles;
+use std::fs::File;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// How often the segment is checked for rotation and the old ones for retention.
+const HOUSEKEEPING_PERIOD: Duration = Duration::from_secs(1);
+
+/// A running daemon.
+pub struct Daemon {
+    shared: Arc<Shared>,
+    server: server::Server,
+    housekeeping: Option<(Arc<AtomicBool>, JoinHandle<()>)>,
+    /// Held for the daemon's life: a second daemon on the same state directory is refused.
+    _lock: File,
+}
+
+impl Daemon {
+    /// Locks the state directory, starts the machine's segment, resumes the open tasks a
+    /// previous daemon left (each in a new part), and listens on the socket.
+    pub fn start(config: DaemonConfig) -> Result<Daemon, DaemonError> {
+        let dir = &config.state_dir;
+        std::fs::create_dir_all(dir.join("tasks")).map_err(DaemonError::state(dir))?;
+        let lock = state::lock(dir)
+            .map_err(DaemonError::state(dir))?
+            .ok_or_else(|| DaemonError::StateDirLocked { path: dir.clone() })?;
+        let files = StateFiles::new(dir);
+        let open = files.load().map_err(DaemonError::state(dir))?;
+        let segments = Segments::start(&dir.join("segments"), config.interval)?;
+        let mut running = Vec::new();
+        for mut open in open {
+            let recorder = tasks::start_part(&mut open, &dir.join("tasks"), config.interval)?;
+            running.push(Running {
+                open,
+                recorder: Some(recorder),
+            });
+        }
+        let shared = Arc::new(Shared {
+            config: config.clone(),
+            files,
+            inner: Mutex::new(service::Inner {
+                segments: Some(segments),
+                tasks: running,
+            }),
+        });
+        shared.save()?;
+        let server = server::Server::start(&config.socket, Arc::clone(&shared))?;
+        let housekeeping = start_housekeeping(Arc::clone(&shared))?;
+        Ok(Daemon {
+            shared,
+            server,
+            housekeeping: Some(housekeeping),
+            _lock: lock,
+        })
+    }
+
+    /// Stops listening, ends every open task's part and the machine's segment cleanly; the
+    /// tasks stay open in the state directory, for the next daemon to resume.
+    pub fn stop(mut self) -> Result<(), DaemonError> {
+        self.server.stop();
+        if let Some((stop, handle)) = self.housekeeping.take() {
+            stop.store(true, Ordering::Release);
+            handle.thread().unpark();
+            let _ = handle.join();
+        }
+        self.shared.stop()
+    }
+}
+
+fn start_housekeeping(
+    shared: Arc<Shared>,
+) -> Result<(Arc<AtomicBool>, JoinHandle<()>), DaemonError> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let handle = std::thread::Builder::new()
+        .name("tc-profile-housekeeping".into())
+        .spawn({
+            let stop = Arc::clone(&stop);
+            move || {
+                while !stop.load(Ordering::Acquire) {
+                    std::thread::park_timeout(HOUSEKEEPING_PERIOD);
+                    shared.housekeeping();
+                }
+            }
+        })
+        .map_err(DaemonError::Thread)?;
+    Ok((stop, handle))
+}

@@ -1,0 +1,185 @@
+//! The machine, recorded by one ordinary [`Recorder`] at a time into a chain of logs
+//! (`segments/machine-<epoch ms>-<pid>.jsonl`): rotation starts the next segment's
+//! recorder before it finishes the old one, so each segment is valid and crash-safe on
+//! its own and no gap opens between two; retention deletes the oldest finished ones.
+
+use crate::config::Retain;
+use crate::error::DaemonError;
+use crate::logs::epoch_ms;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+use tc_profile_format::{EndReason, TaskInfo};
+use tc_profile_recorder::{Recorder, RecorderConfig, SyncPolicy, COARSE_AFTER};
+
+/// A segment lasts until the recorder would thin its samples out (COARSE_AFTER), so that
+/// the machine tracks keep the daemon's interval, or until it is this large.
+const SEGMENT_AGE: Duration = COARSE_AFTER;
+const SEGMENT_BYTES: u64 = 64 << 20;
+
+/// A segment log in the directory.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Segment {
+    pub path: PathBuf,
+    /// Epoch ms, from its name.
+    pub start: f64,
+}
+
+/// The segment being written.
+pub struct Segments {
+    dir: PathBuf,
+    interval: Duration,
+    recorder: Recorder,
+    path: PathBuf,
+    started: Instant,
+}
+
+impl Segments {
+    pub fn start(dir: &Path, interval: Duration) -> Result<Segments, DaemonError> {
+        std::fs::create_dir_all(dir).map_err(DaemonError::state(dir))?;
+        let (recorder, path) = start_segment(dir, interval)?;
+        Ok(Segments {
+            dir: dir.to_owned(),
+            interval,
+            recorder,
+            path,
+            started: Instant::now(),
+        })
+    }
+
+    /// Starts the next segment once this one is old or large enough.
+    pub fn rotate_if_due(&mut self) -> Result<(), DaemonError> {
+        let size = std::fs::metadata(&self.path).map_or(0, |m| m.len());
+        if self.started.elapsed() < SEGMENT_AGE && size < SEGMENT_BYTES {
+            return Ok(());
+        }
+        let (recorder, path) = start_segment(&self.dir, self.interval)?;
+        let old = std::mem::replace(&mut self.recorder, recorder);
+        self.path = path;
+        self.started = Instant::now();
+        drop(old.finish(EndReason::Stopped)?);
+        Ok(())
+    }
+
+    pub fn finish(self) -> Result<(), DaemonError> {
+        drop(self.recorder.finish(EndReason::Stopped)?);
+        Ok(())
+    }
+}
+
+fn start_segment(dir: &Path, interval: Duration) -> Result<(Recorder, PathBuf), DaemonError> {
+    let path = dir.join(format!(
+        "machine-{}-{}.jsonl",
+        epoch_ms() as u64,
+        std::process::id()
+    ));
+    let mut config = RecorderConfig::new(path.clone());
+    config.interval = interval;
+    config.sync = SyncPolicy::interval(interval);
+    config.task = TaskInfo::default();
+    config.statsd = None;
+    config.influx = false;
+    Ok((Recorder::start(config)?, path))
+}
+
+/// The segments in `dir`, oldest first.
+pub fn list(dir: &Path) -> Result<Vec<Segment>, DaemonError> {
+    let entries = std::fs::read_dir(dir).map_err(DaemonError::state(dir))?;
+    let mut segments: Vec<Segment> = entries
+        .filter_map(Result::ok)
+        .filter_map(|entry| {
+            let name = entry.file_name().into_string().ok()?;
+            let stem = name.strip_prefix("machine-")?.strip_suffix(".jsonl")?;
+            let start = stem.split('-').next()?.parse::<u64>().ok()?;
+            Some(Segment {
+                path: entry.path(),
+                start: start as f64,
+            })
+        })
+        .collect();
+    segments.sort_by(|a, b| a.start.total_cmp(&b.start));
+    Ok(segments)
+}
+
+/// The segments that may hold samples of `start..end`: each reaches until the next starts.
+pub fn overlapping(segments: &[Segment], start: f64, end: f64) -> Vec<PathBuf> {
+    let ends = segments
+        .iter()
+        .skip(1)
+        .map(|s| s.start)
+        .chain([f64::INFINITY]);
+    segments
+        .iter()
+        .zip(ends)
+        .filter(|(segment, until)| segment.start <= end && *until >= start)
+        .map(|(segment, _)| segment.path.clone())
+        .collect()
+}
+
+/// Deletes the oldest segments beyond `retain`, never the one being written nor one that
+/// reaches past `needed_from` (epoch ms: the start of the oldest open task); returns how
+/// many were deleted.
+pub fn apply_retention(segments: &[Segment], retain: Retain, needed_from: f64, now: f64) -> usize {
+    let ends = segments.iter().skip(1).map(|s| s.start);
+    let finished: Vec<(&Segment, f64)> = segments.iter().zip(ends).collect();
+    let mut kept_bytes = 0_u64;
+    let mut deleted = 0;
+    // Newest first, so that a size budget keeps the most recent.
+    for (segment, end) in finished.into_iter().rev() {
+        let size = std::fs::metadata(&segment.path).map_or(0, |m| m.len());
+        kept_bytes += size;
+        let beyond = match retain {
+            Retain::Age(age) => now - end > age.as_secs_f64() * 1000.0,
+            Retain::Size(bytes) => kept_bytes > bytes,
+        };
+        if beyond && end < needed_from && std::fs::remove_file(&segment.path).is_ok() {
+            deleted += 1;
+        }
+    }
+    deleted
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn segments_at(dir: &Path, starts: &[u64]) -> Vec<Segment> {
+        for start in starts {
+            let path = dir.join(format!("machine-{start}-1.jsonl"));
+            std::fs::write(path, vec![b'x'; 100]).unwrap();
+        }
+        std::fs::write(dir.join("other.jsonl"), "").unwrap();
+        list(dir).unwrap()
+    }
+
+    #[test]
+    fn segments_are_listed_in_time_order_and_picked_by_span() {
+        let dir = tempfile::tempdir().unwrap();
+        let segments = segments_at(dir.path(), &[3000, 1000, 2000]);
+        let starts: Vec<f64> = segments.iter().map(|s| s.start).collect();
+        assert_eq!(starts, [1000.0, 2000.0, 3000.0]);
+        let picked = overlapping(&segments, 2100.0, 2200.0);
+        assert_eq!(picked, [segments[1].path.clone()]);
+        let picked = overlapping(&segments, 1500.0, 9000.0);
+        assert_eq!(picked.len(), 3);
+    }
+
+    #[test]
+    fn retention_keeps_the_current_segment_and_what_an_open_task_needs() {
+        let dir = tempfile::tempdir().unwrap();
+        let segments = segments_at(dir.path(), &[1000, 2000, 3000, 4000]);
+        // 150 bytes: only the newest finished segment fits; the current is never counted
+        // out. An open task began at 2500: the segment 2000..3000 stays.
+        let deleted = apply_retention(&segments, Retain::Size(150), 2500.0, 5000.0);
+        assert_eq!(deleted, 1);
+        let left: Vec<f64> = list(dir.path()).unwrap().iter().map(|s| s.start).collect();
+        assert_eq!(left, [2000.0, 3000.0, 4000.0]);
+        let deleted = apply_retention(
+            &list(dir.path()).unwrap(),
+            Retain::Age(Duration::from_secs(1)),
+            f64::INFINITY,
+            5000.0,
+        );
+        // Ended at 3000 and 4000: only the first is over a second old at 5000.
+        assert_eq!(deleted, 1);
+    }
+}

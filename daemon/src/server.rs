@@ -1,0 +1,133 @@
+//! The Unix socket: owner-only, one request line and one reply line per connection, at
+//! most [`MAX_CONNECTIONS`] at once (more are told to retry); and [`ask`], the client.
+
+use crate::error::DaemonError;
+use crate::protocol::{read_request, write_line, Envelope, Reply, Request, VERSION};
+use crate::service::Shared;
+use std::io::{self, BufRead, BufReader};
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// Connections served at once; each is a thread for the length of one request.
+const MAX_CONNECTIONS: usize = 16;
+/// How long a client may take to send its request line.
+const REQUEST_WAIT: Duration = Duration::from_secs(10);
+
+pub struct Server {
+    path: PathBuf,
+    stop: Arc<AtomicBool>,
+    handle: Option<JoinHandle<()>>,
+}
+
+impl Server {
+    /// Listens at `path`, replacing a socket no daemon answers on.
+    pub fn start(path: &Path, shared: Arc<Shared>) -> Result<Server, DaemonError> {
+        let error = |source| DaemonError::Socket {
+            path: path.to_owned(),
+            source,
+        };
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(parent)
+                .map_err(error)?;
+        }
+        if path.exists() {
+            if UnixStream::connect(path).is_ok() {
+                return Err(DaemonError::SocketInUse {
+                    path: path.to_owned(),
+                });
+            }
+            std::fs::remove_file(path).map_err(error)?;
+        }
+        let listener = UnixListener::bind(path).map_err(error)?;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(error)?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let handle = std::thread::Builder::new()
+            .name("tc-profile-socket".into())
+            .spawn({
+                let stop = Arc::clone(&stop);
+                move || serve(&listener, &shared, &stop)
+            })
+            .map_err(DaemonError::Thread)?;
+        Ok(Server {
+            path: path.to_owned(),
+            stop,
+            handle: Some(handle),
+        })
+    }
+
+    /// Stops accepting (requests under way finish), and removes the socket.
+    pub fn stop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        // Wakes the accept.
+        let _ = UnixStream::connect(&self.path);
+        if let Some(handle) = self.handle.take() {
+            let _ = handle.join();
+        }
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+fn serve(listener: &UnixListener, shared: &Arc<Shared>, stop: &AtomicBool) {
+    let busy = Arc::new(AtomicUsize::new(0));
+    for stream in listener.incoming() {
+        if stop.load(Ordering::Acquire) {
+            return;
+        }
+        let Ok(stream) = stream else { continue };
+        if busy.fetch_add(1, Ordering::AcqRel) >= MAX_CONNECTIONS {
+            busy.fetch_sub(1, Ordering::AcqRel);
+            let reply = Reply::Error {
+                error: format!("the daemon is serving {MAX_CONNECTIONS} requests; try again"),
+            };
+            let _ = write_line(&stream, &reply);
+            continue;
+        }
+        let (shared, served) = (Arc::clone(shared), Arc::clone(&busy));
+        let spawned = std::thread::Builder::new()
+            .name("tc-profile-request".into())
+            .spawn(move || {
+                answer(stream, &shared);
+                served.fetch_sub(1, Ordering::AcqRel);
+            });
+        if spawned.is_err() {
+            busy.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+}
+
+fn answer(stream: UnixStream, shared: &Shared) {
+    let _ = stream.set_read_timeout(Some(REQUEST_WAIT));
+    let reply = match read_request(&stream) {
+        Ok(request) => shared.handle(request),
+        Err(error) => Reply::Error { error },
+    };
+    let _ = write_line(&stream, &reply);
+}
+
+/// Sends one request to the daemon at `socket` and returns its reply.
+pub fn ask(socket: &Path, request: Request) -> io::Result<Reply> {
+    let stream = UnixStream::connect(socket)?;
+    write_line(
+        &stream,
+        &Envelope {
+            v: VERSION,
+            request,
+        },
+    )?;
+    let mut line = String::new();
+    BufReader::new(&stream).read_line(&mut line)?;
+    serde_json::from_str(&line).map_err(|e| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("not a daemon's reply: {e}"),
+        )
+    })
+}

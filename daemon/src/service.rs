@@ -1,0 +1,336 @@
+//! The daemon's answers to `task-start` and `task-end`, under one lock: the machine's
+//! segment, the running tasks, and the state file that lists them.
+
+use crate::config::DaemonConfig;
+use crate::error::DaemonError;
+use crate::logs::epoch_ms;
+use crate::protocol::{Reply, Request};
+use crate::segments::{self, Segments};
+use crate::state::{EndedTask, Followed, OpenTask, StateFiles};
+use crate::tasks::{self, check_task_id};
+use crate::worker;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
+use tc_profile_finalizer::{write_atomically, Compression, Profile};
+use tc_profile_recorder::Recorder;
+
+/// A task being recorded.
+pub struct Running {
+    pub open: OpenTask,
+    /// None when its next part could not be started: its end still writes the profile of
+    /// the parts it has.
+    pub recorder: Option<Recorder>,
+}
+
+pub struct Inner {
+    /// None once stopped.
+    pub segments: Option<Segments>,
+    pub tasks: Vec<Running>,
+}
+
+/// What every connection and the housekeeping thread share.
+pub struct Shared {
+    pub config: DaemonConfig,
+    pub files: StateFiles,
+    pub inner: Mutex<Inner>,
+}
+
+/// How a task comes to its end.
+struct Ending {
+    exit_status: Option<i32>,
+    timed_out: bool,
+    output: PathBuf,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        // A panic in one request must not stop the others: the state is saved as it goes.
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn handle(&self, request: Request) -> Reply {
+        let result = match request {
+            Request::TaskStart {
+                task,
+                run,
+                profile_dir,
+                pid,
+                cgroup,
+            } => {
+                let follow = pid.map(Followed::Pid).or(cgroup.map(Followed::Cgroup));
+                self.start_task(&task, run, profile_dir, follow)
+                    .map(|profile_dir| Reply::ProfileDir { profile_dir })
+            }
+            Request::TaskEnd {
+                task,
+                run,
+                exit_status,
+                output,
+            } => {
+                let ending = Ending {
+                    exit_status,
+                    timed_out: false,
+                    output,
+                };
+                self.end_task(&task, run, ending)
+                    .map(|output| Reply::Output { output })
+            }
+            Request::WorkerProfile {
+                since,
+                until,
+                output,
+            } => self
+                .worker_profile(since, until, &output)
+                .map(|()| Reply::Output { output }),
+        };
+        result.unwrap_or_else(|error| Reply::Error {
+            error: error.to_string(),
+        })
+    }
+
+    fn tasks_dir(&self) -> PathBuf {
+        self.config.state_dir.join("tasks")
+    }
+
+    fn segments_dir(&self) -> PathBuf {
+        self.config.state_dir.join("segments")
+    }
+
+    /// Begins a task, or attaches the process tree of one already open; returns its
+    /// profile directory.
+    fn start_task(
+        &self,
+        task: &str,
+        run: u32,
+        profile_dir: Option<PathBuf>,
+        follow: Option<Followed>,
+    ) -> Result<PathBuf, DaemonError> {
+        check_task_id(task)?;
+        self.end_timed_out();
+        let mut inner = self.lock();
+        if let Some(running) = inner.tasks.iter_mut().find(|r| r.open.is(task, run)) {
+            let attached = self.attach(running, follow);
+            let dir = running.open.profile_dir.clone();
+            self.save_locked(&inner)?;
+            return attached.map(|()| dir);
+        }
+        let dir = profile_dir.unwrap_or_else(|| {
+            let name = format!("{task}-{run}");
+            self.config.state_dir.join("profiles").join(name)
+        });
+        let created_dir = !dir.exists();
+        std::fs::create_dir_all(&dir).map_err(|source| DaemonError::StateDir {
+            path: dir.clone(),
+            source,
+        })?;
+        let dir = std::path::absolute(&dir).map_err(DaemonError::state(&dir))?;
+        let mut open = OpenTask {
+            task: task.to_owned(),
+            run,
+            profile_dir: dir.clone(),
+            created_dir,
+            follow,
+            parts: Vec::new(),
+            start_time: epoch_ms(),
+        };
+        let recorder = tasks::start_part(&mut open, &self.tasks_dir(), self.config.interval)?;
+        inner.tasks.push(Running {
+            open,
+            recorder: Some(recorder),
+        });
+        self.save_locked(&inner)?;
+        Ok(dir)
+    }
+
+    /// A second start of an open task gives it the process tree it did not have: its
+    /// current part ends, then the next follows the tree (never two parts at once, which
+    /// would both take the same marker lines).
+    fn attach(&self, running: &mut Running, follow: Option<Followed>) -> Result<(), DaemonError> {
+        let open = &mut running.open;
+        if follow.is_none() || open.follow.is_some() {
+            return Err(DaemonError::Request(format!(
+                "task {} run {} is already open; give --pid or --cgroup to attach its processes \
+                 once, or end it first",
+                open.task, open.run
+            )));
+        }
+        if let Some(recorder) = running.recorder.take() {
+            tasks::finish_part(recorder)?;
+        }
+        open.follow = follow;
+        let interval = self.config.interval;
+        running.recorder = Some(tasks::start_part(open, &self.tasks_dir(), interval)?);
+        Ok(())
+    }
+
+    /// Ends a task: its part finished, its profile written atomically, then the task gone
+    /// from the state, its history line appended, and its logs removed. A profile that
+    /// cannot be written leaves the task open (a new part), for an end with another output.
+    fn end_task(&self, task: &str, run: u32, ending: Ending) -> Result<PathBuf, DaemonError> {
+        let mut inner = self.lock();
+        let index = inner
+            .tasks
+            .iter()
+            .position(|r| r.open.is(task, run))
+            .ok_or_else(|| {
+                DaemonError::Request(format!("task {task} run {run} is not open; start it first"))
+            })?;
+        let Running { mut open, recorder } = inner.tasks.remove(index);
+        if let Some(recorder) = recorder {
+            tasks::finish_part(recorder)?;
+        }
+        let end_time = epoch_ms();
+        let written =
+            tasks::task_profile(&open, &self.segments_dir(), end_time, ending.exit_status)
+                .and_then(|profile| write_profile(&ending.output, &profile));
+        if let Err(error) = written {
+            let recorder = tasks::start_part(&mut open, &self.tasks_dir(), self.config.interval);
+            inner.tasks.push(Running {
+                open,
+                recorder: recorder.ok(),
+            });
+            self.save_locked(&inner)?;
+            return Err(error);
+        }
+        self.save_locked(&inner)?;
+        drop(inner);
+        let ended = EndedTask {
+            task: open.task.clone(),
+            run,
+            start_time: open.start_time,
+            end_time,
+            exit_status: ending.exit_status,
+            timed_out: ending.timed_out,
+        };
+        self.files
+            .append_history(&ended)
+            .map_err(DaemonError::state(&self.config.state_dir))?;
+        remove_task_files(&open);
+        Ok(ending.output)
+    }
+
+    /// Ends the tasks open longer than `--task-timeout`, into
+    /// `STATE/timed-out/<task>-<run>.json`.
+    fn end_timed_out(&self) {
+        let limit = self.config.task_timeout.as_secs_f64() * 1000.0;
+        let now = epoch_ms();
+        let expired: Vec<(String, u32)> = self
+            .lock()
+            .tasks
+            .iter()
+            .filter(|r| now - r.open.start_time > limit)
+            .map(|r| (r.open.task.clone(), r.open.run))
+            .collect();
+        let dir = self.config.state_dir.join("timed-out");
+        for (task, run) in expired {
+            let ending = Ending {
+                exit_status: None,
+                timed_out: true,
+                output: dir.join(format!("{task}-{run}.json")),
+            };
+            let done = std::fs::create_dir_all(&dir)
+                .map_err(DaemonError::state(&dir))
+                .and_then(|()| self.end_task(&task, run, ending));
+            if let Err(error) = done {
+                warn(&error);
+            }
+        }
+    }
+
+    fn worker_profile(
+        &self,
+        since: Option<f64>,
+        until: Option<f64>,
+        output: &Path,
+    ) -> Result<(), DaemonError> {
+        let open: Vec<OpenTask> = self.lock().tasks.iter().map(|r| r.open.clone()).collect();
+        let history = self
+            .files
+            .history()
+            .map_err(DaemonError::state(&self.config.state_dir))?;
+        let profile = worker::worker_profile(&self.segments_dir(), &history, &open, since, until)?;
+        write_profile(output, &profile)
+    }
+
+    pub fn save(&self) -> Result<(), DaemonError> {
+        self.save_locked(&self.lock())
+    }
+
+    fn save_locked(&self, inner: &Inner) -> Result<(), DaemonError> {
+        let open: Vec<OpenTask> = inner.tasks.iter().map(|r| r.open.clone()).collect();
+        self.files
+            .save(&open)
+            .map_err(DaemonError::state(&self.config.state_dir))
+    }
+
+    /// Rotates the machine's segment when due, and applies the retention.
+    pub fn housekeeping(&self) {
+        let mut inner = self.lock();
+        let Some(segments) = &mut inner.segments else {
+            return;
+        };
+        if let Err(error) = segments.rotate_if_due() {
+            warn(&error);
+        }
+        let needed_from = inner
+            .tasks
+            .iter()
+            .map(|r| r.open.start_time)
+            .fold(f64::INFINITY, f64::min);
+        drop(inner);
+        match segments::list(&self.segments_dir()) {
+            Ok(list) => {
+                segments::apply_retention(&list, self.config.retain, needed_from, epoch_ms());
+            }
+            Err(error) => warn(&error),
+        }
+    }
+
+    /// Ends every part and the segment; the tasks stay open in the state file.
+    pub fn stop(&self) -> Result<(), DaemonError> {
+        let mut inner = self.lock();
+        for recorder in std::mem::take(&mut inner.tasks)
+            .into_iter()
+            .filter_map(|r| r.recorder)
+        {
+            tasks::finish_part(recorder)?;
+        }
+        match inner.segments.take() {
+            Some(segments) => segments.finish(),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Writes a profile atomically, compressed by its name (`.gz`, `.zst`).
+pub fn write_profile(path: &Path, profile: &Profile) -> Result<(), DaemonError> {
+    let compression = Compression::for_output(path);
+    write_atomically(path, |out| {
+        compression.encode(out, |out| {
+            serde_json::to_writer(out, profile).map_err(io::Error::other)
+        })
+    })
+    .map(drop)
+    .map_err(|source| DaemonError::Write {
+        path: path.to_owned(),
+        source,
+    })
+}
+
+/// Removes an ended task's logs, and its profile directory when the daemon made it.
+fn remove_task_files(open: &OpenTask) {
+    for part in &open.parts {
+        let _ = std::fs::remove_file(part);
+    }
+    if open.created_dir {
+        // Never follows a symbolic link the task may have put in its place.
+        let _ = std::fs::remove_dir_all(&open.profile_dir);
+    }
+}
+
+/// A problem of the daemon's own upkeep, which no request is waiting for: told on stderr,
+/// the service's log.
+pub fn warn(error: &DaemonError) {
+    eprintln!("tc-profile daemon: warning: {error}");
+}

@@ -1,0 +1,121 @@
+//! One log per task, in parts (`tasks/<task>-<run>-<n>.jsonl`): each part an ordinary
+//! [`Recorder`] with only the task's own sources (its process tree or cgroup, its profile
+//! directory), resuming the marker files from the earlier parts' checkpoints; and a task's
+//! profile cut from its parts and the machine's segments.
+
+use crate::error::DaemonError;
+use crate::logs::read_complete;
+use crate::segments;
+use crate::state::{Followed, OpenTask};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use tc_profile_finalizer::{compact_span, Profile, Span, SpanLogs};
+use tc_profile_format::{EndReason, TaskInfo};
+use tc_profile_recorder::{Follow, ProfileDirConfig, Recorder, RecorderConfig, SyncPolicy};
+
+/// Task ids and run ids name files: Taskcluster's slugids fit, paths do not.
+pub fn check_task_id(task: &str) -> Result<(), DaemonError> {
+    let fits = |c: char| c.is_ascii_alphanumeric() || c == '-' || c == '_';
+    if task.is_empty() || task.len() > 64 || !task.chars().all(fits) {
+        return Err(DaemonError::Request(format!(
+            "{task:?} is not a task id: 1 to 64 letters, digits, '-' or '_'"
+        )));
+    }
+    Ok(())
+}
+
+/// Starts the task's next part: a new log after the last one in `open.parts`.
+pub fn start_part(
+    open: &mut OpenTask,
+    tasks_dir: &Path,
+    interval: Duration,
+) -> Result<Recorder, DaemonError> {
+    let path = tasks_dir.join(format!(
+        "{}-{}-{}.jsonl",
+        open.task,
+        open.run,
+        open.parts.len() + 1
+    ));
+    let mut config = RecorderConfig::new(path.clone());
+    config.interval = interval;
+    config.sync = SyncPolicy::interval(interval);
+    config.machine_tracks = false;
+    config.statsd = None;
+    config.influx = false;
+    config.task = TaskInfo {
+        task_id: Some(open.task.clone()),
+        run_id: Some(open.run.to_string()),
+        ..TaskInfo::default()
+    };
+    config.follow = open.follow.as_ref().map(|follow| match follow {
+        Followed::Pid(pid) => Follow::Pid(*pid),
+        Followed::Cgroup(path) => Follow::Cgroup(path.clone()),
+    });
+    let mut dir = ProfileDirConfig::new(open.profile_dir.clone());
+    dir.poll_interval = interval.min(Duration::from_millis(100));
+    dir.resume = resume_points(&open.parts);
+    config.profile_dir = Some(dir);
+    let recorder = Recorder::start(config)?;
+    open.parts.push(path);
+    Ok(recorder)
+}
+
+/// How far the parts took each marker file: the latest checkpoint of each.
+fn resume_points(parts: &[PathBuf]) -> Vec<tc_profile_format::FileProgress> {
+    let mut progress = HashMap::new();
+    for part in parts {
+        // A part that cannot be read took nothing that counts.
+        if let Ok(recording) = read_complete(part) {
+            progress.extend(recording.progress);
+        }
+    }
+    progress.into_values().collect()
+}
+
+/// Ends a part cleanly: its last marker lines, its footer, durable.
+pub fn finish_part(recorder: Recorder) -> Result<(), DaemonError> {
+    drop(recorder.finish(EndReason::Stopped)?);
+    Ok(())
+}
+
+/// The task's profile over `start..end` (epoch ms): its parts and the machine's segments.
+pub fn task_profile(
+    open: &OpenTask,
+    segments_dir: &Path,
+    end: f64,
+    exit_status: Option<i32>,
+) -> Result<Profile, DaemonError> {
+    let own = open
+        .parts
+        .iter()
+        .map(|part| read_complete(part))
+        .collect::<Result<_, _>>()?;
+    let logs = SpanLogs {
+        own,
+        machine: machine_logs(segments_dir, open.start_time, end)?,
+        extra: Vec::new(),
+        tc_profile: exit_status
+            .map(|status| ("exitStatus".to_owned(), status.into()))
+            .into_iter()
+            .collect(),
+    };
+    let span = Span {
+        start: open.start_time,
+        end,
+    };
+    Ok(compact_span(logs, span))
+}
+
+/// The machine's segments over `start..end`, read.
+pub fn machine_logs(
+    segments_dir: &Path,
+    start: f64,
+    end: f64,
+) -> Result<Vec<tc_profile_finalizer::Recording>, DaemonError> {
+    let segments = segments::list(segments_dir)?;
+    segments::overlapping(&segments, start, end)
+        .iter()
+        .map(|path| read_complete(path))
+        .collect()
+}

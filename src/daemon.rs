@@ -1,0 +1,231 @@
+//! `tc-profile daemon`, `task start|end` and `worker-profile`: thin over the daemon crate.
+//! The daemon runs until SIGTERM or SIGINT; the other verbs send one request over its
+//! socket and print what it did.
+
+use crate::cli::parse_interval;
+use anyhow::{bail, Context, Result};
+use clap::{Args, Subcommand};
+use signal_hook::consts::{SIGINT, SIGTERM};
+use signal_hook::iterator::Signals;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use tc_profile_daemon::{
+    ask, Daemon, DaemonConfig, Reply, Request, Retain, DEFAULT_SOCKET, SOCKET_VARIABLE,
+};
+use tc_profile_finalizer::write_atomically;
+
+#[derive(Args, Debug)]
+pub struct SocketArg {
+    /// The daemon's socket [default: $TC_PROFILE_SOCKET, else /run/tc-profile/daemon.sock].
+    #[arg(long, value_name = "PATH")]
+    pub socket: Option<PathBuf>,
+}
+
+impl SocketArg {
+    fn path(&self) -> PathBuf {
+        self.socket
+            .clone()
+            .or_else(|| std::env::var_os(SOCKET_VARIABLE).map(PathBuf::from))
+            .unwrap_or_else(|| PathBuf::from(DEFAULT_SOCKET))
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct DaemonArgs {
+    /// Where the machine's segments, the tasks' logs and the daemon's state are kept
+    /// (created if missing; one daemon per directory).
+    #[arg(long, value_name = "DIR")]
+    pub state_dir: PathBuf,
+    #[command(flatten)]
+    pub socket: SocketArg,
+    /// Seconds between samples of the machine and of the tasks' processes (0.01 to 3600).
+    #[arg(long, value_name = "SECONDS", default_value = "1", value_parser = parse_interval)]
+    pub interval: Duration,
+    /// How much of the machine's past to keep: an age (30d, 12h, 90m) or a size of all
+    /// segments (2G, 500M); what an open task needs is always kept.
+    #[arg(long, value_name = "AGE|SIZE", default_value = "7d")]
+    pub retain: Retain,
+    /// A task open this long is finalized (into STATE/timed-out/) by the next `task start`.
+    #[arg(long, value_name = "SECONDS", default_value = "86400", value_parser = parse_timeout)]
+    pub task_timeout: Duration,
+    /// Once listening, write the socket's path to this file (whole or not at all).
+    #[arg(long, value_name = "PATH")]
+    pub ready_file: Option<PathBuf>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum TaskCommand {
+    /// Begin a task (or attach its processes, once, to a task begun without them); prints
+    /// its profile directory.
+    Start(TaskStartArgs),
+    /// End a task: write its profile atomically and print its path.
+    End(TaskEndArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct TaskArgs {
+    #[command(subcommand)]
+    pub command: TaskCommand,
+}
+
+#[derive(Args, Debug)]
+pub struct TaskStartArgs {
+    /// The task's id (letters, digits, - and _).
+    pub task_id: String,
+    /// The run's number.
+    #[arg(long, value_name = "N", default_value = "0")]
+    pub run_id: u32,
+    /// The directory the task writes marker files to (created if missing) [default:
+    /// STATE/profiles/TASK_ID-RUN].
+    #[arg(long, value_name = "DIR")]
+    pub profile_dir: Option<PathBuf>,
+    /// The task's process: it and its descendants are the task's tracks.
+    #[arg(long, value_name = "PID", conflicts_with = "cgroup")]
+    pub pid: Option<u32>,
+    /// The task's cgroup: its processes are the task's tracks, its counters recorded.
+    #[arg(long, value_name = "PATH")]
+    pub cgroup: Option<PathBuf>,
+    #[command(flatten)]
+    pub socket: SocketArg,
+}
+
+#[derive(Args, Debug)]
+pub struct TaskEndArgs {
+    pub task_id: String,
+    #[arg(long, value_name = "N", default_value = "0")]
+    pub run_id: u32,
+    /// The task's exit status, for the profile and the worker's profile.
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    pub exit_status: Option<i32>,
+    /// Where to write the profile; .gz or .zst compresses it.
+    #[arg(short, long, value_name = "PATH")]
+    pub output: PathBuf,
+    #[command(flatten)]
+    pub socket: SocketArg,
+}
+
+#[derive(Args, Debug)]
+pub struct WorkerProfileArgs {
+    /// The span's start: epoch milliseconds, or a time ago (90m, 2h, 1d) [default: the
+    /// oldest segment kept].
+    #[arg(long, value_name = "T", value_parser = parse_time)]
+    pub since: Option<f64>,
+    /// The span's end, as --since [default: now].
+    #[arg(long, value_name = "T", value_parser = parse_time)]
+    pub until: Option<f64>,
+    /// Where to write the profile; .gz or .zst compresses it.
+    #[arg(short, long, value_name = "PATH")]
+    pub output: PathBuf,
+    #[command(flatten)]
+    pub socket: SocketArg,
+}
+
+pub fn daemon(args: DaemonArgs) -> Result<u8> {
+    // Installed first, so that a SIGTERM sent as soon as we are ready is never fatal.
+    let mut signals =
+        Signals::new([SIGINT, SIGTERM]).context("installing the SIGINT and SIGTERM handlers")?;
+    let socket = args.socket.path();
+    let config = DaemonConfig {
+        interval: args.interval,
+        retain: args.retain,
+        task_timeout: args.task_timeout,
+        ..DaemonConfig::new(args.state_dir, socket.clone())
+    };
+    let daemon = Daemon::start(config)?;
+    if let Some(path) = &args.ready_file {
+        let mut line = socket.to_string_lossy().into_owned().into_bytes();
+        line.push(b'\n');
+        write_atomically(path, |out| out.write_all(&line)).with_context(|| {
+            format!(
+                "{}: cannot write the ready file; check --ready-file",
+                path.display()
+            )
+        })?;
+    }
+    signals.forever().next();
+    daemon.stop()?;
+    Ok(0)
+}
+
+pub fn task(args: TaskArgs) -> Result<u8> {
+    let (socket, request) = match args.command {
+        TaskCommand::Start(args) => (
+            args.socket.path(),
+            Request::TaskStart {
+                task: args.task_id,
+                run: args.run_id,
+                profile_dir: args.profile_dir.map(absolute).transpose()?,
+                pid: args.pid,
+                cgroup: args.cgroup,
+            },
+        ),
+        TaskCommand::End(args) => (
+            args.socket.path(),
+            Request::TaskEnd {
+                task: args.task_id,
+                run: args.run_id,
+                exit_status: args.exit_status,
+                output: absolute(args.output)?,
+            },
+        ),
+    };
+    send(&socket, request)
+}
+
+pub fn worker_profile(args: WorkerProfileArgs) -> Result<u8> {
+    let request = Request::WorkerProfile {
+        since: args.since,
+        until: args.until,
+        output: absolute(args.output)?,
+    };
+    send(&args.socket.path(), request)
+}
+
+/// Asks the daemon, and prints the path its reply names.
+fn send(socket: &Path, request: Request) -> Result<u8> {
+    let reply = ask(socket, request).with_context(|| {
+        format!(
+            "{}: cannot reach the daemon: start `tc-profile daemon`, or give its --socket",
+            socket.display()
+        )
+    })?;
+    let path = match reply {
+        Reply::ProfileDir { profile_dir } => profile_dir,
+        Reply::Output { output } => output,
+        Reply::Error { error } => bail!("{error}"),
+    };
+    crate::output::to_stdout(format!("{}\n", path.display()).as_bytes())?;
+    Ok(0)
+}
+
+fn absolute(path: PathBuf) -> Result<PathBuf> {
+    std::path::absolute(&path).with_context(|| format!("{}: cannot resolve it", path.display()))
+}
+
+fn parse_timeout(text: &str) -> Result<Duration, String> {
+    let seconds: f64 = text
+        .parse()
+        .map_err(|_| format!("'{text}' is not a number of seconds (for example 3600)"))?;
+    if !(seconds.is_finite() && seconds > 0.0) {
+        return Err(format!("{seconds} s: give a positive number of seconds"));
+    }
+    Ok(Duration::from_secs_f64(seconds))
+}
+
+/// Epoch milliseconds, or an age (`90m`, `2h`, `1d`, `30s`) before now.
+fn parse_time(text: &str) -> Result<f64, String> {
+    if let Ok(epoch_ms) = text.parse::<f64>() {
+        return Ok(epoch_ms);
+    }
+    match text.parse::<Retain>() {
+        Ok(Retain::Age(age)) => {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap_or_default();
+            Ok(now.saturating_sub(age).as_secs_f64() * 1000.0)
+        }
+        _ => Err(format!(
+            "'{text}' is neither epoch milliseconds nor a time ago (90m, 2h, 1d)"
+        )),
+    }
+}
