@@ -69,6 +69,7 @@ impl Daemon {
             inner: Mutex::new(service::Inner {
                 segments: Some(segments),
                 tasks: running,
+                ending: Vec::new(),
             }),
         });
         shared.save()?;

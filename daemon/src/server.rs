@@ -31,6 +31,8 @@ impl Server {
             path: path.to_owned(),
             source,
         };
+        // Absolute, so that the stop's wake-up connects whatever the working directory.
+        let path = &std::path::absolute(path).map_err(error)?;
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::DirBuilder::new()
                 .recursive(true)
@@ -66,9 +68,10 @@ impl Server {
     /// Stops accepting (requests under way finish), and removes the socket.
     pub fn stop(&mut self) {
         self.stop.store(true, Ordering::Release);
-        // Wakes the accept.
-        let _ = UnixStream::connect(&self.path);
-        if let Some(handle) = self.handle.take() {
+        // Wakes the accept; a socket removed from under us cannot be woken, and its
+        // thread is left to end with the process.
+        let woken = UnixStream::connect(&self.path).is_ok();
+        if let Some(handle) = self.handle.take().filter(|_| woken) {
             let _ = handle.join();
         }
         let _ = std::fs::remove_file(&self.path);

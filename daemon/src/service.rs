@@ -12,6 +12,7 @@ use crate::worker;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
 use tc_profile_finalizer::{write_atomically, Compression, Profile};
 use tc_profile_recorder::Recorder;
 
@@ -27,7 +28,12 @@ pub struct Inner {
     /// None once stopped.
     pub segments: Option<Segments>,
     pub tasks: Vec<Running>,
+    /// Tasks whose profile is being written: open for the state file, for a restart.
+    pub ending: Vec<OpenTask>,
 }
+
+/// How long after a tick its lines are in the log, at most, on a machine that keeps up.
+const SAMPLE_LAG: Duration = Duration::from_millis(50);
 
 /// What every connection and the housekeeping thread share.
 pub struct Shared {
@@ -177,13 +183,20 @@ impl Shared {
                 DaemonError::Request(format!("task {task} run {run} is not open; start it first"))
             })?;
         let Running { mut open, recorder } = inner.tasks.remove(index);
+        // Still in the state file until its profile is written.
+        inner.ending.push(open.clone());
+        drop(inner);
         if let Some(recorder) = recorder {
             tasks::finish_part(recorder)?;
         }
         let end_time = epoch_ms();
+        // The machine's sample that covers the end is written at the tick after it.
+        std::thread::sleep(self.config.interval + SAMPLE_LAG);
         let written =
             tasks::task_profile(&open, &self.segments_dir(), end_time, ending.exit_status)
                 .and_then(|profile| write_profile(&ending.output, &profile));
+        let mut inner = self.lock();
+        inner.ending.retain(|o| !o.is(task, run));
         if let Err(error) = written {
             let recorder = tasks::start_part(&mut open, &self.tasks_dir(), self.config.interval);
             inner.tasks.push(Running {
@@ -258,7 +271,8 @@ impl Shared {
     }
 
     fn save_locked(&self, inner: &Inner) -> Result<(), DaemonError> {
-        let open: Vec<OpenTask> = inner.tasks.iter().map(|r| r.open.clone()).collect();
+        let running = inner.tasks.iter().map(|r| r.open.clone());
+        let open: Vec<OpenTask> = running.chain(inner.ending.iter().cloned()).collect();
         self.files
             .save(&open)
             .map_err(DaemonError::state(&self.config.state_dir))
@@ -273,10 +287,10 @@ impl Shared {
         if let Err(error) = segments.rotate_if_due() {
             warn(&error);
         }
-        let needed_from = inner
-            .tasks
-            .iter()
-            .map(|r| r.open.start_time)
+        let running = inner.tasks.iter().map(|r| &r.open);
+        let needed_from = running
+            .chain(&inner.ending)
+            .map(|open| open.start_time)
             .fold(f64::INFINITY, f64::min);
         drop(inner);
         match segments::list(&self.segments_dir()) {

@@ -5,6 +5,9 @@ mod util;
 
 /// gzip and zstd: profiles compressed by extension, compressed logs and profiles read back.
 mod compression;
+/// The worker-wide daemon: overlapping tasks' own profiles, the worker's profile with its
+/// idle time, a SIGKILLed daemon restarted, the task timeout.
+mod daemon;
 /// `finalize`: kills, truncation at every byte, Mozilla's stream, bad input.
 mod finalize;
 /// CLI manners: examples in every --help, one-line errors, --version, completions, colour

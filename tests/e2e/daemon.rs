@@ -1,0 +1,385 @@
+//! `tc-profile daemon` with `task start|end` and `worker-profile`: overlapping tasks get
+//! profiles of their own, the worker's profile shows them and the idle time, a SIGKILLed
+//! daemon's task survives its restart, an abandoned task is finalized once by the timeout.
+
+use crate::util::{
+    append, assert_processed_profile, count_named, describe, epoch_ms, profile_markers, read_json,
+    signal, wait_for, MarkerRow, Sandbox,
+};
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::UnixStream;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+
+/// A daemon on a socket and state directory of the sandbox's own; killed if the test
+/// fails before it is stopped.
+struct Daemon {
+    child: Child,
+    socket: PathBuf,
+    stderr: PathBuf,
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Daemon {
+    fn start(sandbox: &Sandbox, extra: &[&str]) -> Daemon {
+        let ready = sandbox.path("ready");
+        let _ = std::fs::remove_file(&ready);
+        let mut args = vec![
+            "daemon",
+            "--state-dir",
+            "state",
+            "--socket",
+            "daemon.sock",
+            "--interval",
+            "0.1",
+            "--ready-file",
+            "ready",
+        ];
+        args.extend_from_slice(extra);
+        let stderr = sandbox.path("daemon.err");
+        let child = sandbox
+            .command(&args)
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&stderr).unwrap())
+            .spawn()
+            .expect("spawn tc-profile daemon");
+        wait_for(|| ready.exists());
+        Daemon {
+            child,
+            socket: sandbox.path("daemon.sock"),
+            stderr,
+        }
+    }
+
+    fn stop(mut self) {
+        signal(&self.child, libc::SIGTERM);
+        let status = self.child.wait().unwrap();
+        let stderr = std::fs::read_to_string(&self.stderr).unwrap_or_default();
+        assert!(status.success(), "daemon: {status}\n{stderr}");
+    }
+
+    fn kill(mut self) {
+        signal(&self.child, libc::SIGKILL);
+        self.child.wait().unwrap();
+    }
+}
+
+/// `tc-profile ARGS --socket daemon.sock`, which must succeed; its stdout's line.
+fn ask(sandbox: &Sandbox, args: &[&str]) -> String {
+    let mut all = args.to_vec();
+    all.extend(["--socket", "daemon.sock"]);
+    let output = sandbox.run_ok(&all);
+    String::from_utf8(output.stdout)
+        .unwrap()
+        .trim_end()
+        .to_owned()
+}
+
+/// A process of the task's, told apart by its command line: `sleep SECONDS`.
+fn task_process(seconds: &str) -> Child {
+    Command::new("sleep")
+        .arg(seconds)
+        .spawn()
+        .expect("spawn sleep")
+}
+
+fn mark(dir: &str, file: &str, name: &str) {
+    let line = format!(
+        "{{\"type\":\"marker\",\"name\":\"{name}\",\"startTime\":{},\"endTime\":null}}\n",
+        epoch_ms()
+    );
+    append(&PathBuf::from(dir).join(file), line.as_bytes());
+}
+
+fn commands(rows: &[MarkerRow]) -> Vec<String> {
+    rows.iter()
+        .filter(|m| m.data["type"] == "Process")
+        .map(|m| m.data["command"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+/// What the worker profile's `Task` intervals say, in time order.
+fn task_texts(rows: &[MarkerRow]) -> Vec<&str> {
+    let tasks = rows.iter().filter(|m| m.name == "Task");
+    tasks.map(|m| m.data["text"].as_str().unwrap()).collect()
+}
+
+/// Waits until the tasks' logs hold `count` lines with `needle`.
+fn wait_for_samples(sandbox: &Sandbox, needle: &str, count: usize) {
+    let tasks = sandbox.path("state/tasks");
+    wait_for(|| {
+        let logs = std::fs::read_dir(&tasks).unwrap();
+        let texts = logs.filter_map(|e| std::fs::read_to_string(e.unwrap().path()).ok());
+        texts.map(|log| log.matches(needle).count()).sum::<usize>() >= count
+    });
+}
+
+/// Waits until a log of the task holds `needle`: its marker line was taken.
+fn wait_in_task_log(sandbox: &Sandbox, needle: &str) {
+    let tasks = sandbox.path("state/tasks");
+    wait_for(|| {
+        std::fs::read_dir(&tasks).unwrap().any(|entry| {
+            std::fs::read_to_string(entry.unwrap().path()).is_ok_and(|log| log.contains(needle))
+        })
+    });
+}
+
+#[test]
+fn overlapping_tasks_get_profiles_of_their_own_and_the_worker_profile_shows_both_and_idle() {
+    let sandbox = Sandbox::new();
+    let daemon = Daemon::start(&sandbox, &[]);
+    let socket_mode = std::fs::metadata(&daemon.socket).unwrap();
+    assert_eq!(
+        std::os::unix::fs::PermissionsExt::mode(&socket_mode.permissions()) & 0o777,
+        0o600
+    );
+    // Idle time before the first task.
+    wait_in_segment(&sandbox, "CPU Use");
+    std::fs::create_dir(sandbox.path("a")).unwrap();
+    let dir_a = ask(&sandbox, &["task", "start", "task-a", "--profile-dir", "a"]);
+    assert_eq!(PathBuf::from(&dir_a), sandbox.path("a"));
+    let mut process_a = task_process("30.1");
+    let pid_a = process_a.id().to_string();
+    assert_eq!(
+        ask(&sandbox, &["task", "start", "task-a", "--pid", &pid_a]),
+        dir_a
+    );
+    let dir_b = ask(&sandbox, &["task", "start", "task-b", "--run-id", "2"]);
+    let mut process_b = task_process("30.2");
+    let pid_b = process_b.id().to_string();
+    ask(
+        &sandbox,
+        &["task", "start", "task-b", "--run-id", "2", "--pid", &pid_b],
+    );
+    mark(&dir_a, "a.jsonl", "step of a");
+    mark(&dir_b, "b.jsonl", "step of b");
+    wait_in_task_log(&sandbox, "step of a");
+    wait_in_task_log(&sandbox, "step of b");
+    // A process is drawn once seen alive an interval after its start.
+    wait_for_samples(&sandbox, "Task CPU", 6);
+
+    let a = ask(
+        &sandbox,
+        &[
+            "task",
+            "end",
+            "task-a",
+            "--exit-status",
+            "0",
+            "-o",
+            "a.json",
+        ],
+    );
+    assert_eq!(PathBuf::from(&a), sandbox.path("a.json"));
+    process_a.kill().unwrap();
+    process_a.wait().unwrap();
+    ask(
+        &sandbox,
+        &[
+            "task",
+            "end",
+            "task-b",
+            "--run-id",
+            "2",
+            "--exit-status",
+            "3",
+            "-o",
+            "b.json",
+        ],
+    );
+    process_b.kill().unwrap();
+    process_b.wait().unwrap();
+    for (name, own, other, status) in [("a.json", "a", "b", 0), ("b.json", "b", "a", 3)] {
+        let profile = read_json(&sandbox.path(name));
+        assert_processed_profile(&profile);
+        let rows = profile_markers(&profile);
+        assert_eq!(count_named(&rows, &format!("step of {own}")), 1, "{name}");
+        assert_eq!(count_named(&rows, &format!("step of {other}")), 0, "{name}");
+        assert!(
+            count_named(&rows, "CPU Use") > 0,
+            "{name}: the machine's tracks"
+        );
+        assert!(
+            count_named(&rows, "Task CPU") > 0,
+            "{name}: the task's tracks"
+        );
+        assert_eq!(count_named(&rows, "Data missing"), 0, "{name}");
+        let commands = commands(&rows);
+        let (own_sleep, other_sleep) = match own {
+            "a" => ("sleep 30.1", "sleep 30.2"),
+            _ => ("sleep 30.2", "sleep 30.1"),
+        };
+        assert!(
+            commands.iter().any(|c| c == own_sleep),
+            "{name}: {commands:?}"
+        );
+        assert!(
+            !commands.iter().any(|c| c == other_sleep),
+            "{name}: {commands:?}"
+        );
+        assert_eq!(profile["meta"]["tcProfile"]["exitStatus"], status);
+    }
+    assert!(
+        !sandbox.path("state/profiles/task-b-2").exists(),
+        "made by the daemon, removed"
+    );
+    assert!(sandbox.path("a").exists(), "made by the worker, kept");
+
+    ask(&sandbox, &["worker-profile", "-o", "worker.json"]);
+    let profile = read_json(&sandbox.path("worker.json"));
+    assert_processed_profile(&profile);
+    let rows = profile_markers(&profile);
+    assert_eq!(
+        task_texts(&rows),
+        [
+            "task task-a run 0: exit status 0",
+            "task task-b run 2: exit status 3"
+        ]
+    );
+    let idle: f64 = rows
+        .iter()
+        .filter(|m| m.name == "Idle")
+        .map(|m| m.end.unwrap() - m.start)
+        .sum();
+    assert!(idle > 0.0);
+    let noted = profile["meta"]["tcProfile"]["idleMs"].as_f64().unwrap();
+    assert!((noted - idle).abs() < 1e-6, "{noted} against {idle}");
+    assert!(count_named(&rows, "CPU Use") > 0);
+    daemon.stop();
+}
+
+/// Waits until the machine's segment holds `needle`.
+fn wait_in_segment(sandbox: &Sandbox, needle: &str) {
+    let segments = sandbox.path("state/segments");
+    wait_for(|| {
+        std::fs::read_dir(&segments).is_ok_and(|mut entries| {
+            entries.any(|entry| {
+                std::fs::read_to_string(entry.unwrap().path()).is_ok_and(|log| log.contains(needle))
+            })
+        })
+    });
+}
+
+#[test]
+fn a_task_survives_a_sigkilled_daemon_with_its_downtime_marked_and_ends_once() {
+    let sandbox = Sandbox::new();
+    let daemon = Daemon::start(&sandbox, &[]);
+    let mut process = task_process("30.3");
+    let pid = process.id().to_string();
+    let dir = ask(&sandbox, &["task", "start", "k", "--pid", &pid]);
+    mark(&dir, "k.jsonl", "before the kill");
+    wait_in_task_log(&sandbox, "before the kill");
+    daemon.kill();
+    let killed_at = epoch_ms();
+    mark(&dir, "k.jsonl", "while it was down");
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let daemon = Daemon::start(&sandbox, &[]);
+    let restarted_at = epoch_ms();
+    mark(&dir, "k.jsonl", "after the restart");
+    wait_in_task_log(&sandbox, "after the restart");
+    ask(&sandbox, &["task", "end", "k", "-o", "k.json"]);
+    process.kill().unwrap();
+    process.wait().unwrap();
+
+    let profile = read_json(&sandbox.path("k.json"));
+    assert_processed_profile(&profile);
+    let rows = profile_markers(&profile);
+    for name in ["before the kill", "while it was down", "after the restart"] {
+        assert_eq!(count_named(&rows, name), 1, "{name}");
+    }
+    let start = profile["meta"]["startTime"].as_f64().unwrap();
+    let missing: Vec<&MarkerRow> = rows.iter().filter(|m| m.name == "Data missing").collect();
+    assert_eq!(missing.len(), 1);
+    let (from, to) = (start + missing[0].start, start + missing[0].end.unwrap());
+    // From the machine's last sample before the kill to the new segment's start.
+    assert!(
+        from <= killed_at && to >= killed_at + 1000.0 && to <= restarted_at,
+        "{from} {to}"
+    );
+    assert!(count_named(&rows, "CPU Use") > 0);
+
+    let again = sandbox.run(&[
+        "task",
+        "end",
+        "k",
+        "-o",
+        "again.json",
+        "--socket",
+        "daemon.sock",
+    ]);
+    assert_eq!(again.status.code(), Some(2), "{}", describe(&[], &again));
+    let stderr = String::from_utf8_lossy(&again.stderr);
+    assert!(stderr.contains("task k run 0 is not open"), "{stderr}");
+    assert!(!sandbox.path("again.json").exists());
+    daemon.stop();
+}
+
+#[test]
+fn a_task_whose_end_never_comes_is_finalized_once_by_the_next_start_after_the_timeout() {
+    let sandbox = Sandbox::new();
+    let daemon = Daemon::start(&sandbox, &["--task-timeout", "1"]);
+    ask(&sandbox, &["task", "start", "forgotten"]);
+    std::thread::sleep(std::time::Duration::from_millis(1200));
+    ask(&sandbox, &["task", "start", "next"]);
+    let profile = read_json(&sandbox.path("state/timed-out/forgotten-0.json"));
+    assert_processed_profile(&profile);
+    let late = sandbox.run(&[
+        "task",
+        "end",
+        "forgotten",
+        "-o",
+        "late.json",
+        "--socket",
+        "daemon.sock",
+    ]);
+    assert_eq!(late.status.code(), Some(2), "{}", describe(&[], &late));
+    ask(&sandbox, &["worker-profile", "-o", "worker.json"]);
+    let rows = profile_markers(&read_json(&sandbox.path("worker.json")));
+    assert_eq!(
+        task_texts(&rows),
+        [
+            "task forgotten run 0: timed out",
+            "task next run 0: running"
+        ]
+    );
+    daemon.stop();
+}
+
+#[test]
+fn a_second_daemon_and_a_wrong_request_are_refused_in_one_line() {
+    let sandbox = Sandbox::new();
+    let daemon = Daemon::start(&sandbox, &[]);
+    let args = ["daemon", "--state-dir", "state", "--socket", "other.sock"];
+    let second = sandbox.run(&args);
+    assert_eq!(
+        second.status.code(),
+        Some(2),
+        "{}",
+        describe(&args, &second)
+    );
+    let stderr = String::from_utf8_lossy(&second.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("in use by another daemon"), "{stderr}");
+
+    let mut stream = UnixStream::connect(&daemon.socket).unwrap();
+    stream
+        .write_all(b"{\"v\":9,\"op\":\"task-start\",\"task\":\"x\"}\n")
+        .unwrap();
+    let mut reply = String::new();
+    BufReader::new(&stream).read_line(&mut reply).unwrap();
+    let reply: serde_json::Value = serde_json::from_str(&reply).unwrap();
+    assert!(
+        reply["error"].as_str().unwrap().contains("version 9"),
+        "{reply}"
+    );
+
+    let bad = sandbox.run(&["task", "start", "../x", "--socket", "daemon.sock"]);
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("is not a task id"));
+    daemon.stop();
+}
