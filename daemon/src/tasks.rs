@@ -41,7 +41,9 @@ pub fn start_part(
     config.interval = interval;
     config.sync = SyncPolicy::interval(interval);
     config.machine_tracks = false;
-    config.statsd = None;
+    // The statsd listener stays on (its address in the log's meta): with it the metric
+    // lines of marker files have their schemas. The InfluxDB endpoint, a listener and two
+    // threads per task, stays off.
     config.influx = false;
     config.task = TaskInfo {
         task_id: Some(open.task.clone()),
