@@ -7,6 +7,7 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
 use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use tc_profile_daemon::{
@@ -48,7 +49,12 @@ pub struct DaemonArgs {
     /// A task open this long is finalized (into STATE/timed-out/) by the next `task start`.
     #[arg(long, value_name = "SECONDS", default_value = "86400", value_parser = parse_timeout)]
     pub task_timeout: Duration,
-    /// Once listening, write the socket's path to this file (whole or not at all).
+    /// Serve live profiles over HTTP at ADDR (a port, on 127.0.0.1, or HOST:PORT; port 0:
+    /// any): GET /tasks/ID/profile.json, /tasks/ID/log.jsonl, /worker/profile.json.
+    #[arg(long, value_name = "ADDR", value_parser = parse_address)]
+    pub http: Option<SocketAddr>,
+    /// Once listening, write the socket's path to this file (whole or not at all), and on
+    /// a second line the live profiles' base URL with --http.
     #[arg(long, value_name = "PATH")]
     pub ready_file: Option<PathBuf>,
 }
@@ -129,13 +135,16 @@ pub fn daemon(args: DaemonArgs) -> Result<u8> {
         interval: args.interval,
         retain: args.retain,
         task_timeout: args.task_timeout,
+        http: args.http,
         ..DaemonConfig::new(args.state_dir, socket.clone())
     };
     let daemon = Daemon::start(config)?;
     if let Some(path) = &args.ready_file {
-        let mut line = socket.to_string_lossy().into_owned().into_bytes();
-        line.push(b'\n');
-        write_atomically(path, |out| out.write_all(&line)).with_context(|| {
+        let mut ready = format!("{}\n", socket.display());
+        if let Some(address) = daemon.http_address() {
+            ready.push_str(&format!("http://{address}\n"));
+        }
+        write_atomically(path, |out| out.write_all(ready.as_bytes())).with_context(|| {
             format!(
                 "{}: cannot write the ready file; check --ready-file",
                 path.display()
@@ -210,6 +219,16 @@ fn parse_timeout(text: &str) -> Result<Duration, String> {
         return Err(format!("{seconds} s: give a positive number of seconds"));
     }
     Ok(Duration::from_secs_f64(seconds))
+}
+
+/// `PORT` (on 127.0.0.1) or `HOST:PORT`.
+fn parse_address(text: &str) -> Result<SocketAddr, String> {
+    if let Ok(port) = text.parse::<u16>() {
+        return Ok(SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    text.parse().map_err(|_| {
+        format!("'{text}' is neither a port nor HOST:PORT (for example 127.0.0.1:8080)")
+    })
 }
 
 /// Epoch milliseconds, or an age (`90m`, `2h`, `1d`, `30s`) before now.

@@ -52,10 +52,12 @@ pub struct DaemonConfig {
     pub retain: Retain,
     /// A task open longer than this is finalized by the next `task start`.
     pub task_timeout: Duration,
+    /// Where to serve live profiles over HTTP, if anywhere.
+    pub http: Option<std::net::SocketAddr>,
 }
 
 impl DaemonConfig {
-    /// Defaults: 1 s interval, 7 days kept, tasks time out after a day.
+    /// Defaults: 1 s interval, 7 days kept, tasks time out after a day, no HTTP.
     pub fn new(state_dir: PathBuf, socket: PathBuf) -> DaemonConfig {
         DaemonConfig {
             state_dir,
@@ -63,6 +65,7 @@ impl DaemonConfig {
             interval: Duration::from_secs(1),
             retain: Retain::Age(Duration::from_secs(7 * 86_400)),
             task_timeout: Duration::from_secs(86_400),
+            http: None,
         }
     }
 }

@@ -16,6 +16,8 @@ pub enum DaemonError {
     Socket { path: PathBuf, source: io::Error },
     #[error("{path}: another daemon listens there; stop it or choose another --socket")]
     SocketInUse { path: PathBuf },
+    #[error("{address}: cannot serve HTTP there: {source}; check --http")]
+    Http { address: String, source: io::Error },
     #[error("cannot record: {0}")]
     Recorder(#[from] RecorderError),
     #[error("{path}: {source}")]
@@ -24,6 +26,8 @@ pub enum DaemonError {
     Write { path: PathBuf, source: io::Error },
     #[error("cannot start a thread: {0}")]
     Thread(io::Error),
+    #[error("task {task} run {run} is not open; start it first")]
+    NotOpen { task: String, run: u32 },
     #[error("{0}")]
     Request(String),
 }

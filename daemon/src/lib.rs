@@ -1,13 +1,16 @@
 //! The worker-wide daemon: one machine recording in segments (`segments`), one log per task
 //! (`tasks`), the open tasks kept in the state directory (`state`) so that a restarted
 //! daemon resumes them, and the worker's requests over a Unix socket (`protocol`, `server`)
-//! answered by `service` (task start and end) and `worker` (the worker's profile).
+//! answered by `service` (task start and end) and `worker` (the worker's profile); `http`
+//! serves live profiles, `bounded` bounds the connections of both servers.
 //!
 //! Main types: [`Daemon`] ([`Daemon::start`], then [`Daemon::stop`]), [`DaemonConfig`],
 //! [`Request`] and [`Reply`] (what a client sends and gets, [`ask`]).
 
+mod bounded;
 mod config;
 mod error;
+mod http;
 mod logs;
 mod protocol;
 mod segments;
@@ -38,6 +41,7 @@ const HOUSEKEEPING_PERIOD: Duration = Duration::from_secs(1);
 pub struct Daemon {
     shared: Arc<Shared>,
     server: server::Server,
+    http: Option<http::HttpServer>,
     housekeeping: Option<(Arc<AtomicBool>, JoinHandle<()>)>,
     /// Held for the daemon's life: a second daemon on the same state directory is refused.
     _lock: File,
@@ -74,19 +78,32 @@ impl Daemon {
         });
         shared.save()?;
         let server = server::Server::start(&config.socket, Arc::clone(&shared))?;
+        let http = config
+            .http
+            .map(|address| http::HttpServer::start(address, Arc::clone(&shared)))
+            .transpose()?;
         let housekeeping = start_housekeeping(Arc::clone(&shared))?;
         Ok(Daemon {
             shared,
             server,
+            http,
             housekeeping: Some(housekeeping),
             _lock: lock,
         })
+    }
+
+    /// The live profiles' address, when served.
+    pub fn http_address(&self) -> Option<std::net::SocketAddr> {
+        self.http.as_ref().map(http::HttpServer::address)
     }
 
     /// Stops listening, ends every open task's part and the machine's segment cleanly; the
     /// tasks stay open in the state directory, for the next daemon to resume.
     pub fn stop(mut self) -> Result<(), DaemonError> {
         self.server.stop();
+        if let Some(http) = &mut self.http {
+            http.stop();
+        }
         if let Some((stop, handle)) = self.housekeeping.take() {
             stop.store(true, Ordering::Release);
             handle.thread().unpark();

@@ -1,6 +1,7 @@
 //! The Unix socket: owner-only, one request line and one reply line per connection, at
 //! most [`MAX_CONNECTIONS`] at once (more are told to retry); and [`ask`], the client.
 
+use crate::bounded::{Bounded, MAX_CONNECTIONS};
 use crate::error::DaemonError;
 use crate::protocol::{read_request, write_line, Envelope, Reply, Request, VERSION};
 use crate::service::Shared;
@@ -8,13 +9,11 @@ use std::io::{self, BufRead, BufReader};
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-/// Connections served at once; each is a thread for the length of one request.
-const MAX_CONNECTIONS: usize = 16;
 /// How long a client may take to send its request line.
 const REQUEST_WAIT: Duration = Duration::from_secs(10);
 
@@ -79,29 +78,21 @@ impl Server {
 }
 
 fn serve(listener: &UnixListener, shared: &Arc<Shared>, stop: &AtomicBool) {
-    let busy = Arc::new(AtomicUsize::new(0));
+    let bounded = Bounded::default();
     for stream in listener.incoming() {
         if stop.load(Ordering::Acquire) {
             return;
         }
         let Ok(stream) = stream else { continue };
-        if busy.fetch_add(1, Ordering::AcqRel) >= MAX_CONNECTIONS {
-            busy.fetch_sub(1, Ordering::AcqRel);
+        let Ok(turned_away) = stream.try_clone() else {
+            continue;
+        };
+        let shared = Arc::clone(shared);
+        if !bounded.spawn("tc-profile-request", move || answer(stream, &shared)) {
             let reply = Reply::Error {
                 error: format!("the daemon is serving {MAX_CONNECTIONS} requests; try again"),
             };
-            let _ = write_line(&stream, &reply);
-            continue;
-        }
-        let (shared, served) = (Arc::clone(shared), Arc::clone(&busy));
-        let spawned = std::thread::Builder::new()
-            .name("tc-profile-request".into())
-            .spawn(move || {
-                answer(stream, &shared);
-                served.fetch_sub(1, Ordering::AcqRel);
-            });
-        if spawned.is_err() {
-            busy.fetch_sub(1, Ordering::AcqRel);
+            let _ = write_line(&turned_away, &reply);
         }
     }
 }

@@ -3,7 +3,7 @@
 
 use crate::config::DaemonConfig;
 use crate::error::DaemonError;
-use crate::logs::epoch_ms;
+use crate::logs::{complete_lines, epoch_ms};
 use crate::protocol::{Reply, Request};
 use crate::segments::{self, Segments};
 use crate::state::{EndedTask, Followed, OpenTask, StateFiles};
@@ -30,6 +30,14 @@ pub struct Inner {
     pub tasks: Vec<Running>,
     /// Tasks whose profile is being written: open for the state file, for a restart.
     pub ending: Vec<OpenTask>,
+}
+
+impl Inner {
+    /// Every task open, being ended included: what the state file lists.
+    fn open(&self) -> Vec<OpenTask> {
+        let running = self.tasks.iter().map(|r| r.open.clone());
+        running.chain(self.ending.iter().cloned()).collect()
+    }
 }
 
 /// How long after a tick its lines are in the log, at most, on a machine that keeps up.
@@ -179,9 +187,7 @@ impl Shared {
             .tasks
             .iter()
             .position(|r| r.open.is(task, run))
-            .ok_or_else(|| {
-                DaemonError::Request(format!("task {task} run {run} is not open; start it first"))
-            })?;
+            .ok_or_else(|| not_open(task, run))?;
         let Running { mut open, recorder } = inner.tasks.remove(index);
         // Still in the state file until its profile is written.
         inner.ending.push(open.clone());
@@ -257,13 +263,46 @@ impl Shared {
         until: Option<f64>,
         output: &Path,
     ) -> Result<(), DaemonError> {
-        let open: Vec<OpenTask> = self.lock().tasks.iter().map(|r| r.open.clone()).collect();
+        write_profile(output, &self.worker_profile_now(since, until)?)
+    }
+
+    /// The worker's profile over `since..until`, in memory.
+    pub fn worker_profile_now(
+        &self,
+        since: Option<f64>,
+        until: Option<f64>,
+    ) -> Result<Profile, DaemonError> {
+        let open = self.open_tasks();
         let history = self
             .files
             .history()
             .map_err(DaemonError::state(&self.config.state_dir))?;
-        let profile = worker::worker_profile(&self.segments_dir(), &history, &open, since, until)?;
-        write_profile(output, &profile)
+        worker::worker_profile(&self.segments_dir(), &history, &open, since, until)
+    }
+
+    /// A running task's profile so far, from its logs as they are (left untouched).
+    pub fn live_task_profile(&self, task: &str, run: u32) -> Result<Profile, DaemonError> {
+        let open = self.open_task(task, run)?;
+        tasks::task_profile(&open, &self.segments_dir(), epoch_ms(), None)
+    }
+
+    /// The complete lines of the log a running task's part is being written to.
+    pub fn live_task_log(&self, task: &str, run: u32) -> Result<Vec<u8>, DaemonError> {
+        let open = self.open_task(task, run)?;
+        match open.parts.last() {
+            Some(part) => complete_lines(part),
+            None => Err(not_open(task, run)),
+        }
+    }
+
+    /// Every task open, being ended included.
+    fn open_tasks(&self) -> Vec<OpenTask> {
+        self.lock().open()
+    }
+
+    fn open_task(&self, task: &str, run: u32) -> Result<OpenTask, DaemonError> {
+        let open = self.open_tasks().into_iter().find(|o| o.is(task, run));
+        open.ok_or_else(|| not_open(task, run))
     }
 
     pub fn save(&self) -> Result<(), DaemonError> {
@@ -271,10 +310,8 @@ impl Shared {
     }
 
     fn save_locked(&self, inner: &Inner) -> Result<(), DaemonError> {
-        let running = inner.tasks.iter().map(|r| r.open.clone());
-        let open: Vec<OpenTask> = running.chain(inner.ending.iter().cloned()).collect();
         self.files
-            .save(&open)
+            .save(&inner.open())
             .map_err(DaemonError::state(&self.config.state_dir))
     }
 
@@ -287,9 +324,9 @@ impl Shared {
         if let Err(error) = segments.rotate_if_due() {
             warn(&error);
         }
-        let running = inner.tasks.iter().map(|r| &r.open);
-        let needed_from = running
-            .chain(&inner.ending)
+        let needed_from = inner
+            .open()
+            .iter()
             .map(|open| open.start_time)
             .fold(f64::INFINITY, f64::min);
         drop(inner);
@@ -330,6 +367,13 @@ pub fn write_profile(path: &Path, profile: &Profile) -> Result<(), DaemonError> 
         path: path.to_owned(),
         source,
     })
+}
+
+fn not_open(task: &str, run: u32) -> DaemonError {
+    DaemonError::NotOpen {
+        task: task.to_owned(),
+        run,
+    }
 }
 
 /// Removes an ended task's logs, and its profile directory when the daemon made it.

@@ -47,6 +47,10 @@ pub use clock::Clock;
 pub use config::RecorderConfig;
 pub use error::RecorderError;
 pub use influx::MAX_BODY_BYTES;
+/// Reading one HTTP/1.1 request, bounded (the InfluxDB endpoint's, and the daemon's).
+pub mod http {
+    pub use crate::influx::http::{read_request, ReadError, Request};
+}
 pub use meta::{machine, task_from_env};
 pub use profile_dir::ProfileDirConfig;
 pub use sampler::{sampling_interval, Sampler, COARSE_AFTER, COARSE_INTERVAL};

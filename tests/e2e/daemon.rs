@@ -383,3 +383,72 @@ fn a_second_daemon_and_a_wrong_request_are_refused_in_one_line() {
     assert!(String::from_utf8_lossy(&bad.stderr).contains("is not a task id"));
     daemon.stop();
 }
+
+/// GET `url`: the status, the Access-Control-Allow-Origin header and the body.
+fn get(url: &str) -> (u16, String, Vec<u8>) {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let mut response = agent
+        .get(url)
+        .call()
+        .unwrap_or_else(|e| panic!("{url}: {e}"));
+    let origin = response
+        .headers()
+        .get("access-control-allow-origin")
+        .map(|v| v.to_str().unwrap().to_owned())
+        .unwrap_or_default();
+    let body = response.body_mut().read_to_vec().unwrap();
+    (response.status().as_u16(), origin, body)
+}
+
+#[test]
+fn live_profiles_are_served_while_the_task_runs_and_leave_its_logs_alone() {
+    let sandbox = Sandbox::new();
+    let daemon = Daemon::start(&sandbox, &["--http", "0"]);
+    let ready = std::fs::read_to_string(sandbox.path("ready")).unwrap();
+    let base = ready.lines().nth(1).expect("the base URL").to_owned();
+    assert!(base.starts_with("http://127.0.0.1:"), "{base}");
+    let mut process = task_process("30.4");
+    let pid = process.id().to_string();
+    let dir = ask(
+        &sandbox,
+        &["task", "start", "live", "--run-id", "1", "--pid", &pid],
+    );
+    mark(&dir, "l.jsonl", "while it runs");
+    wait_in_task_log(&sandbox, "while it runs");
+    wait_for_samples(&sandbox, "Task CPU", 3);
+
+    let (status, origin, body) = get(&format!("{base}/tasks/live/profile.json?run=1"));
+    assert_eq!((status, origin.as_str()), (200, "*"));
+    let profile: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    assert_processed_profile(&profile);
+    let rows = profile_markers(&profile);
+    assert_eq!(count_named(&rows, "while it runs"), 1);
+    assert!(count_named(&rows, "Task CPU") > 0);
+    std::fs::write(sandbox.path("live.json"), &body).unwrap();
+
+    let (status, _, log) = get(&format!("{base}/tasks/live/log.jsonl?run=1"));
+    assert_eq!(status, 200);
+    assert!(log.ends_with(b"\n"));
+    for line in log.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+        serde_json::from_slice::<serde_json::Value>(line).expect("a whole JSON line");
+    }
+    let (status, origin, body) = get(&format!("{base}/worker/profile.json"));
+    assert_eq!((status, origin.as_str()), (200, "*"));
+    assert_processed_profile(&serde_json::from_slice(&body).unwrap());
+    let (status, _, body) = get(&format!("{base}/tasks/other/profile.json"));
+    assert_eq!(status, 404, "{}", String::from_utf8_lossy(&body));
+
+    // The snapshot took nothing away: the task's end has every marker still.
+    ask(
+        &sandbox,
+        &["task", "end", "live", "--run-id", "1", "-o", "end.json"],
+    );
+    process.kill().unwrap();
+    process.wait().unwrap();
+    let rows = profile_markers(&read_json(&sandbox.path("end.json")));
+    assert_eq!(count_named(&rows, "while it runs"), 1);
+    daemon.stop();
+}

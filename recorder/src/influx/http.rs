@@ -2,7 +2,7 @@
 //! connection (answered with `Connection: close`), its head parsed by httparse and bounded,
 //! its body by `Content-Length` only (no chunked encoding: 411), bounded too, and a deadline
 //! for the whole request, so that a slow or hostile client holds a handler for seconds, not
-//! for ever.
+//! for ever. The daemon's live profiles read their requests here too.
 
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
@@ -16,7 +16,7 @@ const MAX_HEADERS: usize = 64;
 const REQUEST_DEADLINE: Duration = Duration::from_secs(10);
 
 /// A request, as far as the endpoint reads it.
-pub(crate) struct Request {
+pub struct Request {
     pub method: String,
     /// The path without its query.
     pub path: String,
@@ -27,7 +27,7 @@ pub(crate) struct Request {
 }
 
 /// A request that cannot be read whole: answered with this status, or only closed.
-pub(crate) enum ReadError {
+pub enum ReadError {
     /// Answered with the status and a reason.
     Refused(u16, String),
     /// The client went away or was too slow: nothing to answer.
@@ -44,10 +44,7 @@ impl Request {
 }
 
 /// Reads one request; a body over `max_body_bytes` is refused (413) without being read.
-pub(crate) fn read_request(
-    stream: &mut TcpStream,
-    max_body_bytes: usize,
-) -> Result<Request, ReadError> {
+pub fn read_request(stream: &mut TcpStream, max_body_bytes: usize) -> Result<Request, ReadError> {
     let deadline = Instant::now() + REQUEST_DEADLINE;
     stream
         .set_read_timeout(Some(REQUEST_DEADLINE))

@@ -5,7 +5,8 @@
 //! like marker-file metrics, and its lines go to the writer in one message before the
 //! answer. A few handler threads accept in turn: concurrency is bounded by their number.
 
-mod http;
+// Its request reading is the daemon's too (`tc_profile_recorder::http`).
+pub(crate) mod http;
 
 use crate::channel::MarkerSink;
 use crate::error::{spawn, RecorderError};
