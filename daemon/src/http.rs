@@ -4,7 +4,7 @@
 //! (default 0). Every answer allows any origin, so that the Firefox Profiler opens them by
 //! `from-url`. Requests are read by the recorder's bounded reader.
 
-use crate::bounded::{Bounded, MAX_CONNECTIONS};
+use crate::bounded::{serve_each, MAX_CONNECTIONS};
 use crate::error::DaemonError;
 use crate::service::Shared;
 use std::io::Write;
@@ -58,21 +58,18 @@ impl HttpServer {
 }
 
 fn serve(listener: &TcpListener, shared: &Arc<Shared>, stop: &AtomicBool) {
-    let bounded = Bounded::default();
-    for stream in listener.incoming() {
-        if stop.load(Ordering::Acquire) {
-            return;
-        }
-        let Ok(stream) = stream else { continue };
-        let Ok(mut turned_away) = stream.try_clone() else {
-            continue;
-        };
-        let shared = Arc::clone(shared);
-        if !bounded.spawn("tc-profile-http-request", move || answer(stream, &shared)) {
+    let shared = Arc::clone(shared);
+    let answer = Arc::new(move |stream| answer(stream, &shared));
+    serve_each(
+        listener.incoming(),
+        stop,
+        "tc-profile-http-request",
+        answer,
+        |mut stream| {
             let busy = format!("serving {MAX_CONNECTIONS} requests; try again");
-            let _ = respond(&mut turned_away, 503, JSON, error_body(&busy));
-        }
-    }
+            let _ = respond(&mut stream, 503, JSON, error_body(&busy));
+        },
+    );
 }
 
 const JSON: &str = "application/json";

@@ -1,7 +1,7 @@
 //! The Unix socket: owner-only, one request line and one reply line per connection, at
 //! most [`MAX_CONNECTIONS`] at once (more are told to retry); and [`ask`], the client.
 
-use crate::bounded::{Bounded, MAX_CONNECTIONS};
+use crate::bounded::{serve_each, MAX_CONNECTIONS};
 use crate::error::DaemonError;
 use crate::protocol::{read_request, write_line, Envelope, Reply, Request, VERSION};
 use crate::service::Shared;
@@ -78,23 +78,20 @@ impl Server {
 }
 
 fn serve(listener: &UnixListener, shared: &Arc<Shared>, stop: &AtomicBool) {
-    let bounded = Bounded::default();
-    for stream in listener.incoming() {
-        if stop.load(Ordering::Acquire) {
-            return;
-        }
-        let Ok(stream) = stream else { continue };
-        let Ok(turned_away) = stream.try_clone() else {
-            continue;
-        };
-        let shared = Arc::clone(shared);
-        if !bounded.spawn("tc-profile-request", move || answer(stream, &shared)) {
+    let shared = Arc::clone(shared);
+    let answer = Arc::new(move |stream| answer(stream, &shared));
+    serve_each(
+        listener.incoming(),
+        stop,
+        "tc-profile-request",
+        answer,
+        |stream| {
             let reply = Reply::Error {
                 error: format!("the daemon is serving {MAX_CONNECTIONS} requests; try again"),
             };
-            let _ = write_line(&turned_away, &reply);
-        }
-    }
+            let _ = write_line(&stream, &reply);
+        },
+    );
 }
 
 fn answer(stream: UnixStream, shared: &Shared) {
