@@ -107,6 +107,14 @@ pub enum Command {
         A write is tried 5 times, about 4 s of waits in between, 30 s at most each."
     )]
     Export(ExportArgs),
+    /// Merge profiles (the tasks of a group, the runs of a task) into one, a process each.
+    #[command(
+        after_help = "Example:\n  tc-profile merge build.json test.json.gz lint.jsonl -o group.json\n\n\
+        The profiles are placed by their wall-clock start; each is a process named by its task\n\
+        (its name and id, else its file's name), with its own tracks. Logs are finalized in\n\
+        memory and left as they are; Mozilla's resource profiles are read too."
+    )]
+    Merge(MergeArgs),
 }
 
 #[derive(Args, Debug)]
@@ -472,4 +480,18 @@ mod tests {
         };
         assert_eq!(args.lock_wait.wait, tc_profile_finalizer::DEFAULT_LOCK_WAIT);
     }
+}
+
+#[derive(Args, Debug)]
+pub struct MergeArgs {
+    /// The profiles or logs, in the order of their processes (.json, .jsonl, either
+    /// compressed as .gz or .zst).
+    #[arg(value_name = "PROFILE|LOG", required = true, num_args = 2..)]
+    pub inputs: Vec<PathBuf>,
+    /// Where to write the merged profile; .gz or .zst compresses it.
+    #[arg(short, long, value_name = "PATH", required = true)]
+    pub output: PathBuf,
+    /// Replace the output if it exists.
+    #[arg(long)]
+    pub force: bool,
 }

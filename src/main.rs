@@ -4,6 +4,7 @@
 mod cli;
 mod export;
 mod mark;
+mod merge;
 mod open;
 mod output;
 mod progress;
@@ -52,6 +53,7 @@ fn dispatch(command: Command) -> Result<u8> {
         Command::Open(args) => open::open(args),
         Command::Completions(args) => completions(args),
         Command::Export(args) => export::export(args),
+        Command::Merge(args) => merge::merge(args),
     }
 }
 

@@ -32,7 +32,9 @@ mod compression;
 mod finalize;
 mod input;
 mod lock_holder;
+mod marker_table;
 mod markers;
+mod merge;
 mod output;
 mod problems;
 mod profile;
@@ -49,6 +51,7 @@ pub use finalize::{
 pub use input::{read_input, Input, InputError, ProgressFn};
 pub use lock_holder::LockHolder;
 pub use markers::{merge_profile_dir, profile_dir_of};
+pub use merge::{merge, MergeError, MergeOptions, MergeReport};
 pub use output::write_atomically;
 pub use problems::{ProblemCount, Problems};
 pub use profile::{

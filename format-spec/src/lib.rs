@@ -44,6 +44,6 @@ pub use lines::{
 };
 pub use merge::{log_time, same_name_match, Batch, Merger};
 pub use meta::{
-    meta_line, thread_line, CgroupInfo, InfluxInfo, Machine, MetaInfo, StatsdInfo, TaskInfo,
-    GECKO_PROFILE_VERSION, LOG_FORMAT_VERSION, META_PREFIX, PREPROCESSED_PROFILE_VERSION,
+    meta_line, thread_fields, thread_line, CgroupInfo, InfluxInfo, Machine, MetaInfo, StatsdInfo,
+    TaskInfo, GECKO_PROFILE_VERSION, LOG_FORMAT_VERSION, META_PREFIX, PREPROCESSED_PROFILE_VERSION,
 };

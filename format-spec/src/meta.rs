@@ -222,6 +222,12 @@ fn empty_table(columns: &[&str]) -> Value {
 
 /// The one thread line, with the complete, empty per-thread tables of version 47.
 pub fn thread_line(name: &str) -> Line {
+    Line::Thread(thread_fields(name))
+}
+
+/// The fields of a thread named `name` (its process too) with no markers: pid "0", tid 0,
+/// and the complete, empty per-thread tables of version 47.
+pub fn thread_fields(name: &str) -> Map<String, Value> {
     let mut samples = empty_table(&["stack", "time"]);
     samples["weightType"] = json!("samples");
     samples["weight"] = Value::Null;
@@ -248,7 +254,7 @@ pub fn thread_line(name: &str) -> Line {
         "nativeSymbols": empty_table(&["libIndex", "address", "name", "functionSize"]),
     });
     match thread {
-        Value::Object(map) => Line::Thread(map),
+        Value::Object(map) => map,
         _ => unreachable!("json! object literal"),
     }
 }

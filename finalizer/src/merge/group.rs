@@ -1,0 +1,229 @@
+//! Profiles put side by side on one wall-clock axis: the group starts at the earliest
+//! `meta.startTime`, and every time of a profile moves by its start's distance from that
+//! one. Each profile becomes one process (its own pid, named by its task), whose tracks the
+//! front-end draws under it: graph tracks are made per thread, so CPU of one task never
+//! mixes with another's.
+
+use super::tables::{Categories, Schemas};
+use crate::marker_table::UniqueStrings;
+use crate::profile::Profile;
+use crate::profile_marker::ProfileMarker;
+use serde_json::value::to_raw_value;
+use serde_json::{json, Map, Value};
+use std::collections::HashMap;
+use tc_profile_format::{
+    thread_fields, TaskInfo, GECKO_PROFILE_VERSION, PREPROCESSED_PROFILE_VERSION,
+};
+
+/// One profile to merge.
+pub(crate) struct Member {
+    /// Where it came from (the file's name), for a profile that names no task.
+    pub source: String,
+    /// Its `meta.startTime`, checked to be there.
+    pub start_time: f64,
+    pub profile: Profile,
+}
+
+/// The merged profile: one meta, a thread (fields and markers) per member.
+pub(crate) struct Group {
+    pub meta: Map<String, Value>,
+    pub threads: Vec<(Map<String, Value>, Vec<ProfileMarker>)>,
+    /// Schemas kept under a name of their own, as `OLD -> NEW`.
+    pub renamed: Vec<String>,
+    /// The `unique-string` fields of the group's schemas, interned when written.
+    pub unique_strings: UniqueStrings,
+}
+
+pub(crate) fn group(members: Vec<Member>) -> Group {
+    let start = members
+        .iter()
+        .map(|m| m.start_time)
+        .fold(f64::INFINITY, f64::min);
+    let interval = members
+        .iter()
+        .filter_map(|m| m.profile.meta.get("interval")?.as_f64())
+        .fold(f64::INFINITY, f64::min);
+    let mut categories = Categories::default();
+    let mut schemas = Schemas::default();
+    let mut threads = Vec::with_capacity(members.len());
+    let mut processes = Vec::with_capacity(members.len());
+    let mut renamed_all = Vec::new();
+    let mut end = 0.0f64;
+    for (index, member) in members.into_iter().enumerate() {
+        let mut meta = member.profile.meta;
+        let offset = member.start_time - start;
+        let mut own_categories = take_list(&mut meta, "categories");
+        if own_categories.is_empty() {
+            // Its markers are all of category 0, which the front-end needs declared.
+            own_categories
+                .push(json!({"name": "Other", "color": "grey", "subcategories": ["Other"]}));
+        }
+        let category_of = categories.add(&own_categories);
+        let own_schemas = take_list(&mut meta, "markerSchema");
+        let renamed = schemas.add(&own_schemas, index + 1);
+        renamed_all.extend(renamed.iter().map(|(old, new)| format!("{old} -> {new}")));
+        let retarget = Retarget {
+            renamed,
+            time_keys: time_keys(&own_schemas),
+            offset,
+        };
+        let mut markers = member.profile.markers;
+        for marker in &mut markers {
+            retarget.apply(marker);
+            let category = marker.category.unwrap_or(0) as usize;
+            marker.category = Some(category_of.get(category).copied().unwrap_or(0));
+        }
+        let own_end = meta
+            .get("profilingEndTime")
+            .and_then(Value::as_f64)
+            .unwrap_or_else(|| last_time(&markers) - offset);
+        end = end.max(offset + own_end);
+        let name = label(&meta, &member.source);
+        let pid = (index + 1).to_string();
+        threads.push((
+            process_thread(&name, index + 1, offset, offset + own_end),
+            markers,
+        ));
+        processes.push(json!({"pid": pid, "name": name, "source": member.source,
+            "offset": offset, "meta": meta}));
+    }
+    renamed_all.sort();
+    let meta = json!({
+        "version": GECKO_PROFILE_VERSION,
+        "preprocessedProfileVersion": PREPROCESSED_PROFILE_VERSION,
+        "processType": 0,
+        "product": format!("tc-profile group of {}", threads.len()),
+        "stackwalk": 0,
+        "interval": if interval.is_finite() { interval } else { 1.0 },
+        "startTime": start,
+        "profilingStartTime": 0,
+        "profilingEndTime": end,
+        "symbolicationNotSupported": true,
+        "usesOnlyOneStackType": true,
+        "categories": categories.into_list(),
+        "markerSchema": schemas.into_list(),
+        "tcProfile": {"group": processes},
+    });
+    let Value::Object(meta) = meta else {
+        unreachable!("json! object literal")
+    };
+    Group {
+        unique_strings: UniqueStrings::of(&meta),
+        meta,
+        threads,
+        renamed: renamed_all,
+    }
+}
+
+/// The process's name: the task's name and id (and run) from `meta.tcProfile.task`, else
+/// the file's name (Mozilla's profiles name no task).
+fn label(meta: &Map<String, Value>, source: &str) -> String {
+    let task: TaskInfo = meta
+        .get("tcProfile")
+        .and_then(|tc| tc.get("task"))
+        .and_then(|task| serde_json::from_value(task.clone()).ok())
+        .unwrap_or_default();
+    let id = match (task.task_id, task.run_id) {
+        (Some(id), Some(run)) => Some(format!("{id} run {run}")),
+        (id, _) => id,
+    };
+    match (task.name, id) {
+        (Some(name), Some(id)) => format!("{name} ({id})"),
+        (Some(label), None) | (None, Some(label)) => label,
+        (None, None) => source.to_owned(),
+    }
+}
+
+/// A thread of its own process, living over the member's span of the group.
+fn process_thread(name: &str, number: usize, start: f64, end: f64) -> Map<String, Value> {
+    let mut thread = thread_fields(name);
+    thread.insert("pid".to_owned(), json!(number.to_string()));
+    thread.insert("tid".to_owned(), json!(number));
+    for key in ["processStartupTime", "registerTime"] {
+        thread.insert(key.to_owned(), json!(start));
+    }
+    for key in ["processShutdownTime", "unregisterTime"] {
+        thread.insert(key.to_owned(), json!(end));
+    }
+    thread
+}
+
+fn take_list(meta: &mut Map<String, Value>, key: &str) -> Vec<Value> {
+    match meta.remove(key) {
+        Some(Value::Array(list)) => list,
+        _ => Vec::new(),
+    }
+}
+
+/// Schema name to the keys of its fields of format `time`: times since the profile's
+/// start, which move with the markers.
+fn time_keys(schemas: &[Value]) -> HashMap<String, Vec<String>> {
+    let keyed = schemas.iter().filter_map(|schema| {
+        let keys: Vec<String> = schema["data"]
+            .as_array()?
+            .iter()
+            .filter(|field| field["format"] == "time")
+            .filter_map(|field| Some(field["key"].as_str()?.to_owned()))
+            .collect();
+        (!keys.is_empty()).then(|| Some((schema["name"].as_str()?.to_owned(), keys)))?
+    });
+    keyed.collect()
+}
+
+fn last_time(markers: &[ProfileMarker]) -> f64 {
+    markers
+        .iter()
+        .map(|m| m.end_time.unwrap_or(m.start_time))
+        .fold(0.0, f64::max)
+}
+
+/// What moves one member's markers into the group.
+struct Retarget {
+    /// Its schemas kept under another name.
+    renamed: HashMap<String, String>,
+    time_keys: HashMap<String, Vec<String>>,
+    offset: f64,
+}
+
+impl Retarget {
+    fn apply(&self, marker: &mut ProfileMarker) {
+        marker.start_time = shifted(marker.start_time, self.offset);
+        marker.end_time = marker.end_time.map(|t| shifted(t, self.offset));
+        if self.renamed.is_empty() && self.time_keys.is_empty() {
+            return;
+        }
+        // The recorder's payloads lead with their type: most are passed over unparsed.
+        if marker.leading_type().is_some_and(|kind| {
+            !self.renamed.contains_key(kind) && !self.time_keys.contains_key(kind)
+        }) {
+            return;
+        }
+        let Some(Value::Object(mut data)) = marker.data_value() else {
+            return;
+        };
+        let Some(kind) = data.get("type").and_then(Value::as_str).map(str::to_owned) else {
+            return;
+        };
+        let new_name = self.renamed.get(&kind);
+        let keys = self.time_keys.get(&kind);
+        if new_name.is_none() && keys.is_none() {
+            return;
+        }
+        if let Some(new_name) = new_name {
+            data.insert("type".to_owned(), json!(new_name));
+        }
+        for key in keys.into_iter().flatten() {
+            if let Some(time) = data.get(key).and_then(Value::as_f64) {
+                data.insert(key.clone(), json!(shifted(time, self.offset)));
+            }
+        }
+        if let Ok(data) = to_raw_value(&data) {
+            marker.data = Some(data);
+        }
+    }
+}
+
+/// A time moved by `offset`, rounded to the microsecond as log times are.
+fn shifted(time: f64, offset: f64) -> f64 {
+    ((time + offset) * 1000.0).round() / 1000.0
+}
