@@ -20,6 +20,8 @@ mod influx_endpoint;
 mod lock_wait;
 /// Marker files: 200 writers, SIGKILL and finalize, a worker's lifecycle, the README examples.
 mod markers;
+/// `merge`: task profiles, logs, compressed and Mozilla's, as processes of one profile.
+mod merge;
 /// Metrics: the statsd listener, its aggregation into tracks, scoping under the prefix.
 mod metrics;
 /// `open`: the served profile, fetched over HTTP as the profiler fetches it.
