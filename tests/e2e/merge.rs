@@ -1,6 +1,9 @@
 use crate::util::*;
 use serde_json::{json, Value};
 
+type Task = (&'static str, &'static str, &'static str);
+const BUILD: Task = ("build", "Aaaaaaaaaaaaaaaaaaaaaa", "0");
+
 /// A task's shell script: writes a marker named `at NAME` at the wall time it reads, and
 /// that time (epoch ms) into `NAME.time` beside the profile.
 fn task_script(name: &str) -> String {
@@ -11,8 +14,8 @@ fn task_script(name: &str) -> String {
     )
 }
 
-/// Runs the task `name` as TASK_ID `task_id`, RUN_ID `run_id` with `flags`.
-fn run_task(sandbox: &Sandbox, name: &str, task_id: &str, run_id: &str, flags: &[&str]) {
+/// Runs the task `(name, TASK_ID, RUN_ID)` with `flags`.
+fn run_task(sandbox: &Sandbox, (name, task_id, run_id): Task, flags: &[&str]) {
     let script = task_script(name);
     let args = run_script(flags, &script);
     let output = sandbox
@@ -49,32 +52,17 @@ fn merge(sandbox: &Sandbox, args: &[&str]) -> Value {
 #[test]
 fn three_task_runs_become_three_processes_on_one_wall_clock() {
     let sandbox = Sandbox::new();
-    let tasks = [
-        ("build", "Aaaaaaaaaaaaaaaaaaaaaa", "0"),
+    let tasks: [Task; 3] = [
+        BUILD,
         ("test", "Bbbbbbbbbbbbbbbbbbbbbb", "1"),
         ("lint", "Cccccccccccccccccccccc", "0"),
     ];
-    run_task(
-        &sandbox,
-        "build",
-        tasks[0].1,
-        tasks[0].2,
-        &["-q", "-o", "build.json"],
-    );
-    run_task(
-        &sandbox,
-        "test",
-        tasks[1].1,
-        tasks[1].2,
-        &["-q", "--keep-log", "-o", "test.json"],
-    );
-    run_task(
-        &sandbox,
-        "lint",
-        tasks[2].1,
-        tasks[2].2,
-        &["-q", "-o", "lint.json.zst"],
-    );
+    let definition = r#"{"metadata":{"name":"build-linux64/opt"},"scopes":[]}"#;
+    std::fs::write(sandbox.path("task.json"), definition).unwrap();
+    let named = ["-q", "--task-definition", "task.json", "-o", "build.json"];
+    run_task(&sandbox, tasks[0], &named);
+    run_task(&sandbox, tasks[1], &["-q", "--keep-log", "-o", "test.json"]);
+    run_task(&sandbox, tasks[2], &["-q", "-o", "lint.json.zst"]);
     let starts = [
         read_json(&sandbox.path("build.json"))["meta"]["startTime"]
             .as_f64()
@@ -113,7 +101,10 @@ fn three_task_runs_become_three_processes_on_one_wall_clock() {
     );
     let threads = group["threads"].as_array().unwrap();
     for (thread, (name, task_id, run_id)) in threads.iter().zip(tasks) {
-        let process = format!("{task_id} run {run_id}");
+        let mut process = format!("{task_id} run {run_id}");
+        if name == "build" {
+            process = format!("build-linux64/opt ({process})");
+        }
         assert_eq!(thread["processName"], process.as_str());
         assert_eq!(thread["name"], process.as_str());
         let markers = thread_markers(thread);
@@ -152,13 +143,7 @@ fn three_task_runs_become_three_processes_on_one_wall_clock() {
 #[test]
 fn mozilla_s_stream_merges_beside_a_task_with_its_own_schemas_kept() {
     let sandbox = Sandbox::new();
-    run_task(
-        &sandbox,
-        "build",
-        "Aaaaaaaaaaaaaaaaaaaaaa",
-        "0",
-        &["-q", "-o", "build.json"],
-    );
+    run_task(&sandbox, BUILD, &["-q", "-o", "build.json"]);
     std::fs::copy(MOZILLA_STREAM, sandbox.path("mozilla.jsonl")).unwrap();
     sandbox.run_ok(&[
         "finalize",
@@ -242,13 +227,7 @@ fn profile_with_unique_strings() -> Value {
 #[test]
 fn a_unique_string_field_indexes_the_string_table_of_its_new_thread() {
     let sandbox = Sandbox::new();
-    run_task(
-        &sandbox,
-        "build",
-        "Aaaaaaaaaaaaaaaaaaaaaa",
-        "0",
-        &["-q", "-o", "build.json"],
-    );
+    run_task(&sandbox, BUILD, &["-q", "-o", "build.json"]);
     let other = profile_with_unique_strings();
     std::fs::write(sandbox.path("other.json"), other.to_string()).unwrap();
 
@@ -267,13 +246,7 @@ fn a_unique_string_field_indexes_the_string_table_of_its_new_thread() {
 #[test]
 fn bad_inputs_and_outputs_are_refused_in_one_line_before_anything_is_written() {
     let sandbox = Sandbox::new();
-    run_task(
-        &sandbox,
-        "build",
-        "Aaaaaaaaaaaaaaaaaaaaaa",
-        "0",
-        &["-q", "-o", "build.json"],
-    );
+    run_task(&sandbox, BUILD, &["-q", "-o", "build.json"]);
     std::fs::write(sandbox.path("garbage.json"), "not a profile").unwrap();
     std::fs::write(sandbox.path("taken.json"), "keep me").unwrap();
     std::fs::hard_link(sandbox.path("build.json"), sandbox.path("link.json")).unwrap();
