@@ -5,15 +5,16 @@
 //! Main items: [`finalize`] (log file to profile file), [`finalize_locked`] (the same, with
 //! the [`Profile`] kept in memory in [`Finalized`]), [`read_log`] (any reader to a
 //! [`Recording`]), [`compact`] (a recording to a [`Profile`]), [`read_input`] (a log or a
-//! profile a user names). What reads a finished profile (summaries, exports) is the
+//! profile a user names), [`merge`] (several of those in one profile, a process each). What reads a finished profile (summaries, exports) is the
 //! `tc-profile-reports` crate above this one.
 //!
 //! Inside, the flow is one way: `reader.rs` (log lines to a recording, with `problems.rs`
 //! and `profile_marker.rs`) and `markers.rs` (the profile directory's marker files) feed
 //! `profile.rs` (compaction, bounding long tracks through `coarsen.rs`); `finalize.rs` runs
 //! them under the log's lock (asking `lock_holder.rs` who holds a lock it waits for) and
-//! writes through `output.rs` and `compression.rs`; `recover.rs` finalizes what dead
-//! recorders left.
+//! writes through `output.rs` and `compression.rs` (threads laid out by `marker_table.rs`);
+//! `recover.rs` finalizes what dead recorders left; `merge/` reads inputs through
+//! `input.rs` and writes one profile of them.
 //!
 //! ```no_run
 //! use tc_profile_finalizer::{finalize, FinalizeOptions, LockWait};
