@@ -227,3 +227,70 @@ impl Retarget {
 fn shifted(time: f64, offset: f64) -> f64 {
     ((time + offset) * 1000.0).round() / 1000.0
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn member(source: &str, start: f64, categories: Value, schema: Value, data: Value) -> Member {
+        let document = json!({
+            "meta": {"startTime": start, "interval": 100.0, "categories": categories,
+                "markerSchema": [schema], "profilingEndTime": 50.0},
+            "threads": [{"stringArray": ["step"], "markers": {"data": [data], "name": [0],
+                "startTime": [10.0], "endTime": [20.0], "phase": [1], "category": [1]}}]
+        });
+        let profile = Profile::from_processed(document.to_string().as_bytes()).unwrap();
+        Member {
+            source: source.to_owned(),
+            start_time: start,
+            profile,
+        }
+    }
+
+    #[test]
+    fn a_later_profile_moves_by_its_start_with_its_time_fields_categories_and_schemas() {
+        let grey = json!({"name": "Other", "color": "grey", "subcategories": ["Other"]});
+        let first = member(
+            "a.json",
+            1000.0,
+            json!([grey, {"name": "Task", "color": "blue", "subcategories": ["Other"]}]),
+            json!({"name": "Step", "data": [{"key": "at", "format": "integer"}]}),
+            json!({"type": "Step", "at": 12}),
+        );
+        let second = member(
+            "b.json",
+            1250.5,
+            json!([grey, {"name": "Log", "color": "red", "subcategories": ["Other"]}]),
+            json!({"name": "Step", "data": [{"key": "at", "format": "time"}]}),
+            json!({"type": "Step", "at": 12}),
+        );
+        let group = group(vec![first, second]);
+        assert_eq!(group.meta["startTime"], 1000.0);
+        assert_eq!(group.meta["profilingEndTime"], 300.5);
+        let (thread, markers) = &group.threads[1];
+        assert_eq!(thread["pid"], "2");
+        assert_eq!(thread["processName"], "b.json");
+        assert_eq!(thread["registerTime"], 250.5);
+        let marker = &markers[0];
+        assert_eq!((marker.start_time, marker.end_time), (260.5, Some(270.5)));
+        assert_eq!(marker.category, Some(2), "Log, after Other and Task");
+        let data = marker.data_value().unwrap();
+        assert_eq!(data, json!({"type": "Step (2)", "at": 262.5}));
+        let first_data = group.threads[0].1[0].data_value().unwrap();
+        assert_eq!(first_data, json!({"type": "Step", "at": 12}), "unmoved");
+        assert_eq!(group.renamed, ["Step -> Step (2)"]);
+    }
+
+    #[test]
+    fn a_process_is_named_by_as_much_of_its_task_as_is_known() {
+        let named = |task: Value| {
+            let meta = json!({"tcProfile": {"task": task}});
+            label(meta.as_object().unwrap(), "file.json")
+        };
+        let all = json!({"taskId": "T", "runId": "1", "name": "build"});
+        assert_eq!(named(all), "build (T run 1)");
+        assert_eq!(named(json!({"taskId": "T"})), "T");
+        assert_eq!(named(json!({"name": "build"})), "build");
+        assert_eq!(named(json!({})), "file.json");
+    }
+}
