@@ -7,7 +7,6 @@ use crate::marker_table::{ThreadOut, UniqueStrings};
 use crate::problems::Problems;
 use crate::profile_marker::ProfileMarker;
 use crate::reader::Recording;
-use serde::de::IgnoredAny;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
@@ -52,7 +51,10 @@ pub struct Profile {
     /// Every field of the thread but its markers and strings.
     pub(crate) thread: Map<String, Value>,
     pub(crate) markers: Vec<ProfileMarker>,
-    /// What a processed input holds that this profile does not carry ("counters", ...).
+    /// A processed input's counters (the profile's own tracks, drawn from samples), as
+    /// they were read; a log has none.
+    pub(crate) counters: Vec<Map<String, Value>>,
+    /// What a processed input holds that this profile does not carry ("samples", ...).
     pub(crate) left_out: Vec<&'static str>,
 }
 
@@ -75,7 +77,7 @@ impl Profile {
             #[serde(default)]
             shared: Option<Shared>,
             #[serde(default)]
-            counters: Vec<IgnoredAny>,
+            counters: Vec<Map<String, Value>>,
         }
         #[derive(Deserialize)]
         struct Shared {
@@ -97,9 +99,6 @@ impl Profile {
         let mut left_out = Vec::new();
         if document.threads.len() > 1 {
             left_out.push("threads after the first");
-        }
-        if !document.counters.is_empty() {
-            left_out.push("counters");
         }
         let mut thread = document
             .threads
@@ -164,6 +163,7 @@ impl Profile {
             meta: document.meta,
             thread,
             markers,
+            counters: document.counters,
             left_out,
         })
     }
@@ -237,6 +237,7 @@ pub fn compact(mut recording: Recording) -> (Profile, Compaction) {
         meta,
         thread,
         markers,
+        counters: Vec::new(),
         left_out: Vec::new(),
     };
     let compaction = Compaction {
@@ -364,6 +365,8 @@ impl Serialize for Profile {
             meta: &'a Map<String, Value>,
             libs: [(); 0],
             threads: [ThreadOut<'a>; 1],
+            #[serde(skip_serializing_if = "<[_]>::is_empty")]
+            counters: &'a [Map<String, Value>],
         }
         Document {
             meta: &self.meta,
@@ -373,6 +376,7 @@ impl Serialize for Profile {
                 markers: &self.markers,
                 unique_strings: &UniqueStrings::of(&self.meta),
             }],
+            counters: &self.counters,
         }
         .serialize(serializer)
     }

@@ -202,33 +202,39 @@ fn mozilla_s_stream_merges_beside_a_task_with_its_own_schemas_kept() {
     assert!((phase.start - (phase_alone.start + offset)).abs() < 0.01);
 }
 
-/// A processed profile from elsewhere, with a `unique-string` field: an index into its
-/// own string table.
-fn profile_with_unique_strings() -> Value {
+/// A processed profile from elsewhere, starting at `start` (epoch ms): a `unique-string`
+/// field (an index into its own string table) and a counter.
+fn profile_from_elsewhere(start: f64) -> Value {
     let mut thread = json!({"name": "other", "pid": "7", "tid": 7, "processType": "default",
         "showMarkersInTimeline": true, "samples": {"length": 0}});
     thread["stringArray"] = json!(["first", "second", "Build log"]);
     thread["markers"] = json!({
         "data": [{"type": "Artifact", "file": 2}, null],
         "name": [0, 1], "startTime": [5.0, 6.0], "endTime": [null, 7.0],
-        "phase": [0, 1], "category": [0, 0], "length": 2
+        "phase": [0, 1], "category": [1, 0], "length": 2
     });
+    let counter = json!({"name": "Allocated", "category": "Memory", "description": "bytes", "pid": "7",
+        "mainThreadIndex": 0, "sampleGroups": [{"id": 0,
+            "samples": {"time": [5.0, 6.0], "count": [0, 4096], "length": 2}}]});
     json!({
-        "meta": {"version": 27, "preprocessedProfileVersion": 47, "startTime": 1.0e12,
+        "meta": {"version": 27, "preprocessedProfileVersion": 47, "startTime": start,
             "interval": 100.0,
-            "categories": [{"name": "Other", "color": "grey", "subcategories": ["Other"]}],
+            "categories": [{"name": "Other", "color": "grey", "subcategories": ["Other"]},
+                {"name": "Memory", "color": "purple", "subcategories": ["Other"]}],
             "markerSchema": [{"name": "Artifact", "display": ["marker-table"],
                 "data": [{"key": "file", "label": "File", "format": "unique-string"}]}]},
         "libs": [],
-        "threads": [thread]
+        "threads": [thread],
+        "counters": [counter]
     })
 }
 
 #[test]
-fn a_unique_string_field_indexes_the_string_table_of_its_new_thread() {
+fn another_tool_s_profile_keeps_its_unique_strings_and_its_counter_under_its_process() {
     let sandbox = Sandbox::new();
     run_task(&sandbox, BUILD, &["-q", "-o", "build.json"]);
-    let other = profile_with_unique_strings();
+    let start = epoch_ms() + 60_000.0;
+    let other = profile_from_elsewhere(start);
     std::fs::write(sandbox.path("other.json"), other.to_string()).unwrap();
 
     let group = merge(&sandbox, &["build.json", "other.json", "-o", "group.json"]);
@@ -241,6 +247,20 @@ fn a_unique_string_field_indexes_the_string_table_of_its_new_thread() {
         .unwrap();
     let index = artifact.data["file"].as_u64().unwrap() as usize;
     assert_eq!(thread["stringArray"][index], "Build log");
+    let offset = start - group["meta"]["startTime"].as_f64().unwrap();
+    let counter = &group["counters"][0];
+    assert_eq!(counter["pid"], thread["pid"]);
+    assert_eq!(counter["mainThreadIndex"], 1);
+    let first = counter["sampleGroups"][0]["samples"]["time"][0]
+        .as_f64()
+        .unwrap();
+    assert!((first - (5.0 + offset)).abs() < 0.01, "{first} vs {offset}");
+    let categories = group["meta"]["categories"].as_array().unwrap();
+    let memory = categories
+        .iter()
+        .position(|c| c["name"] == "Memory")
+        .unwrap();
+    assert_eq!(artifact.category as usize, memory);
 }
 
 #[test]

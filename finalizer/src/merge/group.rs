@@ -30,6 +30,8 @@ pub(crate) struct Group {
     pub threads: Vec<(Map<String, Value>, Vec<ProfileMarker>)>,
     /// Schemas kept under a name of their own, as `OLD -> NEW`.
     pub renamed: Vec<String>,
+    /// Every member's counters, each under its process.
+    pub counters: Vec<Map<String, Value>>,
     /// The `unique-string` fields of the group's schemas, interned when written.
     pub unique_strings: UniqueStrings,
 }
@@ -48,6 +50,7 @@ pub(crate) fn group(members: Vec<Member>) -> Group {
     let mut threads = Vec::with_capacity(members.len());
     let mut processes = Vec::with_capacity(members.len());
     let mut renamed_all = Vec::new();
+    let mut counters = Vec::new();
     let mut end = 0.0f64;
     for (index, member) in members.into_iter().enumerate() {
         let mut meta = member.profile.meta;
@@ -72,6 +75,11 @@ pub(crate) fn group(members: Vec<Member>) -> Group {
             retarget.apply(marker);
             let category = marker.category.unwrap_or(0) as usize;
             marker.category = Some(category_of.get(category).copied().unwrap_or(0));
+        }
+        // A counter names its category rather than indexing it: it moves as it is.
+        for mut counter in member.profile.counters {
+            move_counter(&mut counter, index, offset);
+            counters.push(counter);
         }
         let own_end = meta
             .get("profilingEndTime")
@@ -112,6 +120,7 @@ pub(crate) fn group(members: Vec<Member>) -> Group {
         meta,
         threads,
         renamed: renamed_all,
+        counters,
     }
 }
 
@@ -146,6 +155,26 @@ fn process_thread(name: &str, number: usize, start: f64, end: f64) -> Map<String
         thread.insert(key.to_owned(), json!(end));
     }
     thread
+}
+
+/// A counter of the member `index` under its process, its sample times on the group's axis.
+fn move_counter(counter: &mut Map<String, Value>, index: usize, offset: f64) {
+    counter.insert("pid".to_owned(), json!((index + 1).to_string()));
+    counter.insert("mainThreadIndex".to_owned(), json!(index));
+    // At version 47 a counter's samples are in `sampleGroups` (one group since version 43).
+    let groups = counter
+        .get_mut("sampleGroups")
+        .and_then(Value::as_array_mut);
+    for group in groups.into_iter().flatten() {
+        let times = group["samples"]
+            .get_mut("time")
+            .and_then(Value::as_array_mut);
+        for time in times.into_iter().flatten() {
+            if let Some(t) = time.as_f64() {
+                *time = json!(shifted(t, offset));
+            }
+        }
+    }
 }
 
 fn take_list(meta: &mut Map<String, Value>, key: &str) -> Vec<Value> {

@@ -186,6 +186,8 @@ struct Document<'a> {
     meta: &'a serde_json::Map<String, Value>,
     libs: [(); 0],
     threads: Vec<ThreadOut<'a>>,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    counters: &'a [serde_json::Map<String, Value>],
 }
 
 impl<'a> Document<'a> {
@@ -202,6 +204,7 @@ impl<'a> Document<'a> {
                     unique_strings: &group.unique_strings,
                 })
                 .collect(),
+            counters: &group.counters,
         }
     }
 }
