@@ -45,26 +45,36 @@ pub(crate) fn group(members: Vec<Member>) -> Group {
         .iter()
         .filter_map(|m| m.profile.meta.get("interval")?.as_f64())
         .fold(f64::INFINITY, f64::min);
-    let mut categories = Categories::default();
-    let mut schemas = Schemas::default();
-    let mut threads = Vec::with_capacity(members.len());
-    let mut processes = Vec::with_capacity(members.len());
-    let mut renamed_all = Vec::new();
-    let mut counters = Vec::new();
-    let mut end = 0.0f64;
+    let mut builder = Builder::default();
     for (index, member) in members.into_iter().enumerate() {
+        builder.add(index, member, start);
+    }
+    builder.finish(start, if interval.is_finite() { interval } else { 1.0 })
+}
+
+/// The group as it is built, one member after the other.
+#[derive(Default)]
+struct Builder {
+    categories: Categories,
+    schemas: Schemas,
+    threads: Vec<(Map<String, Value>, Vec<ProfileMarker>)>,
+    /// `meta.tcProfile.group`.
+    processes: Vec<Value>,
+    renamed: Vec<String>,
+    counters: Vec<Map<String, Value>>,
+    end: f64,
+}
+
+impl Builder {
+    /// Adds the `index`-th member to a group that starts at `group_start` (epoch ms).
+    fn add(&mut self, index: usize, member: Member, group_start: f64) {
         let mut meta = member.profile.meta;
-        let offset = member.start_time - start;
-        let mut own_categories = take_list(&mut meta, "categories");
-        if own_categories.is_empty() {
-            // Its markers are all of category 0, which the front-end needs declared.
-            own_categories
-                .push(json!({"name": "Other", "color": "grey", "subcategories": ["Other"]}));
-        }
-        let category_of = categories.add(&own_categories);
+        let offset = member.start_time - group_start;
+        let category_of = self.categories.add(&own_categories(&mut meta));
         let own_schemas = take_list(&mut meta, "markerSchema");
-        let renamed = schemas.add(&own_schemas, index + 1);
-        renamed_all.extend(renamed.iter().map(|(old, new)| format!("{old} -> {new}")));
+        let renamed = self.schemas.add(&own_schemas, index + 1);
+        let described = renamed.iter().map(|(old, new)| format!("{old} -> {new}"));
+        self.renamed.extend(described);
         let retarget = Retarget {
             renamed,
             time_keys: time_keys(&own_schemas),
@@ -79,49 +89,60 @@ pub(crate) fn group(members: Vec<Member>) -> Group {
         // A counter names its category rather than indexing it: it moves as it is.
         for mut counter in member.profile.counters {
             move_counter(&mut counter, index, offset);
-            counters.push(counter);
+            self.counters.push(counter);
         }
         let own_end = meta
             .get("profilingEndTime")
             .and_then(Value::as_f64)
             .unwrap_or_else(|| last_time(&markers) - offset);
-        end = end.max(offset + own_end);
+        self.end = self.end.max(offset + own_end);
         let name = label(&meta, &member.source);
-        let pid = (index + 1).to_string();
-        threads.push((
-            process_thread(&name, index + 1, offset, offset + own_end),
-            markers,
-        ));
-        processes.push(json!({"pid": pid, "name": name, "source": member.source,
-            "offset": offset, "meta": meta}));
+        let thread = process_thread(&name, index + 1, offset, offset + own_end);
+        self.processes
+            .push(json!({"pid": thread["pid"], "name": name,
+            "source": member.source, "offset": offset, "meta": meta}));
+        self.threads.push((thread, markers));
     }
-    renamed_all.sort();
-    let meta = json!({
-        "version": GECKO_PROFILE_VERSION,
-        "preprocessedProfileVersion": PREPROCESSED_PROFILE_VERSION,
-        "processType": 0,
-        "product": format!("tc-profile group of {}", threads.len()),
-        "stackwalk": 0,
-        "interval": if interval.is_finite() { interval } else { 1.0 },
-        "startTime": start,
-        "profilingStartTime": 0,
-        "profilingEndTime": end,
-        "symbolicationNotSupported": true,
-        "usesOnlyOneStackType": true,
-        "categories": categories.into_list(),
-        "markerSchema": schemas.into_list(),
-        "tcProfile": {"group": processes},
-    });
-    let Value::Object(meta) = meta else {
-        unreachable!("json! object literal")
-    };
-    Group {
-        unique_strings: UniqueStrings::of(&meta),
-        meta,
-        threads,
-        renamed: renamed_all,
-        counters,
+
+    fn finish(mut self, start: f64, interval: f64) -> Group {
+        self.renamed.sort();
+        let meta = json!({
+            "version": GECKO_PROFILE_VERSION,
+            "preprocessedProfileVersion": PREPROCESSED_PROFILE_VERSION,
+            "processType": 0,
+            "product": format!("tc-profile group of {}", self.threads.len()),
+            "stackwalk": 0,
+            "interval": interval,
+            "startTime": start,
+            "profilingStartTime": 0,
+            "profilingEndTime": self.end,
+            "symbolicationNotSupported": true,
+            "usesOnlyOneStackType": true,
+            "categories": self.categories.into_list(),
+            "markerSchema": self.schemas.into_list(),
+            "tcProfile": {"group": self.processes},
+        });
+        let Value::Object(meta) = meta else {
+            unreachable!("json! object literal")
+        };
+        Group {
+            unique_strings: UniqueStrings::of(&meta),
+            meta,
+            threads: self.threads,
+            renamed: self.renamed,
+            counters: self.counters,
+        }
     }
+}
+
+/// A member's categories; a grey "Other" when it declares none, since its markers are
+/// then all of category 0, which the front-end needs declared.
+fn own_categories(meta: &mut Map<String, Value>) -> Vec<Value> {
+    let mut categories = take_list(meta, "categories");
+    if categories.is_empty() {
+        categories.push(json!({"name": "Other", "color": "grey", "subcategories": ["Other"]}));
+    }
+    categories
 }
 
 /// The process's name: the task's name and id (and run) from `meta.tcProfile.task`, else
