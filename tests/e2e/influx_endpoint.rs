@@ -8,7 +8,7 @@ use std::process::Command;
 
 /// Python helpers for the task scripts: `write(body, query)` POSTs to the endpoint and
 /// returns (status, body); `ping()`.
-const CLIENT: &str = r#"
+pub(crate) const CLIENT: &str = r#"
 import json, os, sys, urllib.request, urllib.error
 URL = os.environ["TASKCLUSTER_INFLUX_URL"]
 def write(body, query="db=ci"):
