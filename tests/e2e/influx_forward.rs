@@ -245,13 +245,36 @@ raise SystemExit(3)
     assert_eq!(late, 2.0);
 }
 
-/// The recorder's CPU seconds (utime + stime of the whole process, from /proc) over a
-/// window of the task, as a Python expression's pieces.
-const RECORDER_CPU: &str = r#"
-def recorder_cpu():
-    stat = open("/proc/%d/stat" % os.getppid()).read()
+/// `recorder_cpu()`: the recorder's CPU seconds (utime + stime, from /proc) in all, in
+/// the endpoint's threads and in the forwarding thread; `forwarded(n)`: waits (60 s at
+/// most) until the InfluxDB at TEST_INFLUX_URL holds n points of `task.load`.
+const MEASURE: &str = r#"
+import urllib.parse
+def cpu_of(stat):
     fields = stat[stat.rindex(")") + 2:].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+def recorder_cpu():
+    parent = os.getppid()
+    seconds = {"total": cpu_of(open("/proc/%d/stat" % parent).read()), "endpoint": 0, "forward": 0}
+    for thread in os.listdir("/proc/%d/task" % parent):
+        stat = open("/proc/%d/task/%s/stat" % (parent, thread)).read()
+        name = stat[stat.index("(") + 1:stat.rindex(")")]
+        for part, prefix in [("endpoint", "tc-profile-infl"), ("forward", "tc-profile-forw")]:
+            if name.startswith(prefix):
+                seconds[part] += cpu_of(stat)
+    return seconds
+def forwarded(n):
+    query = urllib.parse.urlencode({"db": "ci", "q": 'SELECT count(n) FROM "task.load"'})
+    for _ in range(600):
+        answer = json.load(urllib.request.urlopen(os.environ["TEST_INFLUX_URL"] + "/query?" + query))
+        series = answer["results"][0].get("series")
+        if series and series[0]["values"][0][1] == n:
+            return
+        time.sleep(0.1)
+    raise SystemExit("InfluxDB never held %d points" % n)
+def spent(before):
+    after = recorder_cpu()
+    return {part: after[part] - before[part] for part in after}
 "#;
 
 #[test]
@@ -262,7 +285,7 @@ fn a_hundred_thousand_points_from_four_writers_reach_influxdb_each_once() {
     // Each writer sends 250 requests of 100 points of its own series, each point its own
     // timestamp; the recorder's CPU over the writes is written out.
     let script = format!(
-        r#"{RECORDER_CPU}
+        r#"{MEASURE}
 import threading
 base = time.time_ns()
 failures = []
@@ -278,11 +301,14 @@ started = time.time()
 threads = [threading.Thread(target=writer, args=(n,)) for n in range(4)]
 for thread in threads: thread.start()
 for thread in threads: thread.join()
-json.dump({{"failures": failures[:5], "seconds": time.time() - started,
-           "cpu": recorder_cpu() - before}}, open("load", "w"))
+written = time.time() - started
+forwarded(100000)
+json.dump({{"failures": failures[:5], "written": written, "seconds": time.time() - started,
+           "cpu": spent(before)}}, open("load", "w"))
 "#
     );
-    let stderr = wait_ok(spawn_python(&sandbox, &server, &[], &[], &script));
+    let env = [("TEST_INFLUX_URL", server.url.as_str())];
+    let stderr = wait_ok(spawn_python(&sandbox, &server, &[], &env, &script));
     assert!(stderr.contains("forwarded 100000 points"), "{stderr}");
     let load = read_json(&sandbox.path("load"));
     assert_eq!(load["failures"], serde_json::json!([]));
@@ -298,20 +324,26 @@ json.dump({{"failures": failures[:5], "seconds": time.time() - started,
 
     // The baseline: the recorder's CPU over as long a task that writes nothing.
     let baseline = format!(
-        r#"{RECORDER_CPU}
+        r#"{MEASURE}
 before = recorder_cpu()
 time.sleep({seconds})
-json.dump({{"cpu": recorder_cpu() - before}}, open("baseline", "w"))
+json.dump(spent(before), open("baseline", "w"))
 "#
     );
     let idle = Sandbox::new();
-    wait_ok(spawn_python(&idle, &server, &[], &[], &baseline));
-    let idle_cpu = read_json(&idle.path("baseline"))["cpu"].as_f64().unwrap();
-    let cpu = load["cpu"].as_f64().unwrap();
+    wait_ok(spawn_python(&idle, &server, &[], &env, &baseline));
+    let idle_cpu = read_json(&idle.path("baseline"))["total"].as_f64().unwrap();
+    let cpu = &load["cpu"];
+    let per_thousand = |seconds: f64| seconds * 1000.0 / 100.0;
     eprintln!(
-        "influx forward load: 100,000 points in {seconds:.1} s; recorder {cpu:.2} s CPU, \
-         {idle_cpu:.2} s without writes: {:.1} ms per 1,000 points (endpoint and forwarding)",
-        (cpu - idle_cpu) * 1000.0 / 100.0,
+        "influx forward load: 100,000 points written in {:.1} s, in InfluxDB after {seconds:.1} s; \
+         recorder {:.2} s CPU, {idle_cpu:.2} s without writes: {:.1} ms per 1,000 points \
+         (endpoint threads {:.1} ms, forwarding thread {:.1} ms)",
+        load["written"].as_f64().unwrap(),
+        cpu["total"].as_f64().unwrap(),
+        per_thousand(cpu["total"].as_f64().unwrap() - idle_cpu),
+        per_thousand(cpu["endpoint"].as_f64().unwrap()),
+        per_thousand(cpu["forward"].as_f64().unwrap()),
     );
     let profile: Value = read_json(&sandbox.path("profile_resource-usage.json"));
     let in_profile: f64 = profile_markers(&profile)
