@@ -5,7 +5,7 @@
 //! points from 4 writers, each in InfluxDB once, and the recorder's CPU per 1,000 points.
 
 use crate::influx::{InfluxServer, TASK_ID};
-use crate::influx_endpoint::CLIENT;
+use crate::influx_endpoint::{CLIENT, LOAD, RECORDER_CPU};
 use crate::util::*;
 use serde_json::Value;
 use std::process::{Child, Output, Stdio};
@@ -245,24 +245,10 @@ raise SystemExit(3)
     assert_eq!(late, 2.0);
 }
 
-/// `recorder_cpu()`: the recorder's CPU seconds (utime + stime, from /proc) in all, in
-/// the endpoint's threads and in the forwarding thread; `forwarded(n)`: waits (60 s at
-/// most) until the InfluxDB at TEST_INFLUX_URL holds n points of `task.load`.
-const MEASURE: &str = r#"
+/// `forwarded(n)`: waits (60 s at most) until the InfluxDB at TEST_INFLUX_URL holds n
+/// points of `task.load`.
+const FORWARDED: &str = r#"
 import urllib.parse
-def cpu_of(stat):
-    fields = stat[stat.rindex(")") + 2:].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-def recorder_cpu():
-    parent = os.getppid()
-    seconds = {"total": cpu_of(open("/proc/%d/stat" % parent).read()), "endpoint": 0, "forward": 0}
-    for thread in os.listdir("/proc/%d/task" % parent):
-        stat = open("/proc/%d/task/%s/stat" % (parent, thread)).read()
-        name = stat[stat.index("(") + 1:stat.rindex(")")]
-        for part, prefix in [("endpoint", "tc-profile-infl"), ("forward", "tc-profile-forw")]:
-            if name.startswith(prefix):
-                seconds[part] += cpu_of(stat)
-    return seconds
 def forwarded(n):
     query = urllib.parse.urlencode({"db": "ci", "q": 'SELECT count(n) FROM "task.load"'})
     for _ in range(600):
@@ -272,9 +258,6 @@ def forwarded(n):
             return
         time.sleep(0.1)
     raise SystemExit("InfluxDB never held %d points" % n)
-def spent(before):
-    after = recorder_cpu()
-    return {part: after[part] - before[part] for part in after}
 "#;
 
 #[test]
@@ -282,28 +265,17 @@ fn a_hundred_thousand_points_from_four_writers_reach_influxdb_each_once() {
     let sandbox = Sandbox::new();
     let server = InfluxServer::start(sandbox.path("influxdb"));
     server.query("", "CREATE DATABASE ci");
-    // Each writer sends 250 requests of 100 points of its own series, each point its own
-    // timestamp; the recorder's CPU over the writes is written out.
+    // The recorder's CPU from the first write until InfluxDB holds every point.
     let script = format!(
-        r#"{MEASURE}
-import threading
-base = time.time_ns()
-failures = []
-def writer(number):
-    for request in range(250):
-        body = "".join("load,writer=w%d n=%di %d\n" % (number, request * 100 + i, base + request * 100 + i)
-                       for i in range(100))
-        status, text = write(body)
-        if status != 204:
-            failures.append((status, text))
+        r#"{RECORDER_CPU}
+{LOAD}
+{FORWARDED}
 before = recorder_cpu()
 started = time.time()
-threads = [threading.Thread(target=writer, args=(n,)) for n in range(4)]
-for thread in threads: thread.start()
-for thread in threads: thread.join()
+failures = load()
 written = time.time() - started
 forwarded(100000)
-json.dump({{"failures": failures[:5], "written": written, "seconds": time.time() - started,
+json.dump({{"failures": failures, "written": written, "seconds": time.time() - started,
            "cpu": spent(before)}}, open("load", "w"))
 "#
     );
@@ -324,7 +296,8 @@ json.dump({{"failures": failures[:5], "written": written, "seconds": time.time()
 
     // The baseline: the recorder's CPU over as long a task that writes nothing.
     let baseline = format!(
-        r#"{MEASURE}
+        r#"{RECORDER_CPU}
+import time
 before = recorder_cpu()
 time.sleep({seconds})
 json.dump(spent(before), open("baseline", "w"))
