@@ -155,9 +155,11 @@ impl Shared {
                 None if now >= period_end && !queue.lines.is_empty() => break,
                 None => {}
             }
-            let wait = period_end
-                .saturating_duration_since(now)
-                .max(BATCH_PERIOD / 10);
+            // Idle, a look a period: a point that comes leaves within about a second.
+            let wait = match queue.lines.is_empty() {
+                true => BATCH_PERIOD,
+                false => period_end.saturating_duration_since(now),
+            };
             queue = self
                 .wake
                 .wait_timeout(queue, wait)
