@@ -306,7 +306,7 @@ fn a_failed_export_never_changes_the_exit_status() {
 fn credentials_others_can_read_or_put_in_the_url_are_refused() {
     let sandbox = Sandbox::new();
     let file = sandbox.path("influx.credentials");
-    std::fs::write(&file, "username=ci\npassword=pw\n").unwrap();
+    std::fs::write(&file, "username=ci\npassword=s3cr3t-pw\n").unwrap();
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
     let file = file.to_str().unwrap();
     let refused = [
@@ -320,7 +320,7 @@ fn credentials_others_can_read_or_put_in_the_url_are_refused() {
         ],
         vec![
             "--export-influx",
-            "http://ci:pw@127.0.0.1:9",
+            "http://ci:s3cr3t-pw@127.0.0.1:9",
             "--export-database",
             "ci",
         ],
@@ -332,7 +332,7 @@ fn credentials_others_can_read_or_put_in_the_url_are_refused() {
         let output = sandbox.run(&args);
         let stderr = assert_exit_code(&args, &output, 2);
         assert_eq!(stderr.lines().count(), 1, "{stderr}");
-        assert!(!stderr.contains("pw"), "the secret is not quoted: {stderr}");
+        assert!(!stderr.contains("s3cr3t-pw"), "the secret is not quoted: {stderr}");
         assert!(
             !sandbox.path("ran").exists(),
             "refused before the command runs"
