@@ -163,6 +163,9 @@ pub enum WriteError {
         url: String,
         status: u16,
         message: String,
+        /// Of a partial write, the points InfluxDB 1.x says it dropped (`dropped=N`): it
+        /// wrote the others.
+        dropped: Option<u64>,
     },
 }
 
@@ -205,6 +208,7 @@ pub fn write_influx(
                     return Ok(attempt);
                 }
                 let message = response.body_mut().read_to_string().unwrap_or_default();
+                let dropped = partial_write_dropped(&message);
                 let message: String = message.trim().chars().take(MESSAGE_CHARS).collect();
                 let url = target.url.clone();
                 match status {
@@ -219,6 +223,7 @@ pub fn write_influx(
                             url,
                             status,
                             message,
+                            dropped,
                         })
                     }
                 }
@@ -235,6 +240,19 @@ pub fn write_influx(
         attempts: retry.attempts.max(1),
         reason,
     })
+}
+
+/// The `dropped=N` that ends InfluxDB 1.x's error of a partial write (`{"error":"partial
+/// write: field type conflict: ... dropped=1"}`).
+fn partial_write_dropped(message: &str) -> Option<u64> {
+    if !message.contains("partial write") {
+        return None;
+    }
+    let (_, count) = message.rsplit_once("dropped=")?;
+    let digits = count
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(count.len());
+    count[..digits].parse().ok()
 }
 
 /// Standard base64 with padding, for the basic authentication header.
@@ -294,6 +312,17 @@ mod tests {
         );
         let target = InfluxTarget::new("https://influx.example:8086/", "db", None).unwrap();
         assert_eq!(target.url(), "https://influx.example:8086");
+    }
+
+    #[test]
+    fn a_partial_write_says_how_many_points_were_dropped() {
+        let conflict = r#"{"error":"partial write: field type conflict: input field \"y\" on measurement \"m\" is type integer, already exists as type float dropped=2"}"#;
+        assert_eq!(partial_write_dropped(conflict), Some(2));
+        assert_eq!(partial_write_dropped(r#"{"error":"dropped=2"}"#), None);
+        assert_eq!(
+            partial_write_dropped(r#"{"error":"partial write: points beyond retention policy"}"#),
+            None
+        );
     }
 
     #[test]

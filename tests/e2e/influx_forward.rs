@@ -87,7 +87,8 @@ subprocess.run(["curl", "-sS", "-o", "/dev/null", "-XPOST", URL + "/write?db=oth
     let script = format!(
         r#"{curl}
 answers = [
-    write("tests,suite=unit passed=12i,result=\"pass\" %d" % int(time.time()), "db=elsewhere&precision=s")[0],
+    write("tests,suite=unit,path=C:\\dir passed=12i,skipped=7u,result=\"pass\" %d" % int(time.time()),
+          "db=elsewhere&precision=s")[0],
     write("secret v=1")[0],
 ]
 json.dump(answers, open("answers", "w"))
@@ -140,6 +141,14 @@ wait_for("forwarded")
     let tests = server.rows("ci", r#"SELECT * FROM "task.tests""#);
     assert_eq!(tests.len(), 1, "{tests:?}");
     assert_eq!(tests[0]["passed"], 12);
+    assert_eq!(
+        tests[0]["skipped"], 7,
+        "InfluxDB 1.x takes no unsigned: an integer"
+    );
+    assert_eq!(
+        tests[0]["path"], "C:_dir",
+        "InfluxDB 1.x takes no backslash at a tag's end"
+    );
     assert_eq!(tests[0]["result"], "pass");
     assert_eq!(tests[0]["suite"], "unit");
     assert_eq!(tests[0]["task_id"], TASK_ID);

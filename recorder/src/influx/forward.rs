@@ -9,9 +9,11 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
-use tc_profile_format::line_protocol::{Point, Precision};
+use tc_profile_format::line_protocol::{FieldValue, Point, Precision};
 use tc_profile_format::{sanitize_name, sanitize_tag, TASK_TAGS};
-use tc_profile_influx::{write_influx, InfluxTarget, Precision as WritePrecision, Retry};
+use tc_profile_influx::{
+    write_influx, InfluxTarget, Precision as WritePrecision, Retry, WriteError,
+};
 
 /// Points a batch holds at most (what the InfluxDB clients send at once).
 const BATCH_POINTS: usize = 5_000;
@@ -72,7 +74,11 @@ impl Forwarding {
         let own = point
             .tags
             .iter()
-            .map(|(key, value)| sanitize_tag(key, value))
+            .map(|(key, value)| {
+                let (key, value) = sanitize_tag(key, value);
+                // InfluxDB 1.x refuses a tag value ending in a backslash, even escaped.
+                (key, value.replace('\\', "_"))
+            })
             .filter(|(key, _)| !key.is_empty() && !TASK_TAGS.contains(&key.as_str()));
         let mut tags: Vec<(String, String)> = Vec::new();
         for (key, value) in own.chain(self.task_tags.iter().cloned()) {
@@ -84,7 +90,7 @@ impl Forwarding {
         let fields = point
             .fields
             .iter()
-            .map(|(key, value)| Some((sanitize_name(key)?, value.clone())))
+            .map(|(key, value)| Some((sanitize_name(key)?, influx_1_value(value))))
             .collect::<Option<_>>()?;
         let named = Point {
             measurement: format!("{}{}", self.prefix, sanitize_name(&point.measurement)?),
@@ -95,6 +101,18 @@ impl Forwarding {
         let mut line = String::new();
         named.encode_into(&mut line);
         Some(line)
+    }
+}
+
+/// A value as InfluxDB 1.x takes it: without unsigned integers (`12u` is refused unless
+/// it was built with them), so those become integers, or floats past `i64::MAX`.
+fn influx_1_value(value: &FieldValue) -> FieldValue {
+    match value {
+        FieldValue::Unsigned(unsigned) => match i64::try_from(*unsigned) {
+            Ok(integer) => FieldValue::Integer(integer),
+            Err(_) => FieldValue::Float(*unsigned as f64),
+        },
+        other => other.clone(),
     }
 }
 
@@ -271,8 +289,16 @@ fn forward(shared: &Shared, target: &InfluxTarget) -> ForwardStats {
             }
             Err(error) => {
                 shared.settle(&batch);
+                let refused = match &error {
+                    WriteError::Refused {
+                        dropped: Some(dropped),
+                        ..
+                    } => (*dropped).min(batch.len() as u64),
+                    _ => batch.len() as u64,
+                };
+                stats.forwarded += batch.len() as u64 - refused;
+                stats.refused += refused;
                 stats.last_error = Some(error.to_string());
-                stats.refused += batch.len() as u64;
             }
         }
     }

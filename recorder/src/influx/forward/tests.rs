@@ -21,19 +21,20 @@ fn forwarding() -> Forwarding {
 #[test]
 fn a_forwarded_point_is_named_as_its_tracks_stamped_and_tagged_with_the_task() {
     let point = parse_line(
-        r#"build\ step,task_id=forged,stage=com\,pile,worker_type=x s=2.5,ok=t,n=3i,u=4u,note="a \"b\"" 1700000000"#,
+        r#"build\ step,task_id=forged,stage=com\,pile,dir=C:\dir,worker_type=x s=2.5,ok=t,n=3i,u=4u,big=18446744073709551615u,note="a \"b\"" 1700000000"#,
     )
     .unwrap()
     .unwrap();
     let line = forwarding().line(&point, Precision::Seconds, 5).unwrap();
     assert_eq!(
         line,
-        "task.build_step,run_id=0,stage=com_pile,task_id=T1 s=2.5,ok=true,n=3i,u=4u,note=\"a \\\"b\\\"\" 1700000000000000000\n"
+        "task.build_step,dir=C:_dir,run_id=0,stage=com_pile,task_id=T1 s=2.5,ok=true,n=3i,u=4i,big=18446744073709552000,note=\"a \\\"b\\\"\" 1700000000000000000\n"
     );
-    // What is forwarded parses back to the same fields.
+    // What is forwarded parses back to the same fields, unsigned ones as InfluxDB 1.x has.
     let back = parse_line(line.trim_end()).unwrap().unwrap();
-    assert_eq!(back.fields, point.fields);
-    assert_eq!(back.fields[4].1, FieldValue::String("a \"b\"".to_owned()));
+    assert_eq!(back.fields[..3], point.fields[..3]);
+    assert_eq!(back.fields[3].1, FieldValue::Integer(4));
+    assert_eq!(back.fields[5], point.fields[5]);
 }
 
 #[test]
@@ -111,6 +112,33 @@ fn what_is_unsent_at_the_deadline_is_counted_with_the_reason() {
     let stats = forwarder.finish(Duration::from_millis(300));
     assert_eq!((stats.forwarded, stats.unsent), (0, 7), "{stats:?}");
     assert!(stats.last_error.is_some_and(|e| e.contains(&url)));
+}
+
+#[test]
+fn a_partial_write_counts_only_the_points_influxdb_dropped() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let server = std::thread::spawn(move || {
+        let (mut stream, _) = listener.accept().unwrap();
+        let mut head = [0u8; 4096];
+        let _ = stream.read(&mut head).unwrap();
+        let body = r#"{"error":"partial write: field type conflict dropped=1"}"#;
+        let reply = format!(
+            "HTTP/1.1 400 Bad Request\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        stream.write_all(reply.as_bytes()).unwrap();
+    });
+    let forwarder = Forwarder::start(InfluxTarget::new(&url, "ci", None).unwrap()).unwrap();
+    forwarder
+        .queue()
+        .push(vec!["m v=1i 1\n".to_owned(), "m v=2 2\n".to_owned()]);
+    let stats = forwarder.finish(Duration::from_secs(20));
+    server.join().unwrap();
+    assert_eq!((stats.forwarded, stats.refused), (1, 1), "{stats:?}");
+    assert!(stats
+        .last_error
+        .is_some_and(|e| e.contains("field type conflict")));
 }
 
 #[test]
