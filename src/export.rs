@@ -178,8 +178,9 @@ pub fn report_forwarding(stats: &ForwardStats, quiet: bool) {
     if undelivered == 0 {
         if !quiet && stats.forwarded > 0 {
             eprintln!(
-                "tc-profile: forwarded {} points to InfluxDB at {}",
-                stats.forwarded, stats.url
+                "tc-profile: forwarded {} to InfluxDB at {}",
+                points(stats.forwarded),
+                stats.url
             );
         }
         return;
@@ -196,12 +197,19 @@ pub fn report_forwarding(stats: &ForwardStats, quiet: bool) {
         why.push(error.clone());
     }
     eprintln!(
-        "tc-profile: warning: {undelivered} of {} points were not forwarded to InfluxDB at {} \
-         ({}); they are in the profile",
-        stats.forwarded + undelivered,
+        "tc-profile: warning: {undelivered} of {} were not forwarded to InfluxDB at {} ({}); \
+         they are in the profile",
+        points(stats.forwarded + undelivered),
         stats.url,
         why.join("; ")
     );
+}
+
+fn points(count: u64) -> String {
+    match count {
+        1 => "1 point".to_owned(),
+        _ => format!("{count} points"),
+    }
 }
 
 fn load_report(path: &Path) -> Result<TaskReport> {

@@ -2,7 +2,8 @@
 //! curl and Python's urllib in the forced database with the task's tags, while the task
 //! runs; out-of-scope series refused and not forwarded; the credentials never in the
 //! task's environment; the server stopped mid-task and back before the end; 100,000
-//! points from 4 writers, each in InfluxDB once, and the recorder's CPU per 1,000 points.
+//! points from 4 writers, each in InfluxDB once, and the recorder's CPU per 1,000 points;
+//! `record` forwards as `run` does.
 
 use crate::influx::{InfluxServer, TASK_ID};
 use crate::influx_endpoint::{CLIENT, LOAD, RECORDER_CPU};
@@ -334,4 +335,22 @@ json.dump(spent(before), open("baseline", "w"))
         .map(|m| m.data["count"].as_f64().unwrap())
         .sum();
     assert_eq!(in_profile, 100_000.0);
+}
+
+#[test]
+fn a_sidecar_recorder_forwards_too() {
+    let sandbox = Sandbox::new();
+    let server = InfluxServer::start(sandbox.path("influxdb"));
+    server.query("", "CREATE DATABASE ci");
+    let flags = ["--export-influx", &server.url, "--export-database", "ci"];
+    let recording = Recording::start(&sandbox, &flags);
+    let log = std::fs::read_to_string(&recording.log).unwrap();
+    let meta: Value = serde_json::from_str(log.lines().next().unwrap()).unwrap();
+    let endpoint = meta["tcProfile"]["influx"]["url"].as_str().unwrap();
+    ureq::post(format!("{endpoint}/write?db=mine"))
+        .send("sidecar v=1")
+        .unwrap();
+    wait_for_count(&server, r#"SELECT count(v) FROM "task.sidecar""#, 1.0);
+    let stderr = recording.stop();
+    assert!(stderr.contains("forwarded 1 point to InfluxDB"), "{stderr}");
 }
