@@ -5,7 +5,9 @@
 use crate::metric::{self, MetricKind};
 use serde_json::{json, Map, Value};
 
+mod log;
 mod task;
+pub use log::log_schema;
 pub use task::as_task_schema;
 
 /// Indices into `meta.categories`.
@@ -18,6 +20,11 @@ pub mod category {
     pub const USER: u32 = 3;
     /// Notes of the recorder about the recording itself (damage, an early end).
     pub const RECORDER: u32 = 4;
+    /// Lines of the task's log (SPEC.md, "Log lines"); warnings and errors have their own
+    /// categories, since the profiler colours a marker by its category alone.
+    pub const LOG: u32 = 5;
+    pub const LOG_WARNING: u32 = 6;
+    pub const LOG_ERROR: u32 = 7;
 }
 
 /// Names of the sources in `meta.tcProfile.sources`. A source the machine lacks is left out
@@ -42,6 +49,9 @@ pub mod source {
     pub const STATSD: &str = "statsd";
     /// The InfluxDB endpoint: the same metric tracks.
     pub const INFLUX: &str = "influx";
+    /// The command's stdout and stderr: a `Log` marker a line, and metric tracks from
+    /// `[taskcluster-task:stat]` lines.
+    pub const LOG_LINES: &str = "log-lines";
 }
 
 /// `data.type` of each schema declared here.
@@ -64,9 +74,10 @@ pub mod data_type {
     pub const LOAD: &str = "Load";
     pub const SWAP: &str = "Swap";
     pub const CPU_FREQUENCY: &str = "CPUFreq";
+    pub const LOG: &str = "Log";
 
     /// The types above but [`TEXT`]: those of the recorder's own tracks and markers.
-    const OWN: [&str; 17] = [
+    const OWN: [&str; 18] = [
         CPU,
         MEMORY,
         IO,
@@ -84,6 +95,7 @@ pub mod data_type {
         LOAD,
         SWAP,
         CPU_FREQUENCY,
+        LOG,
     ];
 
     /// Whether a task's marker may not use this `data.type` (SPEC.md, "Marker files"): the
@@ -138,6 +150,9 @@ pub fn categories() -> Value {
         category("Task", "green"),
         category("User", "yellow"),
         category("Recorder", "red"),
+        category("Log", "lightblue"),
+        category("Log warning", "orange"),
+        category("Log error", "red"),
     ])
 }
 
@@ -187,6 +202,15 @@ pub fn marker_schemas(sources: &[String]) -> Value {
         }
     }
     Value::Array(schemas)
+}
+
+/// The metric tracks' schemas, and that of the marker counting what was dropped.
+fn metric_schemas() -> Vec<Value> {
+    MetricKind::ALL
+        .into_iter()
+        .map(metric_schema)
+        .chain([metric_drops_schema()])
+        .collect()
 }
 
 /// One fixed schema per metric kind: a graph track per series (marker name).
@@ -351,11 +375,8 @@ fn source_schemas(name: &str) -> Vec<Value> {
                 graph("swap_out", "bar", "magenta"),
             ],
         )],
-        source::STATSD | source::INFLUX => MetricKind::ALL
-            .into_iter()
-            .map(metric_schema)
-            .chain([metric_drops_schema()])
-            .collect(),
+        source::STATSD | source::INFLUX => metric_schemas(),
+        source::LOG_LINES => [log_schema()].into_iter().chain(metric_schemas()).collect(),
         source::CPU_FREQUENCY => vec![track_schema(
             data_type::CPU_FREQUENCY,
             &[
@@ -542,7 +563,7 @@ mod tests {
 
     #[test]
     fn every_schema_we_declare_but_text_is_reserved() {
-        let sources = [&ALL_BUT_STATSD[..], &[source::STATSD]].concat();
+        let sources = [&ALL_BUT_STATSD[..], &[source::STATSD, source::LOG_LINES]].concat();
         for name in names(&sources) {
             assert!(data_type::is_ours(&name), "{name}");
             assert_eq!(data_type::is_reserved(&name), name != "Text", "{name}");
@@ -550,6 +571,43 @@ mod tests {
         for task_type in ["Test", "text", "CPU Use", "Memory", ""] {
             assert!(!data_type::is_ours(task_type), "{task_type}");
         }
+    }
+
+    #[test]
+    fn log_lines_declare_the_log_schema_and_the_metric_schemas_of_stat_lines() {
+        let names = names(&[source::LOG_LINES]);
+        assert_eq!(names[..3], ["Text", "Command", data_type::LOG]);
+        assert!(names.iter().any(|n| n == "Counter"), "{names:?}");
+        assert_eq!(log_schema()["name"], data_type::LOG);
+    }
+
+    #[test]
+    fn categories_have_colours_the_profiler_knows_and_log_levels_their_own() {
+        let categories = categories();
+        let colour = |index: u32| categories[index as usize]["color"].as_str().unwrap();
+        for category in categories.as_array().unwrap() {
+            let known = [
+                "transparent",
+                "purple",
+                "green",
+                "orange",
+                "yellow",
+                "lightblue",
+                "blue",
+                "brown",
+                "magenta",
+                "red",
+                "lightred",
+                "darkgrey",
+                "grey",
+            ];
+            assert!(
+                known.contains(&category["color"].as_str().unwrap()),
+                "{category}"
+            );
+        }
+        let levels = [category::LOG, category::LOG_WARNING, category::LOG_ERROR].map(colour);
+        assert_eq!(levels, ["lightblue", "orange", "red"]);
     }
 
     #[test]
