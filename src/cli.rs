@@ -282,6 +282,13 @@ pub struct RunArgs {
     /// delegated cgroup; without, tc-profile warns and records without it.
     #[arg(long)]
     pub own_cgroup: bool,
+    /// Record each line of the command's stdout and stderr as a Log marker (the output
+    /// passes through unchanged) [default: when tc-profile's stdout is not a terminal].
+    #[arg(long, overrides_with = "no_log_lines")]
+    pub log_lines: bool,
+    /// Leave the command's output unrecorded, written straight to tc-profile's.
+    #[arg(long, overrides_with = "log_lines")]
+    pub no_log_lines: bool,
     /// The command to run, and its arguments.
     #[arg(required = true, last = true, value_name = "CMD")]
     pub command: Vec<std::ffi::OsString>,

@@ -104,12 +104,14 @@ impl TaskDefinition {
 }
 
 /// Creates the log and the profile directory, and starts recording into them, with the
-/// task's processes (`follow`) and cgroup when known.
+/// task's processes (`follow`) and cgroup when known, and the command's output lines when
+/// `log_lines`.
 pub fn start(
     args: &RecordingArgs,
     checked: Checked,
     follow: Option<Follow>,
     cgroup: Option<TaskCgroup>,
+    log_lines: bool,
 ) -> Result<Session> {
     let log = prepare_log(args)?;
     let dir = args
@@ -120,6 +122,7 @@ pub fn start(
     let mut config = recorder_config(args, log.clone(), dir.clone());
     config.follow = follow;
     config.cgroup = cgroup;
+    config.log_lines = log_lines;
     config.task_schemas = checked.task_schemas;
     config.metric_scopes = MetricScopes::new(checked.metric_scopes);
     if checked.task_name.is_some() {

@@ -39,6 +39,9 @@ pub struct RecorderConfig {
     /// Schemas of the task's markers, declared in the meta line so that the log shows those
     /// markers as it is written (`tc_profile_format::marker_file::decode_schema_file`).
     pub task_schemas: Vec<Map<String, Value>>,
+    /// Whether the command's stdout and stderr are recorded, a `Log` marker a line
+    /// ([`crate::Recorder::relay_output`]); off by default.
+    pub log_lines: bool,
 }
 
 impl RecorderConfig {
@@ -60,6 +63,7 @@ impl RecorderConfig {
             follow: None,
             cgroup: None,
             task_schemas: Vec::new(),
+            log_lines: false,
         }
     }
 

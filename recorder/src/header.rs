@@ -38,6 +38,9 @@ pub(crate) fn meta(
     if metrics.influx.is_some() {
         sources.push(source::INFLUX.to_owned());
     }
+    if config.log_lines {
+        sources.push(source::LOG_LINES.to_owned());
+    }
     meta_line(&MetaInfo {
         start_time: clock.start_epoch_ms(),
         interval_ms: config.interval.as_secs_f64() * 1000.0,

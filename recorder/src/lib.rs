@@ -3,8 +3,8 @@
 //!
 //! The modules follow the lines: `sources/` (what the sampler reads: /proc, /sys, the
 //! task's cgroup and processes), `sampler` (composes them, one tick a message),
-//! `profile_dir`, `statsd` and `influx` (the other sources: task marker files, metrics
-//! packets, InfluxDB writes),
+//! `profile_dir`, `statsd`, `influx` and `task_output` (the other sources: task marker
+//! files, metrics packets, InfluxDB writes, the command's stdout and stderr),
 //! `channel` (the sending end every source holds, [`MarkerSink`]), `writer/` (the one
 //! thread that owns the log), and this file, the API: [`Recorder`] starts them all, in
 //! that order, after `header` has made the log's first lines durable.
@@ -40,6 +40,7 @@ mod profile_dir;
 mod sampler;
 mod sources;
 mod statsd;
+mod task_output;
 mod writer;
 
 pub use channel::{IntervalGuard, MarkerSink};
@@ -68,13 +69,16 @@ use header::MetricEndpoints;
 use influx::InfluxThreads;
 use profile_dir::{DirWatch, Ingester};
 use std::fs::File;
+use std::io::Read;
 use std::net::{SocketAddr, UdpSocket};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+use task_output::TaskOutput;
 use tc_profile_format::marker_file::Limits as MarkerFileLimits;
+use tc_profile_format::task_log::Stream;
 use tc_profile_format::{EndReason, Footer, Line};
 use writer::LogFile;
 
@@ -103,6 +107,7 @@ pub struct Recorder {
     statsd: Option<StatsdThread>,
     influx: Option<InfluxThreads>,
     ingester: Option<Ingester>,
+    task_output: Option<TaskOutput>,
 }
 
 /// The statsd listener's thread, and how to stop it.
@@ -184,7 +189,12 @@ impl Recorder {
             statsd: None,
             influx: None,
             ingester: None,
+            task_output: None,
         };
+        if config.log_lines {
+            let limits = config.metric_limits();
+            recorder.task_output = Some(TaskOutput::start(&markers, limits, config.interval)?);
+        }
         if let Some((listener, _)) = influx_listener {
             let slack = config.profile_dir.as_ref().map_or_else(
                 || MarkerFileLimits::default().time_slack_ms,
@@ -233,6 +243,21 @@ impl Recorder {
         self.influx.as_ref().map(InfluxThreads::url)
     }
 
+    /// Passes `from` (the command's stdout or stderr) through to `to` unchanged, on a
+    /// thread of its own, and records its lines (SPEC.md, "Log lines"). Only for a
+    /// recording started with [`RecorderConfig::log_lines`], which declares their schema.
+    pub fn relay_output(
+        &mut self,
+        from: impl Read + Send + 'static,
+        to: File,
+        stream: Stream,
+    ) -> Result<(), RecorderError> {
+        match &mut self.task_output {
+            Some(output) => output.relay(from, to, stream),
+            None => Err(RecorderError::LogLinesOff),
+        }
+    }
+
     /// A handle that adds markers to this recording from any thread.
     pub fn markers(&self) -> MarkerSink {
         self.markers.clone()
@@ -271,6 +296,9 @@ impl Recorder {
     }
 
     fn stop_sources(&mut self, deadline: Instant) {
+        if let Some(output) = self.task_output.take() {
+            output.stop(deadline);
+        }
         if let Some((stop, handle)) = self.sampler.take() {
             stop.store(true, Ordering::Release);
             handle.thread().unpark();
