@@ -64,11 +64,11 @@ impl Consumer {
                 None => IDLE_WAIT,
             };
             match messages.recv_timeout(timeout) {
-                Ok(Message::Line {
-                    line,
-                    stream,
-                    arrival,
-                }) => self.take(&line, stream, arrival),
+                Ok(Message::Lines { stream, lines }) => {
+                    for (line, arrival) in lines {
+                        self.take(&line, stream, arrival);
+                    }
+                }
                 Ok(Message::Stop) | Err(RecvTimeoutError::Disconnected) => break,
                 Err(RecvTimeoutError::Timeout) => {}
             }

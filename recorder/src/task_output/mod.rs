@@ -20,9 +20,10 @@ use std::time::{Duration, Instant};
 use tc_profile_format::task_log::Stream;
 use tc_profile_format::MetricLimits;
 
-/// Lines waiting for the consumer at most (1 KiB each at most); past this, the relays
-/// drop lines, counted, rather than wait.
-const QUEUE_LINES: usize = 4096;
+/// Reads whose lines wait for the consumer at most (a read of 64 KiB holds at most that
+/// much text, and a line's overhead); past this, the relays drop lines, counted, rather
+/// than wait.
+const QUEUE_READS: usize = 16;
 /// How long the end of the recording waits for a relay that passes nothing through: a
 /// process the command left behind may hold its pipe open for ever.
 const IDLE_RELAY_WAIT: Duration = Duration::from_secs(1);
@@ -42,7 +43,7 @@ impl TaskOutput {
         limits: MetricLimits,
         interval: Duration,
     ) -> Result<TaskOutput, RecorderError> {
-        let (lines, messages) = bounded(QUEUE_LINES);
+        let (lines, messages) = bounded(QUEUE_READS);
         let counters = RelayCounters::default();
         let consumer = Consumer::new(
             markers.clone(),

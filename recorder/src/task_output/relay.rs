@@ -15,11 +15,10 @@ const CHUNK_BYTES: usize = 64 << 10;
 
 /// What a relay sends the consumer.
 pub(crate) enum Message {
-    Line {
-        line: Captured,
+    /// The lines ended by one read, each with when its first byte was read (log time).
+    Lines {
         stream: Stream,
-        /// When its first byte was read, in the log's time base.
-        arrival: f64,
+        lines: Vec<(Captured, f64)>,
     },
     /// The recording ends: lines after it are not taken.
     Stop,
@@ -47,14 +46,18 @@ pub(crate) fn relay(
 ) {
     let mut buffer = vec![0u8; CHUNK_BYTES];
     let mut pending = PendingLine::default();
-    let mut send = |line: Captured, arrival: f64| {
-        let message = Message::Line {
-            line,
+    let mut ended = Vec::new();
+    let mut send = |ended: &mut Vec<(Captured, f64)>| {
+        if ended.is_empty() {
+            return;
+        }
+        let message = Message::Lines {
             stream,
-            arrival,
+            lines: std::mem::take(ended),
         };
-        if let Err(TrySendError::Full(_)) = lines.try_send(message) {
-            counters.queue_full.fetch_add(1, Ordering::Relaxed);
+        if let Err(TrySendError::Full(Message::Lines { lines, .. })) = lines.try_send(message) {
+            let count = lines.len() as u64;
+            counters.queue_full.fetch_add(count, Ordering::Relaxed);
         }
     };
     loop {
@@ -68,9 +71,12 @@ pub(crate) fn relay(
             break;
         }
         counters.bytes.fetch_add(read as u64, Ordering::Relaxed);
-        pending.take(&buffer[..read], clock.now_ms(), &mut send);
+        let mut end_line = |line, arrival| ended.push((line, arrival));
+        pending.take(&buffer[..read], clock.now_ms(), &mut end_line);
+        send(&mut ended);
     }
-    pending.finish(&mut send);
+    pending.finish(&mut |line, arrival| ended.push((line, arrival)));
+    send(&mut ended);
 }
 
 /// The line being read: its first [`MAX_LINE_BYTES`], its length so far, and when its

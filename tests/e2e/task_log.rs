@@ -1,0 +1,187 @@
+use crate::util::*;
+use std::process::Command;
+
+/// Prints timestamped and plain lines on both streams, interleaved: a warning and an
+/// error, invalid UTF-8, a 3 MB line, a stat line, a burst over the rate cap, and a last
+/// line without a newline. Its times start at its argument (epoch ms), so that two runs
+/// print the same bytes; each timestamped line says its time (`at=`) and is printed after
+/// it, as a worker prints the time a step began.
+const SCRIPT: &str = r#"
+import datetime, sys, time
+out, err = sys.stdout.buffer, sys.stderr.buffer
+def put(stream, data):
+    stream.write(data)
+    stream.flush()
+def stamped(stream, label, text, ms):
+    when = datetime.datetime.fromtimestamp(ms / 1000, datetime.timezone.utc)
+    iso = when.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    put(stream, f"[{label} {iso}] {text} at={ms}\n".encode())
+start = int(sys.argv[1])
+time.sleep(max(0, (start + 300) / 1000 - time.time()))
+stamped(out, "taskcluster", "worker started", start)
+stamped(err, "taskcluster:warn", "low disk", start + 50)
+put(out, b"plain stdout line\n")
+put(err, b"plain stderr line\n")
+stamped(out, "vcs", "cloned", start + 100)
+put(err, b"bad \xff\xfe bytes\n")
+put(out, b"x" * 3_000_000 + b"\n")
+stamped(err, "task:error", "step failed", start + 150)
+put(out, b"[taskcluster-task:stat] build.objects:5|c\n")
+put(out, b"".join(b"burst %d\n" % i for i in range(25_000)))
+time.sleep(0.5)
+put(err, b"last stderr line, no newline")
+sys.exit(3)
+"#;
+
+const BURST_LINES: usize = 25_000;
+
+/// Time enough for the recording to start before the script's first time.
+const START_MARGIN_MS: f64 = 2000.0;
+
+#[test]
+fn run_passes_output_through_byte_for_byte_and_records_a_marker_per_line() {
+    let sandbox = Sandbox::new();
+    let start = format!("{}", (epoch_ms() + START_MARGIN_MS) as u64);
+    let python = python().to_str().unwrap();
+    let args = [
+        "run",
+        "--quiet",
+        "--log-lines",
+        "-o",
+        "p.json",
+        "--",
+        python,
+        "-c",
+        SCRIPT,
+        &start,
+    ];
+    let recorded = sandbox.run(&args);
+    // Run after the recording, its times already past: the same bytes, printed at once.
+    let direct = Command::new(python)
+        .args(["-c", SCRIPT, &start])
+        .output()
+        .unwrap();
+    assert_eq!(
+        recorded.status.code(),
+        Some(3),
+        "{}",
+        describe(&args, &recorded)
+    );
+    assert_eq!(direct.status.code(), Some(3));
+    assert!(recorded.stdout == direct.stdout, "stdout differs");
+    assert!(recorded.stderr == direct.stderr, "stderr differs");
+    assert!(direct.stdout.len() > 3_000_000);
+
+    let profile = read_json(&sandbox.path("p.json"));
+    assert_processed_profile(&profile);
+    let start_epoch = profile["meta"]["startTime"].as_f64().unwrap();
+    let markers = profile_markers(&profile);
+    let logs: Vec<&MarkerRow> = markers.iter().filter(|m| m.data["type"] == "Log").collect();
+    let message = |m: &MarkerRow| m.data["message"].as_str().unwrap().to_owned();
+    let find = |text: &str| {
+        logs.iter()
+            .find(|m| message(m).starts_with(text))
+            .unwrap_or_else(|| panic!("no Log marker for {text:?}"))
+    };
+
+    for (text, name, stream, category) in [
+        ("worker started", "taskcluster", "stdout", 5),
+        ("low disk", "taskcluster", "stderr", 6),
+        ("cloned", "vcs", "stdout", 5),
+        ("step failed", "task", "stderr", 7),
+    ] {
+        let marker = find(text);
+        let at: f64 = message(marker)
+            .rsplit("at=")
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert_eq!(
+            (marker.name.as_str(), marker.category),
+            (name, category),
+            "{text}"
+        );
+        assert_eq!(marker.data["stream"], stream, "{text}");
+        assert!(
+            (marker.start - (at - start_epoch)).abs() < 0.01,
+            "{text}: at {} ms, its own time is {} ms",
+            marker.start,
+            at - start_epoch
+        );
+    }
+    let command = markers.iter().find(|m| m.name == "Command").unwrap();
+    let during_command =
+        |m: &MarkerRow| m.start >= command.start && m.start <= command.end.unwrap();
+    for (text, stream) in [
+        ("plain stdout line", "stdout"),
+        ("plain stderr line", "stderr"),
+        ("last stderr line, no newline", "stderr"),
+    ] {
+        let marker = find(text);
+        assert_eq!(
+            (marker.name.as_str(), marker.category),
+            (stream, 5),
+            "{text}"
+        );
+        assert!(
+            during_command(marker),
+            "{text} at its arrival: {}",
+            marker.start
+        );
+    }
+    let invalid = find("bad ");
+    assert_eq!(message(invalid), "bad \u{fffd}\u{fffd} bytes");
+    assert_eq!(invalid.data["invalidUtf8"], "replaced by U+FFFD");
+    let long = find("xxxx");
+    assert_eq!(
+        long.data["length"], 3_000_000,
+        "the cut line keeps its length"
+    );
+    assert_eq!(message(long).len(), 1024);
+
+    let kept = logs
+        .iter()
+        .filter(|m| message(m).starts_with("burst "))
+        .count();
+    let note = markers
+        .iter()
+        .find(|m| m.name == "Log lines dropped")
+        .expect("a drop note");
+    let text = note.data["text"].as_str().unwrap();
+    let counts: Vec<usize> = text
+        .split(&[' ', ','][..])
+        .filter_map(|word| word.parse().ok())
+        .collect();
+    let dropped = counts[0] + counts.last().unwrap();
+    assert!(dropped > 0 && kept >= 20_000, "{kept} kept; {text}");
+    assert_eq!(
+        kept + dropped,
+        BURST_LINES,
+        "every line kept or counted: {text}"
+    );
+    assert_eq!(logs.len(), 9 + kept, "a marker a line, the stat line aside");
+
+    let stat = markers
+        .iter()
+        .find(|m| m.name == "task.build.objects")
+        .expect("the stat line's metric track");
+    assert_eq!(stat.data["value"], 5.0);
+    assert!(!logs
+        .iter()
+        .any(|m| message(m).contains("taskcluster-task:stat")));
+}
+
+#[test]
+fn no_log_lines_leaves_the_output_unrecorded() {
+    let sandbox = Sandbox::new();
+    let args = run_script(&["--no-log-lines", "--quiet"], "echo hello; echo oops >&2");
+    let output = sandbox.run_ok(&args);
+    assert_eq!(output.stdout, b"hello\n");
+    assert_eq!(output.stderr, b"oops\n");
+    let profile = read_json(&sandbox.path("profile_resource-usage.json"));
+    let markers = profile_markers(&profile);
+    assert!(!markers.iter().any(|m| m.data["type"] == "Log"));
+    let sources = profile["meta"]["tcProfile"]["sources"].as_array().unwrap();
+    assert!(!sources.iter().any(|s| s == "log-lines"), "{sources:?}");
+}
