@@ -47,7 +47,7 @@ pub(crate) fn relay(
     let mut buffer = vec![0u8; CHUNK_BYTES];
     let mut pending = PendingLine::default();
     let mut ended = Vec::new();
-    let mut send = |ended: &mut Vec<(Captured, f64)>| {
+    let send = |ended: &mut Vec<(Captured, f64)>| {
         if ended.is_empty() {
             return;
         }
