@@ -267,6 +267,10 @@ pub struct RecordArgs {
     /// instead of printing it.
     #[arg(long, value_name = "PATH")]
     pub ready_file: Option<PathBuf>,
+    /// Follow this log file as `tail -F` does (appended, truncated, replaced), a Log marker
+    /// a line: the worker's log of the task, for example.
+    #[arg(long, value_name = "FILE")]
+    pub task_log: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -310,6 +314,11 @@ pub struct FinalizeArgs {
     /// [default: the directory named in the log, if it still exists].
     #[arg(long, value_name = "DIR")]
     pub profile_dir: Option<PathBuf>,
+    /// Add this finished task log (Taskcluster's live_backing.log, say), a Log marker a
+    /// line aligned by its timestamps [default: the rest of the file that `record
+    /// --task-log` followed, from its last checkpoint].
+    #[arg(long, value_name = "FILE")]
+    pub task_log: Option<PathBuf>,
     #[command(flatten)]
     pub limits: LimitArgs,
     #[command(flatten)]

@@ -110,6 +110,7 @@ fn finalize_log(args: FinalizeArgs) -> Result<u8> {
             keep_log: args.keep_log,
             profile_dir: args.profile_dir,
             limits: args.limits.limits(),
+            task_log: args.task_log,
             progress: reading.callback(),
             ..FinalizeOptions::default()
         },

@@ -36,7 +36,11 @@ pub fn run(args: RunArgs) -> Result<u8> {
     let own_cgroup = args.own_cgroup.then(create_own_cgroup).flatten();
     let cgroup = own_cgroup.as_ref().map(OwnCgroup::task_cgroup).or(cgroup);
     let follow = Some(Follow::Children);
-    let mut session = match recording::start(&args.recording, checked, follow, cgroup, log_lines) {
+    let logs = recording::TaskLogs {
+        output: log_lines,
+        file: None,
+    };
+    let mut session = match recording::start(&args.recording, checked, follow, cgroup, logs) {
         Ok(session) => Some(session),
         Err(error) => {
             eprintln!(

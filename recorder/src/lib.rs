@@ -4,7 +4,8 @@
 //! The modules follow the lines: `sources/` (what the sampler reads: /proc, /sys, the
 //! task's cgroup and processes), `sampler` (composes them, one tick a message),
 //! `profile_dir`, `statsd`, `influx` and `task_output` (the other sources: task marker
-//! files, metrics packets, InfluxDB writes, the command's stdout and stderr),
+//! files, metrics packets, InfluxDB writes, the command's stdout and stderr; and
+//! `task_log_file`, the worker's log file),
 //! `channel` (the sending end every source holds, [`MarkerSink`]), `writer/` (the one
 //! thread that owns the log), and this file, the API: [`Recorder`] starts them all, in
 //! that order, after `header` has made the log's first lines durable.
@@ -40,6 +41,7 @@ mod profile_dir;
 mod sampler;
 mod sources;
 mod statsd;
+mod task_log_file;
 mod task_output;
 mod writer;
 
@@ -76,6 +78,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+use task_log_file::LogFileSource;
 use task_output::TaskOutput;
 use tc_profile_format::marker_file::Limits as MarkerFileLimits;
 use tc_profile_format::task_log::Stream;
@@ -108,6 +111,7 @@ pub struct Recorder {
     influx: Option<InfluxThreads>,
     ingester: Option<Ingester>,
     task_output: Option<TaskOutput>,
+    task_log: Option<LogFileSource>,
 }
 
 /// The statsd listener's thread, and how to stop it.
@@ -190,7 +194,12 @@ impl Recorder {
             influx: None,
             ingester: None,
             task_output: None,
+            task_log: None,
         };
+        if let Some(path) = &config.task_log_path() {
+            let sink = markers.clone();
+            recorder.task_log = Some(LogFileSource::start(path, sink, config.interval)?);
+        }
         if config.log_lines {
             let limits = config.metric_limits();
             recorder.task_output = Some(TaskOutput::start(&markers, limits, config.interval)?);
@@ -298,6 +307,9 @@ impl Recorder {
     fn stop_sources(&mut self, deadline: Instant) {
         if let Some(output) = self.task_output.take() {
             output.stop(deadline);
+        }
+        if let Some(task_log) = self.task_log.take() {
+            task_log.stop(deadline);
         }
         if let Some((stop, handle)) = self.sampler.take() {
             stop.store(true, Ordering::Release);

@@ -185,3 +185,40 @@ fn no_log_lines_leaves_the_output_unrecorded() {
     let sources = profile["meta"]["tcProfile"]["sources"].as_array().unwrap();
     assert!(!sources.iter().any(|s| s == "log-lines"), "{sources:?}");
 }
+
+/// `line-0001`..: names that no other line contains.
+fn numbered(lines: std::ops::RangeInclusive<u32>) -> String {
+    lines.map(|n| format!("line-{n:04}\n")).collect()
+}
+
+#[test]
+fn record_task_log_takes_every_line_once_through_truncation_replacement_and_a_sigkill() {
+    let sandbox = Sandbox::new();
+    let file = sandbox.path("live_backing.log");
+    let recording = Recording::start(&sandbox, &["--task-log", "live_backing.log"]);
+    append(&file, numbered(1..=50).as_bytes());
+    recording.wait_logged("line-0050");
+    // Truncated and written again, shorter than what was read (as `: > file` then writes).
+    std::fs::write(&file, numbered(51..=60)).unwrap();
+    recording.wait_logged("line-0060");
+    // Replaced: a new file renamed over it.
+    let next = sandbox.path("next.log");
+    std::fs::write(&next, numbered(61..=80)).unwrap();
+    std::fs::rename(&next, &file).unwrap();
+    recording.wait_logged("line-0080");
+    append(&file, numbered(81..=100).as_bytes());
+    recording.kill();
+    append(&file, numbered(101..=110).as_bytes());
+
+    sandbox.run_ok(&["finalize", "profile_resource-usage.jsonl"]);
+    let profile = read_json(&sandbox.path("profile_resource-usage.json"));
+    assert_processed_profile(&profile);
+    let mut taken: Vec<String> = profile_markers(&profile)
+        .iter()
+        .filter(|m| m.data["type"] == "Log")
+        .map(|m| m.data["message"].as_str().unwrap().to_owned())
+        .collect();
+    taken.sort();
+    let every: Vec<String> = numbered(1..=110).lines().map(str::to_owned).collect();
+    assert_eq!(taken, every, "every line exactly once");
+}

@@ -1,4 +1,5 @@
 use super::*;
+use crate::schema::category;
 
 const START: f64 = 1_795_980_000_000.0;
 

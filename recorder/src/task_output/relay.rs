@@ -8,7 +8,7 @@ use std::fs::File;
 use std::io::{ErrorKind, Read, Write};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use tc_profile_format::task_log::{Captured, Stream, MAX_LINE_BYTES};
+use tc_profile_format::task_log::{Captured, LineSplitter, Stream};
 
 /// Bytes read from the pipe at a time.
 const CHUNK_BYTES: usize = 64 << 10;
@@ -45,7 +45,7 @@ pub(crate) fn relay(
     counters: RelayCounters,
 ) {
     let mut buffer = vec![0u8; CHUNK_BYTES];
-    let mut pending = PendingLine::default();
+    let mut pending = LineSplitter::default();
     let mut ended = Vec::new();
     let send = |ended: &mut Vec<(Captured, f64)>| {
         if ended.is_empty() {
@@ -77,94 +77,4 @@ pub(crate) fn relay(
     }
     pending.finish(&mut |line, arrival| ended.push((line, arrival)));
     send(&mut ended);
-}
-
-/// The line being read: its first [`MAX_LINE_BYTES`], its length so far, and when its
-/// first byte came. A line of any length costs at most that much memory.
-#[derive(Default)]
-struct PendingLine {
-    head: Vec<u8>,
-    length: usize,
-    arrival: Option<f64>,
-}
-
-impl PendingLine {
-    /// Takes a chunk read at `now`, handing each line it ends to `emit`.
-    fn take(&mut self, mut chunk: &[u8], now: f64, emit: &mut impl FnMut(Captured, f64)) {
-        while !chunk.is_empty() {
-            self.arrival.get_or_insert(now);
-            match chunk.iter().position(|&b| b == b'\n') {
-                Some(end) => {
-                    self.extend(&chunk[..end]);
-                    self.finish(emit);
-                    chunk = &chunk[end + 1..];
-                }
-                None => {
-                    self.extend(chunk);
-                    return;
-                }
-            }
-        }
-    }
-
-    fn extend(&mut self, bytes: &[u8]) {
-        let room = MAX_LINE_BYTES.saturating_sub(self.head.len());
-        self.head.extend_from_slice(&bytes[..bytes.len().min(room)]);
-        self.length += bytes.len();
-    }
-
-    /// Hands on the line, if one has begun: at a newline, or at the end of the stream.
-    fn finish(&mut self, emit: &mut impl FnMut(Captured, f64)) {
-        if let Some(arrival) = self.arrival.take() {
-            emit(Captured::new(&self.head, self.length), arrival);
-            self.head.clear();
-            self.length = 0;
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn lines(chunks: &[&[u8]]) -> Vec<(String, usize, f64)> {
-        let mut pending = PendingLine::default();
-        let mut out = Vec::new();
-        let mut emit = |line: Captured, arrival: f64| out.push((line.text, line.length, arrival));
-        for (time, chunk) in chunks.iter().enumerate() {
-            pending.take(chunk, time as f64, &mut emit);
-        }
-        pending.finish(&mut emit);
-        out
-    }
-
-    #[test]
-    fn lines_are_cut_at_newlines_across_chunks_and_a_last_partial_line_is_kept() {
-        let got = lines(&[b"one\ntw", b"o\n\nthr", b"ee"]);
-        let want = [
-            ("one", 3, 0.0),
-            ("two", 3, 0.0),
-            ("", 0, 1.0),
-            ("three", 5, 1.0),
-        ];
-        let want: Vec<_> = want
-            .iter()
-            .map(|(t, l, a)| ((*t).to_owned(), *l, *a))
-            .collect();
-        assert_eq!(got, want);
-        assert!(
-            lines(&[b"end\n"]).len() == 1,
-            "no empty line after the last newline"
-        );
-    }
-
-    #[test]
-    fn a_long_line_keeps_only_its_head_and_its_length() {
-        let long = vec![b'x'; 3 << 20];
-        let chunks: Vec<&[u8]> = long.chunks(CHUNK_BYTES).chain([&b"\nok\n"[..]]).collect();
-        let got = lines(&chunks);
-        assert_eq!(got.len(), 2);
-        assert_eq!((got[0].0.len(), got[0].1), (MAX_LINE_BYTES, 3 << 20));
-        assert_eq!(got[1].0, "ok");
-    }
 }
