@@ -107,6 +107,14 @@ pub enum Command {
         A write is tried 5 times, about 4 s of waits in between, 30 s at most each."
     )]
     Export(ExportArgs),
+    /// Add a task's log (Taskcluster's live_backing.log, say) to a profile or a log.
+    #[command(
+        after_help = "Example:\n  tc-profile add-log profile_resource-usage.json live_backing.log -o with-log.json\n\n\
+        Each line becomes a Log marker: a line [component(:level)? ISO-8601] at its time\n\
+        (clamped into the profile), named by its component; any other at the time of the\n\
+        line with a time before it. PROFILE may be a log, compressed, or Mozilla's."
+    )]
+    AddLog(AddLogArgs),
 }
 
 #[derive(Args, Debug)]
@@ -391,6 +399,19 @@ pub struct RecoverArgs {
     pub state_dir: PathBuf,
     #[command(flatten)]
     pub lock_wait: LockWaitArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct AddLogArgs {
+    /// The profile or log (.json, .jsonl, either compressed as .gz or .zst).
+    #[arg(value_name = "PROFILE|LOG")]
+    pub input: PathBuf,
+    /// The task's log: text, a line a marker.
+    #[arg(value_name = "FILE")]
+    pub task_log: PathBuf,
+    /// Where to write the profile with the log; .gz or .zst compresses it.
+    #[arg(short, long, value_name = "PATH")]
+    pub output: PathBuf,
 }
 
 #[derive(Args, Debug)]

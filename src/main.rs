@@ -1,6 +1,7 @@
 //! The `tc-profile` binary: a thin command line over the format-spec, recorder and
 //! finalizer crates. Exit codes are decided here alone.
 
+mod add_log;
 mod cli;
 mod export;
 mod mark;
@@ -52,6 +53,7 @@ fn dispatch(command: Command) -> Result<u8> {
         Command::Open(args) => open::open(args),
         Command::Completions(args) => completions(args),
         Command::Export(args) => export::export(args),
+        Command::AddLog(args) => add_log::add_log(args),
     }
 }
 

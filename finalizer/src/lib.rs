@@ -59,4 +59,4 @@ pub use profile::{
 pub use profile_marker::{busy_share, Figures, Number, ProfileMarker};
 pub use reader::{read_log, Damage, DropReason, Read, ReadError, Recording};
 pub use recover::{recover, Recovery};
-pub use task_log::{merge_task_log, task_log_of};
+pub use task_log::{add_log, merge_task_log, task_log_of, AddLogError};

@@ -222,3 +222,143 @@ fn record_task_log_takes_every_line_once_through_truncation_replacement_and_a_si
     let every: Vec<String> = numbered(1..=110).lines().map(str::to_owned).collect();
     assert_eq!(taken, every, "every line exactly once");
 }
+
+/// A Taskcluster-style log of 3,050 lines (`tests/fixtures/make-task-log.py`), from
+/// 2026-11-29T01:00:00Z over 14 minutes.
+const TASK_LOG: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/live_backing.log"
+);
+/// Epoch ms of the fixture's first line.
+const TASK_LOG_START: f64 = 1_795_914_000_000.0;
+
+/// A finished 20-minute recording that began a minute before the fixture's first line.
+fn recording_around_the_task_log(path: &std::path::Path) {
+    use tc_profile_format::{encode_line, meta_line, thread_line, EndReason, Footer, Line};
+    use tc_profile_format::{Marker, MetaInfo};
+    let meta = meta_line(&MetaInfo {
+        start_time: TASK_LOG_START - 60_000.0,
+        interval_ms: 1000.0,
+        recorder: "tc-profile test".to_owned(),
+        ..MetaInfo::default()
+    });
+    let end = 20.0 * 60_000.0;
+    let lines = [
+        meta,
+        thread_line("tc-profile"),
+        Line::Marker(Marker::interval("Command", 1000.0, end - 1000.0).with_category(2)),
+        Line::Footer(Footer {
+            end_time: end,
+            reason: EndReason::CommandExited,
+        }),
+    ];
+    std::fs::write(
+        path,
+        lines.iter().flat_map(encode_line).collect::<Vec<u8>>(),
+    )
+    .unwrap();
+}
+
+/// The Log markers of a profile, as (name, time, category, message).
+fn log_markers(profile: &serde_json::Value) -> Vec<(String, f64, u64, String)> {
+    profile_markers(profile)
+        .into_iter()
+        .filter(|m| m.data["type"] == "Log")
+        .map(|m| {
+            let message = m.data["message"].as_str().unwrap().to_owned();
+            (m.name, m.start, m.category, message)
+        })
+        .collect()
+}
+
+#[test]
+fn a_taskcluster_log_is_added_aligned_by_its_timestamps_to_a_log_or_a_profile() {
+    let sandbox = Sandbox::new();
+    recording_around_the_task_log(&sandbox.path("task.jsonl"));
+    let args = [
+        "finalize",
+        "--keep-log",
+        "--task-log",
+        TASK_LOG,
+        "-o",
+        "finalized.json",
+        "task.jsonl",
+    ];
+    sandbox.run_ok(&args);
+    let finalized = read_json(&sandbox.path("finalized.json"));
+    assert_processed_profile(&finalized);
+    let logs = log_markers(&finalized);
+    let text = std::fs::read_to_string(TASK_LOG).unwrap();
+    assert_eq!(logs.len(), text.lines().count(), "a marker a line");
+
+    let first = logs
+        .iter()
+        .find(|m| m.3.starts_with("Worker Type"))
+        .unwrap();
+    assert_eq!(
+        (first.0.as_str(), first.1, first.2),
+        ("taskcluster", 60_000.0, 5)
+    );
+    let components: std::collections::BTreeSet<&str> = logs.iter().map(|m| m.0.as_str()).collect();
+    for name in ["taskcluster", "task", "fetches", "vcs", "setup", "log"] {
+        assert!(components.contains(name), "{name} in {components:?}");
+    }
+    let warning = logs
+        .iter()
+        .find(|m| m.3.starts_with("no such cached image"))
+        .unwrap();
+    assert_eq!(warning.2, 6, "warn lines in Log warning");
+    let error = logs
+        .iter()
+        .find(|m| m.3.starts_with("Error running mach"))
+        .unwrap();
+    assert_eq!(error.2, 7, "error lines in Log error");
+    // A plain line takes the time of the prefixed line before it. The fixture's times only
+    // grow, and markers of one time keep their order: the profile's order is the file's.
+    let mut last_prefixed = 0.0;
+    for (line, marker) in text.lines().zip(&logs) {
+        if line.starts_with('[') {
+            last_prefixed = marker.1;
+        } else {
+            assert_eq!(
+                (marker.0.as_str(), marker.1),
+                ("log", last_prefixed),
+                "{line}"
+            );
+        }
+    }
+    let long: Vec<_> = profile_markers(&finalized)
+        .into_iter()
+        .filter(|m| m.data["type"] == "Log" && m.data["length"].is_u64())
+        .collect();
+    assert_eq!(long.len(), 3, "the three long lines are cut and counted");
+    assert!(long
+        .iter()
+        .all(|m| m.data["message"].as_str().unwrap().len() <= 1024));
+
+    // The same lines at the same times added afterwards: to the finished, compressed
+    // profile, and to the log itself.
+    sandbox.run_ok(&[
+        "finalize",
+        "--keep-log",
+        "-o",
+        "plain.json.gz",
+        "task.jsonl",
+    ]);
+    for input in ["plain.json.gz", "task.jsonl"] {
+        sandbox.run_ok(&["add-log", input, TASK_LOG, "-o", "added.json"]);
+        let added = read_json(&sandbox.path("added.json"));
+        assert_processed_profile(&added);
+        let mut got = log_markers(&added);
+        let mut want = logs.clone();
+        for list in [&mut got, &mut want] {
+            list.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.3.cmp(&b.3)));
+        }
+        assert_eq!(got, want, "add-log {input}");
+    }
+    // Mozilla's stream: the Log categories and schema are declared in its meta.
+    sandbox.run_ok(&["add-log", MOZILLA_STREAM, TASK_LOG, "-o", "mozilla.json"]);
+    let mozilla = read_json(&sandbox.path("mozilla.json"));
+    assert_processed_profile(&mozilla);
+    assert_eq!(log_markers(&mozilla).len(), logs.len());
+}
