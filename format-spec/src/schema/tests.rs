@@ -108,3 +108,32 @@ fn graph_colours_are_ones_the_profiler_knows() {
         }
     }
 }
+
+#[test]
+fn log_categories_and_schema_are_declared_where_another_tools_meta_lacks_them() {
+    let mut meta = json!({
+        "categories": [{"name": "Other", "color": "grey", "subcategories": ["Other"]},
+                       {"name": "Log", "color": "blue", "subcategories": ["Other"]}],
+        "markerSchema": [],
+    });
+    let meta = meta.as_object_mut().unwrap();
+    assert_eq!(
+        declare_log(meta),
+        [1, 2, 3],
+        "Log found by name, the others appended"
+    );
+    assert_eq!(declare_log(meta), [1, 2, 3], "declared once");
+    let names: Vec<&Value> = meta["categories"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| &c["name"])
+        .collect();
+    assert_eq!(names, ["Other", "Log", "Log warning", "Log error"]);
+    assert_eq!(meta["markerSchema"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        declare_log(&mut Map::new()),
+        [5, 6, 7],
+        "no categories: ours"
+    );
+}
