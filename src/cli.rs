@@ -187,7 +187,8 @@ pub struct RecordingArgs {
 #[derive(Args, Debug)]
 pub struct ExportAtEndArgs {
     /// Once the profile is written, write the task's metrics and summary to this InfluxDB
-    /// (http or https base URL; see `tc-profile export --help` for credentials).
+    /// (http or https base URL; see `tc-profile export --help` for credentials); the points
+    /// the task writes to TASKCLUSTER_INFLUX_URL are forwarded there while it runs.
     #[arg(long, value_name = "URL", requires = "export_database")]
     pub export_influx: Option<String>,
     /// The database of --export-influx.

@@ -2,7 +2,7 @@
 //! directory, and ending it into a profile.
 
 use crate::cli::{RecordingArgs, SyncArg};
-use crate::export::{export_at_end, hide_credentials, Destinations};
+use crate::export::{export_at_end, hide_credentials, report_forwarding, Destinations};
 use crate::output;
 use crate::progress::Reading;
 use crate::recover::recover_state_dir;
@@ -134,6 +134,11 @@ pub fn start(
     config.task_log = logs.file;
     config.task_schemas = checked.task_schemas;
     config.metric_scopes = MetricScopes::new(checked.metric_scopes);
+    config.forward = checked
+        .export
+        .as_ref()
+        .and_then(Destinations::influx)
+        .cloned();
     if checked.task_name.is_some() {
         config.task.name = checked.task_name;
     }
@@ -229,6 +234,9 @@ pub fn finish(session: Session, args: &RecordingArgs, reason: EndReason) -> Resu
             stats.lines_lost,
             session.log.display()
         );
+    }
+    if let Some(forwarded) = &finished.forwarded {
+        report_forwarding(forwarded, args.quiet);
     }
     let reading = Reading::start(&session.log, "writing the profile");
     let finalized = finalize_locked(

@@ -13,7 +13,7 @@ use tc_profile_finalizer::{
 use tc_profile_format::marker_file::Problem;
 use tc_profile_format::{
     encode_line, meta_line, thread_line, Checkpoint, Dropped, EndReason, FileProgress, Footer, Gap,
-    Line, Machine, Marker, MetaInfo, OpenInterval, TaskInfo,
+    Line, Marker, MetaInfo, OpenInterval,
 };
 
 const NAMES: [&str; 4] = ["build", "quote \" and \\", "caf\u{e9}", "tab\tnul\u{0}"];

@@ -36,8 +36,8 @@ pub mod scope;
 pub mod task_log;
 
 pub use aggregate::{
-    sanitize_name, Aggregator, BatchAggregator, Drops, Malformed, MetricLimits, Sample,
-    SampleValue, MAX_NAME_BYTES, MAX_SET_MEMBERS, MAX_TAGS, MAX_TAG_BYTES,
+    sanitize_name, sanitize_tag, Aggregator, BatchAggregator, Drops, Malformed, MetricLimits,
+    Sample, SampleValue, MAX_NAME_BYTES, MAX_SET_MEMBERS, MAX_TAGS, MAX_TAG_BYTES,
 };
 pub use lines::{
     decode_line, decode_marker_raw, encode_line, encode_line_into, encode_marker_line_into,
@@ -48,4 +48,5 @@ pub use merge::{log_time, same_name_match, Batch, Merger};
 pub use meta::{
     meta_line, thread_line, CgroupInfo, InfluxInfo, Machine, MetaInfo, StatsdInfo, TaskInfo,
     GECKO_PROFILE_VERSION, LOG_FORMAT_VERSION, META_PREFIX, PREPROCESSED_PROFILE_VERSION,
+    TASK_TAGS,
 };

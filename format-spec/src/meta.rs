@@ -43,6 +43,31 @@ pub struct TaskInfo {
     pub name: Option<String>,
 }
 
+/// Tag keys that name the task in what is sent to a time-series database; a metric's own
+/// tag with one of these keys is dropped, so that a task cannot write under another task's
+/// identity.
+pub const TASK_TAGS: [&str; 4] = ["task_id", "run_id", "worker_type", "instance_type"];
+
+impl TaskInfo {
+    /// The task's identity as tags: those of [`TASK_TAGS`] that are known, in that order.
+    pub fn tags(&self) -> Vec<(String, String)> {
+        let values = [
+            &self.task_id,
+            &self.run_id,
+            &self.worker_type,
+            &self.instance_type,
+        ];
+        TASK_TAGS
+            .iter()
+            .zip(values)
+            .filter_map(|(tag, value)| {
+                let value = value.as_ref().filter(|v| !v.is_empty())?;
+                Some(((*tag).to_owned(), value.clone()))
+            })
+            .collect()
+    }
+}
+
 /// The statsd listener of a recording, as `meta.tcProfile.statsd` says it.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase")]

@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 use tc_profile_format::scope::MetricScopes;
 use tc_profile_format::{MetricLimits, TaskInfo};
+use tc_profile_influx::InfluxTarget;
 
 /// How to record.
 #[derive(Clone, Debug)]
@@ -29,6 +30,8 @@ pub struct RecorderConfig {
     /// Whether to serve the InfluxDB endpoint (under the statsd listener's limits, or the
     /// defaults without one).
     pub influx: bool,
+    /// The InfluxDB that the endpoint's points are forwarded to while recording, if any.
+    pub forward: Option<InfluxTarget>,
     /// The profile directory to follow, if any.
     pub profile_dir: Option<ProfileDirConfig>,
     /// The task's processes, drawn against the rest of the machine; none by default.
@@ -61,6 +64,7 @@ impl RecorderConfig {
             statsd: Some(MetricLimits::default()),
             metric_scopes: MetricScopes::default(),
             influx: true,
+            forward: None,
             profile_dir: None,
             follow: None,
             cgroup: None,

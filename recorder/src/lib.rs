@@ -49,7 +49,7 @@ pub use channel::{IntervalGuard, MarkerSink};
 pub use clock::Clock;
 pub use config::RecorderConfig;
 pub use error::RecorderError;
-pub use influx::MAX_BODY_BYTES;
+pub use influx::{ForwardStats, MAX_BODY_BYTES, MAX_UNSENT_BYTES};
 pub use meta::{machine, task_from_env};
 pub use profile_dir::ProfileDirConfig;
 pub use sampler::{sampling_interval, Sampler, COARSE_AFTER, COARSE_INTERVAL};
@@ -62,13 +62,14 @@ pub use statsd::{
     parse_line as parse_statsd_line, record_packet as record_statsd_packet, MAX_PACKET_BYTES,
 };
 pub use tc_profile_format::MetricLimits;
+pub use tc_profile_influx::InfluxTarget;
 pub use writer::{LogSink, Place, SyncPolicy, WriterStats, MIN_SYNC_PERIOD};
 
 use channel::{start_writer, WriterThread};
 use crossbeam_channel::{bounded, RecvTimeoutError, Sender};
 use error::spawn;
 use header::MetricEndpoints;
-use influx::InfluxThreads;
+use influx::{Forwarder, Forwarding, InfluxThreads};
 use profile_dir::{DirWatch, Ingester};
 use std::fs::File;
 use std::io::Read;
@@ -90,6 +91,8 @@ use writer::LogFile;
 /// this, the disk is hung and the log is left as a killed recorder leaves it.
 const FINISH_WAIT: Duration = Duration::from_secs(30);
 const DROP_WAIT: Duration = Duration::from_secs(1);
+/// How long [`Recorder::finish`] goes on forwarding the endpoint's points not sent yet.
+const FORWARD_WAIT: Duration = Duration::from_secs(10);
 
 /// What a recording ended with: the writer's statistics and the log, still open and still
 /// locked, so that finalizing it leaves no moment in which a recoverer could take it.
@@ -98,6 +101,8 @@ pub struct Finished {
     pub stats: WriterStats,
     /// The log, opened for reading and appending, holding its exclusive lock.
     pub log: File,
+    /// What forwarding to an InfluxDB did, when there was one.
+    pub forwarded: Option<ForwardStats>,
 }
 
 /// A running recording. Call [`Recorder::finish`] to end it with a clean-end footer.
@@ -109,6 +114,7 @@ pub struct Recorder {
     sampler: Option<(Arc<AtomicBool>, JoinHandle<()>)>,
     statsd: Option<StatsdThread>,
     influx: Option<InfluxThreads>,
+    forwarder: Option<Forwarder>,
     ingester: Option<Ingester>,
     task_output: Option<TaskOutput>,
     task_log: Option<LogFileSource>,
@@ -192,6 +198,7 @@ impl Recorder {
             sampler: None,
             statsd: None,
             influx: None,
+            forwarder: None,
             ingester: None,
             task_output: None,
             task_log: None,
@@ -209,12 +216,20 @@ impl Recorder {
                 || MarkerFileLimits::default().time_slack_ms,
                 |dir| dir.limits.time_slack_ms,
             );
+            let forwarder = config.forward.clone().map(Forwarder::start).transpose()?;
+            let forwarding = forwarder.as_ref().map(|forwarder| Forwarding {
+                queue: forwarder.queue(),
+                prefix: metric_limits.prefix.clone(),
+                task_tags: config.task.tags(),
+            });
+            recorder.forwarder = forwarder;
             recorder.influx = Some(InfluxThreads::start(
                 listener,
                 metric_limits.clone(),
                 &markers,
                 config.interval,
                 slack,
+                forwarding,
             )?);
         }
         if let (Some(dir), Some(watch)) = (&config.profile_dir, watch) {
@@ -273,8 +288,9 @@ impl Recorder {
     }
 
     /// Takes a last sample and the marker files' last lines, appends the clean-end footer,
-    /// makes the log durable and joins the threads. The log stays locked in the returned
-    /// [`Finished`]. Waits 30 s at most: when the log's disk hangs, it returns
+    /// makes the log durable and joins the threads; then forwards what the InfluxDB
+    /// endpoint took and has not forwarded yet, for 10 s at most. The log stays locked in
+    /// the returned [`Finished`]. Waits 30 s at most: when the log's disk hangs, it returns
     /// [`RecorderError::WriterHung`] and leaves the writer thread behind, holding the log
     /// (and its lock) until the process exits; what the writer had written is in the log,
     /// and what the sources had not taken is still in the marker files.
@@ -298,9 +314,11 @@ impl Recorder {
                 })
             }
         };
+        let forwarded = self.forwarder.take().map(|f| f.finish(FORWARD_WAIT));
         Ok(Finished {
             stats,
             log: log.file,
+            forwarded,
         })
     }
 
@@ -348,6 +366,9 @@ impl Drop for Recorder {
         let deadline = Instant::now() + DROP_WAIT;
         self.stop_sources(deadline);
         let _ = self.stop_writer(deadline);
+        if let Some(forwarder) = self.forwarder.take() {
+            forwarder.abandon();
+        }
     }
 }
 

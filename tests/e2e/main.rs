@@ -16,6 +16,9 @@ mod hostile_dir;
 mod influx;
 /// The InfluxDB endpoint: curl and urllib writes become tracks, 400/403/413, a load test.
 mod influx_endpoint;
+/// Forwarding to a real InfluxDB during the task: the forced database and the task's tags,
+/// scopes, credentials kept from the task, a server restarted mid-task, 100,000 points.
+mod influx_forward;
 /// The log's lock: a recorder just SIGKILLed is waited for, a running one refused at once.
 mod lock_wait;
 /// Marker files: 200 writers, SIGKILL and finalize, a worker's lifecycle, the README examples.
