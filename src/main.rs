@@ -1,6 +1,7 @@
 //! The `tc-profile` binary: a thin command line over the format-spec, recorder and
 //! finalizer crates. Exit codes are decided here alone.
 
+mod add_log;
 mod cli;
 mod export;
 mod mark;
@@ -54,6 +55,7 @@ fn dispatch(command: Command) -> Result<u8> {
         Command::Completions(args) => completions(args),
         Command::Export(args) => export::export(args),
         Command::Merge(args) => merge::merge(args),
+        Command::AddLog(args) => add_log::add_log(args),
     }
 }
 
@@ -112,6 +114,7 @@ fn finalize_log(args: FinalizeArgs) -> Result<u8> {
             keep_log: args.keep_log,
             profile_dir: args.profile_dir,
             limits: args.limits.limits(),
+            task_log: args.task_log,
             progress: reading.callback(),
             ..FinalizeOptions::default()
         },

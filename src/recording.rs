@@ -103,13 +103,23 @@ impl TaskDefinition {
     }
 }
 
+/// The task's log lines a recording takes.
+#[derive(Default)]
+pub struct TaskLogs {
+    /// The command's stdout and stderr (`run`).
+    pub output: bool,
+    /// A log file followed (`record --task-log`).
+    pub file: Option<PathBuf>,
+}
+
 /// Creates the log and the profile directory, and starts recording into them, with the
-/// task's processes (`follow`) and cgroup when known.
+/// task's processes (`follow`) and cgroup when known, and its log lines.
 pub fn start(
     args: &RecordingArgs,
     checked: Checked,
     follow: Option<Follow>,
     cgroup: Option<TaskCgroup>,
+    logs: TaskLogs,
 ) -> Result<Session> {
     let log = prepare_log(args)?;
     let dir = args
@@ -120,6 +130,8 @@ pub fn start(
     let mut config = recorder_config(args, log.clone(), dir.clone());
     config.follow = follow;
     config.cgroup = cgroup;
+    config.log_lines = logs.output;
+    config.task_log = logs.file;
     config.task_schemas = checked.task_schemas;
     config.metric_scopes = MetricScopes::new(checked.metric_scopes);
     config.forward = checked
@@ -236,6 +248,8 @@ pub fn finish(session: Session, args: &RecordingArgs, reason: EndReason) -> Resu
             // profile is written all the same.
             profile_dir: None,
             limits: args.limits.limits(),
+            // The file the recorder followed, if any, from its last checkpoint.
+            task_log: None,
             unwritten_gaps: stats.unwritten_gap.iter().cloned().collect(),
             progress: reading.callback(),
         },

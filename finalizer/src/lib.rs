@@ -9,7 +9,8 @@
 //! `tc-profile-reports` crate above this one.
 //!
 //! Inside, the flow is one way: `reader.rs` (log lines to a recording, with `problems.rs`
-//! and `profile_marker.rs`) and `markers.rs` (the profile directory's marker files) feed
+//! and `profile_marker.rs`), `markers.rs` (the profile directory's marker files) and
+//! `task_log.rs` (a task's log file) feed
 //! `profile.rs` (compaction, bounding long tracks through `coarsen.rs`); `finalize.rs` runs
 //! them under the log's lock (asking `lock_holder.rs` who holds a lock it waits for) and
 //! writes through `output.rs` and `compression.rs` (threads laid out by `marker_table.rs`);
@@ -42,6 +43,7 @@ mod profile;
 mod profile_marker;
 mod reader;
 mod recover;
+mod task_log;
 
 pub use coarsen::MAX_SAMPLES_PER_TRACK;
 pub use compression::{decompressed, Compression};
@@ -61,3 +63,4 @@ pub use profile::{
 pub use profile_marker::{busy_share, Figures, Number, ProfileMarker};
 pub use reader::{read_log, Damage, DropReason, Read, ReadError, Recording};
 pub use recover::{recover, Recovery};
+pub use task_log::{add_log, merge_task_log, task_log_of, AddLogError};

@@ -67,6 +67,28 @@ impl Profile {
         &self.meta
     }
 
+    /// The end of the visible range: `meta.profilingEndTime`, else the last marker's end.
+    pub(crate) fn end_time(&self) -> f64 {
+        let last = self
+            .markers
+            .iter()
+            .map(|m| m.end_time.unwrap_or(m.start_time));
+        let end = self.meta.get("profilingEndTime").and_then(Value::as_f64);
+        end.unwrap_or_else(|| last.fold(0.0, f64::max))
+    }
+
+    pub(crate) fn meta_mut(&mut self) -> &mut Map<String, Value> {
+        &mut self.meta
+    }
+
+    /// Adds markers (their categories and schemas declared in the meta), keeping the
+    /// markers sorted by start time.
+    pub(crate) fn add_markers(&mut self, markers: impl IntoIterator<Item = ProfileMarker>) {
+        self.markers.extend(markers);
+        self.markers
+            .sort_by(|a, b| a.start_time.total_cmp(&b.start_time));
+    }
+
     /// Parses a processed profile (ours, Mozilla's resource monitor's, or any with a marker
     /// table in its first thread) back into markers.
     pub fn from_processed(bytes: &[u8]) -> Result<Profile, ProfileError> {

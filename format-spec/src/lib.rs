@@ -11,7 +11,8 @@
 //! kinds in [`metric`]. Marker files (what task processes write to
 //! `$TASKCLUSTER_PROFILE_DIR`): their lines and caps in [`marker_file`], the hardened
 //! directory reader in [`profile_dir`], and [`Merger`], which turns their lines into log
-//! lines.
+//! lines. A task's log lines (its output, or its worker's log file) become `Log` markers
+//! through [`task_log`].
 //!
 //! ```
 //! use tc_profile_format::{decode_line, encode_line, Line, Marker};
@@ -32,6 +33,7 @@ pub mod metric;
 pub mod profile_dir;
 pub mod schema;
 pub mod scope;
+pub mod task_log;
 
 pub use aggregate::{
     sanitize_name, sanitize_tag, Aggregator, BatchAggregator, Drops, Malformed, MetricLimits,

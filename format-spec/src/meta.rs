@@ -137,6 +137,8 @@ pub struct MetaInfo {
     /// shows their markers; placed after ours, and a name of ours (declared here or not)
     /// stays ours.
     pub task_schemas: Vec<Map<String, Value>>,
+    /// The task's log file followed (`record --task-log`), as an absolute path.
+    pub task_log: Option<String>,
 }
 
 fn marker_schemas(info: &MetaInfo) -> Value {
@@ -199,6 +201,7 @@ pub fn meta_line(info: &MetaInfo) -> Line {
                 (!info.metric_scopes.is_empty()).then(|| json!(info.metric_scopes)),
             ),
             ("profileDir", info.profile_dir.clone().map(Value::from)),
+            ("taskLog", info.task_log.clone().map(Value::from)),
             ("cgroup", info.cgroup.as_ref().map(|cgroup| json!(cgroup))),
         ],
     );
@@ -308,6 +311,7 @@ mod tests {
             profile_dir: None,
             cgroup: None,
             task_schemas: vec![schema("CPU"), schema("Text"), schema("Test")],
+            task_log: None,
         };
         let Line::Meta(meta) = meta_line(&info) else {
             panic!("a meta line");

@@ -42,6 +42,11 @@ pub struct RecorderConfig {
     /// Schemas of the task's markers, declared in the meta line so that the log shows those
     /// markers as it is written (`tc_profile_format::marker_file::decode_schema_file`).
     pub task_schemas: Vec<Map<String, Value>>,
+    /// Whether the command's stdout and stderr are recorded, a `Log` marker a line
+    /// ([`crate::Recorder::relay_output`]); off by default.
+    pub log_lines: bool,
+    /// A log file to follow as `tail -F` does, a `Log` marker a line (`record --task-log`).
+    pub task_log: Option<PathBuf>,
 }
 
 impl RecorderConfig {
@@ -64,7 +69,15 @@ impl RecorderConfig {
             follow: None,
             cgroup: None,
             task_schemas: Vec::new(),
+            log_lines: false,
+            task_log: None,
         }
+    }
+
+    /// The task's log file as the meta line and the checkpoints name it: absolute.
+    pub(crate) fn task_log_path(&self) -> Option<PathBuf> {
+        let path = self.task_log.as_ref()?;
+        Some(std::path::absolute(path).unwrap_or_else(|_| path.clone()))
     }
 
     /// The limits of every metric source: the statsd listener's prefix and caps (the

@@ -3,8 +3,9 @@
 //!
 //! The modules follow the lines: `sources/` (what the sampler reads: /proc, /sys, the
 //! task's cgroup and processes), `sampler` (composes them, one tick a message),
-//! `profile_dir`, `statsd` and `influx` (the other sources: task marker files, metrics
-//! packets, InfluxDB writes),
+//! `profile_dir`, `statsd`, `influx` and `task_output` (the other sources: task marker
+//! files, metrics packets, InfluxDB writes, the command's stdout and stderr; and
+//! `task_log_file`, the worker's log file),
 //! `channel` (the sending end every source holds, [`MarkerSink`]), `writer/` (the one
 //! thread that owns the log), and this file, the API: [`Recorder`] starts them all, in
 //! that order, after `header` has made the log's first lines durable.
@@ -40,6 +41,8 @@ mod profile_dir;
 mod sampler;
 mod sources;
 mod statsd;
+mod task_log_file;
+mod task_output;
 mod writer;
 
 pub use channel::{IntervalGuard, MarkerSink};
@@ -69,13 +72,17 @@ use header::MetricEndpoints;
 use influx::{Forwarder, Forwarding, InfluxThreads};
 use profile_dir::{DirWatch, Ingester};
 use std::fs::File;
+use std::io::Read;
 use std::net::{SocketAddr, UdpSocket};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+use task_log_file::LogFileSource;
+use task_output::TaskOutput;
 use tc_profile_format::marker_file::Limits as MarkerFileLimits;
+use tc_profile_format::task_log::Stream;
 use tc_profile_format::{EndReason, Footer, Line};
 use writer::LogFile;
 
@@ -109,6 +116,8 @@ pub struct Recorder {
     influx: Option<InfluxThreads>,
     forwarder: Option<Forwarder>,
     ingester: Option<Ingester>,
+    task_output: Option<TaskOutput>,
+    task_log: Option<LogFileSource>,
 }
 
 /// The statsd listener's thread, and how to stop it.
@@ -191,7 +200,17 @@ impl Recorder {
             influx: None,
             forwarder: None,
             ingester: None,
+            task_output: None,
+            task_log: None,
         };
+        if let Some(path) = &config.task_log_path() {
+            let sink = markers.clone();
+            recorder.task_log = Some(LogFileSource::start(path, sink, config.interval)?);
+        }
+        if config.log_lines {
+            let limits = config.metric_limits();
+            recorder.task_output = Some(TaskOutput::start(&markers, limits, config.interval)?);
+        }
         if let Some((listener, _)) = influx_listener {
             let slack = config.profile_dir.as_ref().map_or_else(
                 || MarkerFileLimits::default().time_slack_ms,
@@ -248,6 +267,21 @@ impl Recorder {
         self.influx.as_ref().map(InfluxThreads::url)
     }
 
+    /// Passes `from` (the command's stdout or stderr) through to `to` unchanged, on a
+    /// thread of its own, and records its lines (SPEC.md, "Log lines"). Only for a
+    /// recording started with [`RecorderConfig::log_lines`], which declares their schema.
+    pub fn relay_output(
+        &mut self,
+        from: impl Read + Send + 'static,
+        to: File,
+        stream: Stream,
+    ) -> Result<(), RecorderError> {
+        match &mut self.task_output {
+            Some(output) => output.relay(from, to, stream),
+            None => Err(RecorderError::LogLinesOff),
+        }
+    }
+
     /// A handle that adds markers to this recording from any thread.
     pub fn markers(&self) -> MarkerSink {
         self.markers.clone()
@@ -289,6 +323,12 @@ impl Recorder {
     }
 
     fn stop_sources(&mut self, deadline: Instant) {
+        if let Some(output) = self.task_output.take() {
+            output.stop(deadline);
+        }
+        if let Some(task_log) = self.task_log.take() {
+            task_log.stop(deadline);
+        }
         if let Some((stop, handle)) = self.sampler.take() {
             stop.store(true, Ordering::Release);
             handle.thread().unpark();

@@ -43,3 +43,6 @@ mod resources;
 mod run;
 /// `summary`, and the short summary at the end of `run`: known logs, complete and cut off.
 mod summary;
+/// The command's output through `run`: passed through byte for byte, a Log marker a line,
+/// the caps counted, stat lines as metric tracks.
+mod task_log;
