@@ -289,7 +289,10 @@ fn credentials_others_can_read_or_put_in_the_url_are_refused() {
         let output = sandbox.run(&args);
         let stderr = assert_exit_code(&args, &output, 2);
         assert_eq!(stderr.lines().count(), 1, "{stderr}");
-        assert!(!stderr.contains("s3cr3t-pw"), "the secret is not quoted: {stderr}");
+        assert!(
+            !stderr.contains("s3cr3t-pw"),
+            "the secret is not quoted: {stderr}"
+        );
         assert!(
             !sandbox.path("ran").exists(),
             "refused before the command runs"

@@ -29,6 +29,11 @@ use tc_profile_format::schema::{data_type, source, track};
 /// At most this many pids given out since the last look are read one by one; past that, or
 /// when pids wrapped around, /proc is listed whole.
 const PIDS_READ_ONE_BY_ONE: u32 = 256;
+/// A tree of more processes than this is sampled at most every [`BIG_TREE_PACE_MS`]: each
+/// process's stat costs a few µs of kernel time a read, and 500 of them read ten times a
+/// second took 3 % of a core.
+const BIG_TREE: usize = 64;
+const BIG_TREE_PACE_MS: f64 = 1000.0;
 /// /proc is listed whole at most this often while pids are read one by one, to find what
 /// that missed: a process whose pid was given out before it could be opened.
 const LISTING_PACE_MS: f64 = 1000.0;
@@ -437,6 +442,14 @@ impl ProcessTree {
 impl Source for ProcessTree {
     fn names(&self) -> Vec<&'static str> {
         vec![source::PROCESSES]
+    }
+
+    fn pace_ms(&self) -> f64 {
+        if self.processes.len() > BIG_TREE {
+            BIG_TREE_PACE_MS
+        } else {
+            0.0
+        }
     }
 
     fn tick(&mut self, now: f64, out: &mut Lines) {

@@ -244,3 +244,14 @@ fn new_pids_are_read_one_by_one_between_listings_and_threads_are_left_out() {
     tick_markers_under(&mut tree, start + 100.0 + LISTING_PACE_MS, root.path());
     assert_eq!(tree.tick, listings + 1, "listed whole once a second");
 }
+
+#[test]
+fn a_big_tree_is_sampled_once_a_second() {
+    let (mut tree, _root) = fresh_tree();
+    assert_eq!(tree.pace_ms(), 0.0, "a small tree: every tick");
+    let rows: Vec<Row> = (1..=BIG_TREE as u32 + 1)
+        .map(|pid| (pid, 0, 0, 0, 0, 0))
+        .collect();
+    tick_of(&mut tree, &rows, &[]);
+    assert_eq!(tree.pace_ms(), BIG_TREE_PACE_MS);
+}
