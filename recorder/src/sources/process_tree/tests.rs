@@ -204,17 +204,8 @@ fn children_are_found_and_a_finished_child_gets_a_marker() {
 
 #[test]
 fn new_pids_are_read_one_by_one_between_listings_and_threads_are_left_out() {
-    let clock = Clock::start();
-    let root = fake_proc("0.10 0.20 0.30 1/100 5000\n");
-    let mut tree = ProcessTree::probe(
-        root.path(),
-        &Follow::Children,
-        Duration::from_millis(100),
-        clock,
-        &machine_of(root.path()),
-    )
-    .unwrap();
-    let start = clock.now_ms();
+    let (mut tree, root) = fresh_tree();
+    let start = 1000.0;
     tick_markers_under(&mut tree, start, root.path());
     let listings = tree.tick;
     // Fields 5 to 37 and 39 to 52 are zeros; field 38 is the exit signal.
