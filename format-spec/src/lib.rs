@@ -44,7 +44,7 @@ pub use lines::{
     Checkpoint, Close, DecodeError, Dropped, EndReason, FileProgress, Footer, Gap, Line, Marker,
     OpenInterval, RawMarker,
 };
-pub use merge::{log_time, same_name_match, Batch, Merger};
+pub use merge::{log_time, same_name_match, Batch, BatchEnd, Merger, Taken, TakenMarker};
 pub use meta::{
     meta_line, thread_fields, thread_line, CgroupInfo, InfluxInfo, Machine, MetaInfo, StatsdInfo,
     TaskInfo, GECKO_PROFILE_VERSION, LOG_FORMAT_VERSION, META_PREFIX, PREPROCESSED_PROFILE_VERSION,
