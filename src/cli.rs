@@ -107,6 +107,22 @@ pub enum Command {
         A write is tried 5 times, about 4 s of waits in between, 30 s at most each."
     )]
     Export(ExportArgs),
+    /// Merge profiles (the tasks of a group, the runs of a task) into one, a process each.
+    #[command(
+        after_help = "Example:\n  tc-profile merge build.json test.json.gz lint.jsonl -o group.json\n\n\
+        The profiles are placed by their wall-clock start; each is a process named by its task\n\
+        (its name and id, else its file's name), with its own tracks. Logs are finalized in\n\
+        memory and left as they are; Mozilla's resource profiles are read too."
+    )]
+    Merge(MergeArgs),
+    /// Add a task's log (Taskcluster's live_backing.log, say) to a profile or a log.
+    #[command(
+        after_help = "Example:\n  tc-profile add-log profile_resource-usage.json live_backing.log -o with-log.json\n\n\
+        Each line becomes a Log marker: a line [component(:level)? ISO-8601] at its time\n\
+        (clamped into the profile), named by its component; any other at the time of the\n\
+        line with a time before it. PROFILE may be a log, compressed, or Mozilla's."
+    )]
+    AddLog(AddLogArgs),
     /// Record the whole worker (a service): per-task profiles are cut from it on request.
     #[command(
         after_help = "Example:\n  tc-profile daemon --state-dir /var/lib/tc-profile --ready-file /run/tc-profile/ready\n\n\
@@ -197,7 +213,8 @@ pub struct RecordingArgs {
 #[derive(Args, Debug)]
 pub struct ExportAtEndArgs {
     /// Once the profile is written, write the task's metrics and summary to this InfluxDB
-    /// (http or https base URL; see `tc-profile export --help` for credentials).
+    /// (http or https base URL; see `tc-profile export --help` for credentials); the points
+    /// the task writes to TASKCLUSTER_INFLUX_URL are forwarded there while it runs.
     #[arg(long, value_name = "URL", requires = "export_database")]
     pub export_influx: Option<String>,
     /// The database of --export-influx.
@@ -285,6 +302,10 @@ pub struct RecordArgs {
     /// instead of printing it.
     #[arg(long, value_name = "PATH")]
     pub ready_file: Option<PathBuf>,
+    /// Follow this log file as `tail -F` does (appended, truncated, replaced), a Log marker
+    /// a line: the worker's log of the task, for example.
+    #[arg(long, value_name = "FILE")]
+    pub task_log: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -300,6 +321,13 @@ pub struct RunArgs {
     /// delegated cgroup; without, tc-profile warns and records without it.
     #[arg(long)]
     pub own_cgroup: bool,
+    /// Record each line of the command's stdout and stderr as a Log marker (the output
+    /// passes through unchanged) [default: when tc-profile's stdout is not a terminal].
+    #[arg(long, overrides_with = "no_log_lines")]
+    pub log_lines: bool,
+    /// Leave the command's output unrecorded, written straight to tc-profile's.
+    #[arg(long, overrides_with = "log_lines")]
+    pub no_log_lines: bool,
     /// The command to run, and its arguments.
     #[arg(required = true, last = true, value_name = "CMD")]
     pub command: Vec<std::ffi::OsString>,
@@ -321,6 +349,11 @@ pub struct FinalizeArgs {
     /// [default: the directory named in the log, if it still exists].
     #[arg(long, value_name = "DIR")]
     pub profile_dir: Option<PathBuf>,
+    /// Add this finished task log (Taskcluster's live_backing.log, say), a Log marker a
+    /// line aligned by its timestamps [default: the rest of the file that `record
+    /// --task-log` followed, from its last checkpoint].
+    #[arg(long, value_name = "FILE")]
+    pub task_log: Option<PathBuf>,
     #[command(flatten)]
     pub limits: LimitArgs,
     #[command(flatten)]
@@ -393,6 +426,19 @@ pub struct RecoverArgs {
     pub state_dir: PathBuf,
     #[command(flatten)]
     pub lock_wait: LockWaitArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct AddLogArgs {
+    /// The profile or log (.json, .jsonl, either compressed as .gz or .zst).
+    #[arg(value_name = "PROFILE|LOG")]
+    pub input: PathBuf,
+    /// The task's log: text, a line a marker.
+    #[arg(value_name = "FILE")]
+    pub task_log: PathBuf,
+    /// Where to write the profile with the log; .gz or .zst compresses it.
+    #[arg(short, long, value_name = "PATH")]
+    pub output: PathBuf,
 }
 
 #[derive(Args, Debug)]
@@ -490,4 +536,18 @@ mod tests {
         };
         assert_eq!(args.lock_wait.wait, tc_profile_finalizer::DEFAULT_LOCK_WAIT);
     }
+}
+
+#[derive(Args, Debug)]
+pub struct MergeArgs {
+    /// The profiles or logs, in the order of their processes (.json, .jsonl, either
+    /// compressed as .gz or .zst).
+    #[arg(value_name = "PROFILE|LOG", required = true, num_args = 2..)]
+    pub inputs: Vec<PathBuf>,
+    /// Where to write the merged profile; .gz or .zst compresses it.
+    #[arg(short, long, value_name = "PATH", required = true)]
+    pub output: PathBuf,
+    /// Replace the output if it exists.
+    #[arg(long)]
+    pub force: bool,
 }

@@ -8,9 +8,10 @@ use anyhow::{bail, Context, Result};
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use tc_profile_finalizer::read_input;
+use tc_profile_recorder::{ForwardStats, MAX_UNSENT_BYTES};
 use tc_profile_reports::{
     send_statsd, statsd_packets, summarize, write_influx, Credentials, ExportFormat, InfluxTarget,
-    Retry, TaskReport,
+    Precision, Retry, TaskReport,
 };
 
 /// The recorder's own configuration: kept from the command it runs.
@@ -50,6 +51,11 @@ impl Destinations {
         )))
     }
 
+    /// The InfluxDB, if any: `run` and `record` also forward the task's points there.
+    pub fn influx(&self) -> Option<&InfluxTarget> {
+        self.influx.as_ref()
+    }
+
     fn new(
         influx: Option<InfluxTarget>,
         statsd: Option<String>,
@@ -71,7 +77,7 @@ impl Destinations {
         }
         if let Some(target) = &self.influx {
             let body = ExportFormat::Influx.serialize(report);
-            let attempts = write_influx(target, &body, Retry::default())?;
+            let attempts = write_influx(target, &body, Precision::Milliseconds, Retry::default())?;
             let tries = if attempts > 1 {
                 format!(", after {attempts} attempts")
             } else {
@@ -162,6 +168,47 @@ pub fn export_at_end(destinations: &Destinations, report: &TaskReport, written: 
             "tc-profile: warning: export failed: {error:#}; retry with tc-profile export {}",
             written.display()
         );
+    }
+}
+
+/// What forwarding the endpoint's points did: a line unless quiet, a warning when points
+/// did not arrive (they are in the profile all the same).
+pub fn report_forwarding(stats: &ForwardStats, quiet: bool) {
+    let undelivered = stats.undelivered();
+    if undelivered == 0 {
+        if !quiet && stats.forwarded > 0 {
+            eprintln!(
+                "tc-profile: forwarded {} to InfluxDB at {}",
+                points(stats.forwarded),
+                stats.url
+            );
+        }
+        return;
+    }
+    let mut why = Vec::new();
+    if stats.over_cap > 0 {
+        why.push(format!(
+            "{} over the cap of {} MiB unsent",
+            stats.over_cap,
+            MAX_UNSENT_BYTES >> 20
+        ));
+    }
+    if let Some(error) = &stats.last_error {
+        why.push(error.clone());
+    }
+    eprintln!(
+        "tc-profile: warning: {undelivered} of {} were not forwarded to InfluxDB at {} ({}); \
+         they are in the profile",
+        points(stats.forwarded + undelivered),
+        stats.url,
+        why.join("; ")
+    );
+}
+
+fn points(count: u64) -> String {
+    match count {
+        1 => "1 point".to_owned(),
+        _ => format!("{count} points"),
     }
 }
 

@@ -1,10 +1,12 @@
 //! The `tc-profile` binary: a thin command line over the format-spec, recorder,
 //! finalizer and daemon crates. Exit codes are decided here alone.
 
+mod add_log;
 mod cli;
 mod daemon;
 mod export;
 mod mark;
+mod merge;
 mod open;
 mod output;
 mod progress;
@@ -53,6 +55,8 @@ fn dispatch(command: Command) -> Result<u8> {
         Command::Open(args) => open::open(args),
         Command::Completions(args) => completions(args),
         Command::Export(args) => export::export(args),
+        Command::Merge(args) => merge::merge(args),
+        Command::AddLog(args) => add_log::add_log(args),
         Command::Daemon(args) => daemon::daemon(args),
         Command::Task(args) => daemon::task(args),
         Command::WorkerProfile(args) => daemon::worker_profile(args),
@@ -114,6 +118,7 @@ fn finalize_log(args: FinalizeArgs) -> Result<u8> {
             keep_log: args.keep_log,
             profile_dir: args.profile_dir,
             limits: args.limits.limits(),
+            task_log: args.task_log,
             progress: reading.callback(),
             ..FinalizeOptions::default()
         },

@@ -16,7 +16,16 @@ pub fn record(args: RecordArgs) -> Result<u8> {
     let mut signals =
         Signals::new([SIGINT, SIGTERM]).context("installing the SIGINT and SIGTERM handlers")?;
     let checked = recording::check(&args.recording)?;
-    let session = recording::start(&args.recording, checked, None, None)?;
+    let session = recording::start(
+        &args.recording,
+        checked,
+        None,
+        None,
+        recording::TaskLogs {
+            output: false,
+            file: args.task_log.clone(),
+        },
+    )?;
     announce_ready(&args, &session.profile_dir)?;
     signals.forever().next();
     recording::finish(session, &args.recording, EndReason::Stopped)?;

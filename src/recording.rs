@@ -2,7 +2,7 @@
 //! directory, and ending it into a profile.
 
 use crate::cli::{RecordingArgs, SyncArg};
-use crate::export::{export_at_end, hide_credentials, Destinations};
+use crate::export::{export_at_end, hide_credentials, report_forwarding, Destinations};
 use crate::output;
 use crate::progress::Reading;
 use crate::recover::recover_state_dir;
@@ -103,13 +103,23 @@ impl TaskDefinition {
     }
 }
 
+/// The task's log lines a recording takes.
+#[derive(Default)]
+pub struct TaskLogs {
+    /// The command's stdout and stderr (`run`).
+    pub output: bool,
+    /// A log file followed (`record --task-log`).
+    pub file: Option<PathBuf>,
+}
+
 /// Creates the log and the profile directory, and starts recording into them, with the
-/// task's processes (`follow`) and cgroup when known.
+/// task's processes (`follow`) and cgroup when known, and its log lines.
 pub fn start(
     args: &RecordingArgs,
     checked: Checked,
     follow: Option<Follow>,
     cgroup: Option<TaskCgroup>,
+    logs: TaskLogs,
 ) -> Result<Session> {
     let log = prepare_log(args)?;
     let dir = args
@@ -120,8 +130,15 @@ pub fn start(
     let mut config = recorder_config(args, log.clone(), dir.clone());
     config.follow = follow;
     config.cgroup = cgroup;
+    config.log_lines = logs.output;
+    config.task_log = logs.file;
     config.task_schemas = checked.task_schemas;
     config.metric_scopes = MetricScopes::new(checked.metric_scopes);
+    config.forward = checked
+        .export
+        .as_ref()
+        .and_then(Destinations::influx)
+        .cloned();
     if checked.task_name.is_some() {
         config.task.name = checked.task_name;
     }
@@ -218,6 +235,9 @@ pub fn finish(session: Session, args: &RecordingArgs, reason: EndReason) -> Resu
             session.log.display()
         );
     }
+    if let Some(forwarded) = &finished.forwarded {
+        report_forwarding(forwarded, args.quiet);
+    }
     let reading = Reading::start(&session.log, "writing the profile");
     let finalized = finalize_locked(
         &LockedLog::held(session.log, finished.log),
@@ -228,6 +248,8 @@ pub fn finish(session: Session, args: &RecordingArgs, reason: EndReason) -> Resu
             // profile is written all the same.
             profile_dir: None,
             limits: args.limits.limits(),
+            // The file the recorder followed, if any, from its last checkpoint.
+            task_log: None,
             unwritten_gaps: stats.unwritten_gap.iter().cloned().collect(),
             progress: reading.callback(),
         },

@@ -10,15 +10,19 @@ use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::iterator::exfiltrator::WithOrigin;
 use signal_hook::iterator::SignalsInfo;
 use signal_hook::low_level::siginfo::Cause;
+use std::fs::File;
+use std::io::IsTerminal;
+use std::os::fd::AsFd;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus};
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Arc;
 use tc_profile_format::schema::{category, data_type};
+use tc_profile_format::task_log::Stream;
 use tc_profile_format::EndReason;
 use tc_profile_recorder::{
-    describe_wait_status, summarize_command, Follow, MarkerSink, OwnCgroup, TaskCgroup,
+    describe_wait_status, summarize_command, Follow, MarkerSink, OwnCgroup, Recorder, TaskCgroup,
 };
 
 /// Runs the command and returns the exit code that tc-profile itself exits with: the
@@ -27,11 +31,16 @@ use tc_profile_recorder::{
 /// runs all the same, unrecorded. Only an unsafe invocation is refused before it runs.
 pub fn run(args: RunArgs) -> Result<u8> {
     let checked = recording::check(&args.recording)?;
+    let log_lines = records_log_lines(&args);
     let cgroup = args.cgroup.map(task_cgroup).transpose()?;
     let own_cgroup = args.own_cgroup.then(create_own_cgroup).flatten();
     let cgroup = own_cgroup.as_ref().map(OwnCgroup::task_cgroup).or(cgroup);
     let follow = Some(Follow::Children);
-    let session = match recording::start(&args.recording, checked, follow, cgroup) {
+    let logs = recording::TaskLogs {
+        output: log_lines,
+        file: None,
+    };
+    let mut session = match recording::start(&args.recording, checked, follow, cgroup, logs) {
         Ok(session) => Some(session),
         Err(error) => {
             eprintln!(
@@ -53,14 +62,20 @@ pub fn run(args: RunArgs) -> Result<u8> {
     for variable in CREDENTIAL_VARIABLES {
         command.env_remove(variable);
     }
-    if let Some(session) = &session {
+    if let Some(session) = &mut session {
         export_recording(&mut command, session);
+        if log_lines {
+            relay_output(&mut command, &mut session.recorder);
+        }
     }
     if let Some(own) = &own_cgroup {
         // SAFETY: the hook only opens, writes and closes a file (async-signal-safe).
         unsafe { command.pre_exec(own.enter_hook()) };
     }
-    let exit_code = match command.spawn() {
+    let spawned = command.spawn();
+    // The pipes' write ends are the command's alone now: its exit ends the relays.
+    drop(command);
+    let exit_code = match spawned {
         Ok(child) => {
             if let Some(own) = own_cgroup
                 .as_ref()
@@ -138,6 +153,49 @@ fn export_recording(command: &mut Command, session: &recording::Session) {
     }
     if let Some(url) = session.recorder.influx_url() {
         command.env("TASKCLUSTER_INFLUX_URL", url);
+    }
+}
+
+/// `--log-lines`, `--no-log-lines`, or by default whether tc-profile's stdout is not a
+/// terminal (CI, where the output goes to the task's log).
+fn records_log_lines(args: &RunArgs) -> bool {
+    match (args.log_lines, args.no_log_lines) {
+        (true, _) => true,
+        (_, true) => false,
+        _ => !std::io::stdout().is_terminal(),
+    }
+}
+
+/// Gives the command pipes for its stdout and stderr, relayed to tc-profile's own by the
+/// recording; a stream that cannot be relayed is left as it is, with a warning.
+fn relay_output(command: &mut Command, recorder: &mut Recorder) {
+    let ours = [
+        (
+            Stream::Stdout,
+            std::io::stdout().as_fd().try_clone_to_owned(),
+        ),
+        (
+            Stream::Stderr,
+            std::io::stderr().as_fd().try_clone_to_owned(),
+        ),
+    ];
+    for (stream, own) in ours {
+        let relayed = own.map_err(anyhow::Error::from).and_then(|own| {
+            let (reader, writer) = std::io::pipe()?;
+            recorder.relay_output(reader, File::from(own), stream)?;
+            Ok(writer)
+        });
+        match relayed {
+            Ok(writer) if stream == Stream::Stdout => command.stdout(writer),
+            Ok(writer) => command.stderr(writer),
+            Err(error) => {
+                eprintln!(
+                    "tc-profile: warning: the command's {} is not recorded: {error:#}",
+                    stream.name()
+                );
+                continue;
+            }
+        };
     }
 }
 

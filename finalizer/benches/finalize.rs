@@ -7,8 +7,7 @@ use serde_json::json;
 use std::hint::black_box;
 use tc_profile_finalizer::{compact, read_log};
 use tc_profile_format::{
-    encode_line, meta_line, thread_line, EndReason, Footer, Line, Machine, Marker, MetaInfo,
-    TaskInfo,
+    encode_line, meta_line, thread_line, EndReason, Footer, Line, Marker, MetaInfo,
 };
 
 const MARKERS: usize = 10_000;

@@ -9,6 +9,7 @@ use crate::output::{self, names_file, write_atomically};
 use crate::problems::Problems;
 use crate::profile::{compact, Compaction, Profile};
 use crate::reader::{read_log, Damage, ReadError, Recording};
+use crate::task_log::{merge_task_log, task_log_of};
 use std::fs::{File, TryLockError};
 use std::io::{self, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
@@ -31,6 +32,9 @@ pub struct FinalizeOptions {
     pub profile_dir: Option<PathBuf>,
     /// Caps on reading the profile directory.
     pub limits: Limits,
+    /// A task's log file to add (`finalize --task-log`); default: the file the recorder
+    /// followed, from its last checkpoint.
+    pub task_log: Option<PathBuf>,
     /// Spans missing from the log that its recorder knows of but could not write into it
     /// (its disk still failed at the end).
     pub unwritten_gaps: Vec<Gap>,
@@ -75,6 +79,8 @@ pub enum FinalizeError {
     OutputIsLog { path: PathBuf },
     #[error("cannot read the profile directory {path}: {source}; check --profile-dir")]
     ProfileDir { path: PathBuf, source: io::Error },
+    #[error("cannot read the task log {path}: {source}; check --task-log")]
+    TaskLog { path: PathBuf, source: io::Error },
     #[error("cannot write {path}: {source}; choose a writable place with -o")]
     Write { path: PathBuf, source: io::Error },
     #[error("{path}: the profile is written, but the log could not be removed: {source}")]
@@ -298,6 +304,7 @@ pub fn finalize_locked(
         },
     })?;
     let profile_dir = merge_markers(&mut recording, options)?;
+    merge_log_file(&mut recording, options)?;
     let damage = recording.damage.clone();
     recording
         .gaps
@@ -376,6 +383,27 @@ fn merge_markers(
             Ok(None)
         }
     }
+}
+
+/// Adds the task's log file given, or takes the rest of the one the recorder followed (gone
+/// or unreadable: nothing to take).
+fn merge_log_file(
+    recording: &mut Recording,
+    options: &FinalizeOptions,
+) -> Result<(), FinalizeError> {
+    if let Some(path) = &options.task_log {
+        return match merge_task_log(recording, path) {
+            Ok(_) => Ok(()),
+            Err(source) => Err(FinalizeError::TaskLog {
+                path: path.clone(),
+                source,
+            }),
+        };
+    }
+    if let Some(path) = task_log_of(recording) {
+        let _ = merge_task_log(recording, &path);
+    }
+    Ok(())
 }
 
 /// The cgroup that `meta.tcProfile.cgroup` says the recorder created.

@@ -5,16 +5,18 @@
 //! Main items: [`finalize`] (log file to profile file), [`finalize_locked`] (the same, with
 //! the [`Profile`] kept in memory in [`Finalized`]), [`read_log`] (any reader to a
 //! [`Recording`]), [`compact`] (a recording to a [`Profile`]), [`read_input`] (a log or a
-//! profile a user names). What reads a finished profile (summaries, exports) is the
+//! profile a user names), [`merge`] (several of those in one profile, a process each). What reads a finished profile (summaries, exports) is the
 //! `tc-profile-reports` crate above this one.
 //!
 //! Inside, the flow is one way: `reader.rs` (log lines to a recording, with `problems.rs`
-//! and `profile_marker.rs`) and `markers.rs` (the profile directory's marker files) feed
+//! and `profile_marker.rs`), `markers.rs` (the profile directory's marker files) and
+//! `task_log.rs` (a task's log file) feed
 //! `profile.rs` (compaction, bounding long tracks through `coarsen.rs`); `finalize.rs` runs
 //! them under the log's lock (asking `lock_holder.rs` who holds a lock it waits for) and
-//! writes through `output.rs` and `compression.rs`; `recover.rs` finalizes what dead
-//! recorders left; `span.rs` puts several logs of one machine on one timeline (the
-//! daemon's profiles).
+//! writes through `output.rs` and `compression.rs` (threads laid out by `marker_table.rs`);
+//! `recover.rs` finalizes what dead recorders left; `merge/` reads inputs through
+//! `input.rs` and writes one profile of them; `span.rs` puts several logs of one machine
+//! on one timeline (the daemon's profiles).
 //!
 //! ```no_run
 //! use tc_profile_finalizer::{finalize, FinalizeOptions, LockWait};
@@ -33,7 +35,9 @@ mod compression;
 mod finalize;
 mod input;
 mod lock_holder;
+mod marker_table;
 mod markers;
+mod merge;
 mod output;
 mod problems;
 mod profile;
@@ -41,6 +45,7 @@ mod profile_marker;
 mod reader;
 mod recover;
 mod span;
+mod task_log;
 
 pub use coarsen::MAX_SAMPLES_PER_TRACK;
 pub use compression::{decompressed, Compression};
@@ -51,6 +56,7 @@ pub use finalize::{
 pub use input::{read_input, Input, InputError, ProgressFn};
 pub use lock_holder::LockHolder;
 pub use markers::{merge_profile_dir, profile_dir_of};
+pub use merge::{merge, MergeError, MergeOptions, MergeReport};
 pub use output::write_atomically;
 pub use problems::{ProblemCount, Problems};
 pub use profile::{
@@ -60,3 +66,4 @@ pub use profile_marker::{busy_share, Figures, Number, ProfileMarker};
 pub use reader::{read_log, Damage, DropReason, Read, ReadError, Recording};
 pub use recover::{recover, Recovery};
 pub use span::{compact_span, uncovered, Span, SpanLogs};
+pub use task_log::{add_log, merge_task_log, task_log_of, AddLogError};

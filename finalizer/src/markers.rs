@@ -2,6 +2,7 @@
 //! (SPEC.md, "Exactly once"): each file from its last checkpointed offset.
 
 use crate::reader::Recording;
+use crate::task_log::task_log_of;
 use serde_json::Value;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -26,8 +27,12 @@ pub fn profile_dir_of(recording: &Recording) -> Option<PathBuf> {
 /// again from the files.
 pub fn merge_profile_dir(recording: &mut Recording, dir: &Path, limits: &Limits) -> io::Result<()> {
     let mut reader = DirReader::open(dir, limits.clone())?;
+    // The task's log file is checkpointed by its path, which no marker file's name is.
+    let task_log = task_log_of(recording).map(|path| path.to_string_lossy().into_owned());
     for progress in recording.progress.values() {
-        reader.resume(progress);
+        if Some(&progress.name) != task_log.as_ref() {
+            reader.resume(progress);
+        }
     }
     reader.resume_excess(recording.problems.count(Problem::TooManyFiles));
     let start = recording

@@ -3,6 +3,7 @@
 //! flagged, notes about damage and an early end, and `meta.profilingEndTime`.
 
 use crate::coarsen::{bound_tracks, MAX_SAMPLES_PER_TRACK};
+use crate::marker_table::{ThreadOut, UniqueStrings};
 use crate::problems::Problems;
 use crate::profile_marker::ProfileMarker;
 use crate::reader::Recording;
@@ -11,7 +12,7 @@ use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 use tc_profile_format::marker_file::{Problem, ValueRules};
-use tc_profile_format::schema::{category, data_type, declare_notes};
+use tc_profile_format::schema::{data_type, declare_notes};
 use tc_profile_format::{same_name_match, Dropped, Marker, OpenInterval};
 
 /// Name of the instant marker that says a recording has no clean-end footer.
@@ -47,8 +48,14 @@ pub struct Compaction {
 /// The processed profile, ready to serialize.
 pub struct Profile {
     pub(crate) meta: Map<String, Value>,
+    /// Every field of the thread but its markers and strings.
     pub(crate) thread: Map<String, Value>,
     pub(crate) markers: Vec<ProfileMarker>,
+    /// A processed input's counters (the profile's own tracks, drawn from samples), as
+    /// they were read; a log has none.
+    pub(crate) counters: Vec<Map<String, Value>>,
+    /// What a processed input holds that this profile does not carry ("samples", ...).
+    pub(crate) left_out: Vec<&'static str>,
 }
 
 impl Profile {
@@ -60,6 +67,28 @@ impl Profile {
         &self.meta
     }
 
+    /// The end of the visible range: `meta.profilingEndTime`, else the last marker's end.
+    pub(crate) fn end_time(&self) -> f64 {
+        let last = self
+            .markers
+            .iter()
+            .map(|m| m.end_time.unwrap_or(m.start_time));
+        let end = self.meta.get("profilingEndTime").and_then(Value::as_f64);
+        end.unwrap_or_else(|| last.fold(0.0, f64::max))
+    }
+
+    pub(crate) fn meta_mut(&mut self) -> &mut Map<String, Value> {
+        &mut self.meta
+    }
+
+    /// Adds markers (their categories and schemas declared in the meta), keeping the
+    /// markers sorted by start time.
+    pub(crate) fn add_markers(&mut self, markers: impl IntoIterator<Item = ProfileMarker>) {
+        self.markers.extend(markers);
+        self.markers
+            .sort_by(|a, b| a.start_time.total_cmp(&b.start_time));
+    }
+
     /// Parses a processed profile (ours, Mozilla's resource monitor's, or any with a marker
     /// table in its first thread) back into markers.
     pub fn from_processed(bytes: &[u8]) -> Result<Profile, ProfileError> {
@@ -69,6 +98,8 @@ impl Profile {
             threads: Vec<Map<String, Value>>,
             #[serde(default)]
             shared: Option<Shared>,
+            #[serde(default)]
+            counters: Vec<Map<String, Value>>,
         }
         #[derive(Deserialize)]
         struct Shared {
@@ -87,6 +118,10 @@ impl Profile {
         }
 
         let document: Document = serde_json::from_slice(bytes)?;
+        let mut left_out = Vec::new();
+        if document.threads.len() > 1 {
+            left_out.push("threads after the first");
+        }
         let mut thread = document
             .threads
             .into_iter()
@@ -137,10 +172,21 @@ impl Profile {
                 data: table.data[i].take(),
             });
         }
+        if thread
+            .get("samples")
+            .and_then(|samples| samples.get("length"))
+            .and_then(Value::as_u64)
+            .is_some_and(|length| length > 0)
+        {
+            left_out.push("samples");
+        }
+        UniqueStrings::of(&document.meta).resolve(&mut markers, &strings);
         Ok(Profile {
             meta: document.meta,
             thread,
             markers,
+            counters: document.counters,
+            left_out,
         })
     }
 }
@@ -213,6 +259,8 @@ pub fn compact(mut recording: Recording) -> (Profile, Compaction) {
         meta,
         thread,
         markers,
+        counters: Vec::new(),
+        left_out: Vec::new(),
     };
     let compaction = Compaction {
         cut_off,
@@ -338,63 +386,19 @@ impl Serialize for Profile {
         struct Document<'a> {
             meta: &'a Map<String, Value>,
             libs: [(); 0],
-            threads: [Thread<'a>; 1],
-        }
-        #[derive(Serialize)]
-        struct Thread<'a> {
-            #[serde(flatten)]
-            base: &'a Map<String, Value>,
-            markers: MarkerTable<'a>,
-            #[serde(rename = "stringArray")]
-            strings: Vec<&'a str>,
-        }
-        #[derive(Serialize)]
-        #[serde(rename_all = "camelCase")]
-        struct MarkerTable<'a> {
-            data: Vec<&'a Option<Box<RawValue>>>,
-            name: Vec<usize>,
-            start_time: Vec<f64>,
-            end_time: Vec<Option<f64>>,
-            phase: Vec<u8>,
-            category: Vec<u32>,
-            length: usize,
-        }
-
-        let count = self.markers.len();
-        let mut table = MarkerTable {
-            data: Vec::with_capacity(count),
-            name: Vec::with_capacity(count),
-            start_time: Vec::with_capacity(count),
-            end_time: Vec::with_capacity(count),
-            phase: Vec::with_capacity(count),
-            category: Vec::with_capacity(count),
-            length: count,
-        };
-        let mut strings: Vec<&str> = Vec::new();
-        let mut string_index: HashMap<&str, usize> = HashMap::new();
-        for marker in &self.markers {
-            let index = *string_index.entry(&marker.name).or_insert_with(|| {
-                strings.push(&marker.name);
-                strings.len() - 1
-            });
-            table.name.push(index);
-            table.data.push(&marker.data);
-            table.start_time.push(marker.start_time);
-            table.end_time.push(marker.end_time);
-            // Phase 0 is an instant, 1 an interval with both ends.
-            table.phase.push(u8::from(marker.end_time.is_some()));
-            table
-                .category
-                .push(marker.category.unwrap_or(category::OTHER));
+            threads: [ThreadOut<'a>; 1],
+            #[serde(skip_serializing_if = "<[_]>::is_empty")]
+            counters: &'a [Map<String, Value>],
         }
         Document {
             meta: &self.meta,
             libs: [],
-            threads: [Thread {
+            threads: [ThreadOut {
                 base: &self.thread,
-                markers: table,
-                strings,
+                markers: &self.markers,
+                unique_strings: &UniqueStrings::of(&self.meta),
             }],
+            counters: &self.counters,
         }
         .serialize(serializer)
     }

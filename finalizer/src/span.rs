@@ -185,6 +185,8 @@ fn empty_profile() -> Profile {
         meta,
         thread,
         markers: Vec::new(),
+        counters: Vec::new(),
+        left_out: Vec::new(),
     }
 }
 

@@ -467,23 +467,7 @@ fn sanitize_tags(tags: &[(String, String)]) -> Option<String> {
         if key.len() + value.len() + 1 > MAX_TAG_BYTES {
             return None;
         }
-        let key: String = key
-            .chars()
-            .map(|c| match c {
-                'a'..='z' | 'A'..='Z' | '0'..='9' | '_' | '-' | '.' | '/' => c,
-                _ => '_',
-            })
-            .collect();
-        let value: String = value
-            .chars()
-            .map(|c| {
-                if c.is_ascii_graphic() && c != ',' {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect();
+        let (key, value) = sanitize_tag(key, value);
         if key.is_empty() {
             continue;
         }
@@ -492,6 +476,29 @@ fn sanitize_tags(tags: &[(String, String)]) -> Option<String> {
     }
     sorted.sort();
     Some(metric::join_tags(&sorted))
+}
+
+/// One tag as [`sanitize_tags`] keeps it (the key may come out empty: such a tag is left
+/// out).
+pub fn sanitize_tag(key: &str, value: &str) -> (String, String) {
+    let key = key
+        .chars()
+        .map(|c| match c {
+            'a'..='z' | 'A'..='Z' | '0'..='9' | '_' | '-' | '.' | '/' => c,
+            _ => '_',
+        })
+        .collect();
+    let value = value
+        .chars()
+        .map(|c| {
+            if c.is_ascii_graphic() && c != ',' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    (key, value)
 }
 
 #[cfg(test)]

@@ -11,7 +11,8 @@
 //! kinds in [`metric`]. Marker files (what task processes write to
 //! `$TASKCLUSTER_PROFILE_DIR`): their lines and caps in [`marker_file`], the hardened
 //! directory reader in [`profile_dir`], and [`Merger`], which turns their lines into log
-//! lines.
+//! lines. A task's log lines (its output, or its worker's log file) become `Log` markers
+//! through [`task_log`].
 //!
 //! ```
 //! use tc_profile_format::{decode_line, encode_line, Line, Marker};
@@ -32,18 +33,20 @@ pub mod metric;
 pub mod profile_dir;
 pub mod schema;
 pub mod scope;
+pub mod task_log;
 
 pub use aggregate::{
-    sanitize_name, Aggregator, BatchAggregator, Drops, Malformed, MetricLimits, Sample,
-    SampleValue, MAX_NAME_BYTES, MAX_SET_MEMBERS, MAX_TAGS, MAX_TAG_BYTES,
+    sanitize_name, sanitize_tag, Aggregator, BatchAggregator, Drops, Malformed, MetricLimits,
+    Sample, SampleValue, MAX_NAME_BYTES, MAX_SET_MEMBERS, MAX_TAGS, MAX_TAG_BYTES,
 };
 pub use lines::{
     decode_line, decode_marker_raw, encode_line, encode_line_into, encode_marker_line_into,
     Checkpoint, Close, DecodeError, Dropped, EndReason, FileProgress, Footer, Gap, Line, Marker,
     OpenInterval, RawMarker,
 };
-pub use merge::{log_time, same_name_match, Batch, Merger};
+pub use merge::{log_time, same_name_match, Batch, BatchEnd, Merger, Taken, TakenMarker};
 pub use meta::{
-    meta_line, thread_line, CgroupInfo, InfluxInfo, Machine, MetaInfo, StatsdInfo, TaskInfo,
-    GECKO_PROFILE_VERSION, LOG_FORMAT_VERSION, META_PREFIX, PREPROCESSED_PROFILE_VERSION,
+    meta_line, thread_fields, thread_line, CgroupInfo, InfluxInfo, Machine, MetaInfo, StatsdInfo,
+    TaskInfo, GECKO_PROFILE_VERSION, LOG_FORMAT_VERSION, META_PREFIX, PREPROCESSED_PROFILE_VERSION,
+    TASK_TAGS,
 };

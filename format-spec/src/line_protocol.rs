@@ -1,11 +1,13 @@
 //! InfluxDB 1.x line protocol, as the recorder's HTTP endpoint takes it from the task
 //! (SPEC.md, "InfluxDB endpoint"): the parser of one line, with a reason for each refusal,
 //! and the mapping of a point onto the metric series of [`crate::Aggregator`], so that a
-//! point becomes the same graph track as a statsd metric. Task bytes: the parser never
-//! panics and its work is linear in the line.
+//! point becomes the same graph track as a statsd metric; and the encoder of a point, for
+//! what the recorder forwards to an InfluxDB. Task bytes: the parser never panics and its
+//! work is linear in the line.
 
 use crate::aggregate::{sanitize_name, Sample, SampleValue, MAX_TAGS, MAX_TAG_BYTES};
 use crate::metric::MetricKind;
+use std::fmt::Write;
 
 /// A point: `measurement[,tag=value...] field=value[,field=value...] [timestamp]`.
 #[derive(Clone, Debug, PartialEq)]
@@ -105,6 +107,20 @@ impl Precision {
         };
         timestamp as f64 * ms_per_unit
     }
+
+    /// A timestamp of this precision in Unix epoch nanoseconds; None past what an i64
+    /// holds (the year 2262).
+    pub fn epoch_ns(self, timestamp: i64) -> Option<i64> {
+        let ns_per_unit = match self {
+            Precision::Nanoseconds => 1,
+            Precision::Microseconds => 1_000,
+            Precision::Milliseconds => 1_000_000,
+            Precision::Seconds => 1_000_000_000,
+            Precision::Minutes => 60_000_000_000,
+            Precision::Hours => 3_600_000_000_000,
+        };
+        timestamp.checked_mul(ns_per_unit)
+    }
 }
 
 /// Parses one line (without its newline). `Ok(None)` for a blank line or a `#` comment.
@@ -154,11 +170,15 @@ impl Point {
         {
             return Err(LineError::Tags);
         }
+        if sanitize_name(&self.measurement).is_none() {
+            return Err(LineError::SeriesName);
+        }
         self.fields
             .iter()
             .map(|(field, value)| {
                 let name = format!("{}.{field}", self.measurement);
-                if sanitize_name(&name).is_none() {
+                // Each part on its own too: it is what a forwarded point is named.
+                if sanitize_name(field).is_none() || sanitize_name(&name).is_none() {
                     return Err(LineError::SeriesName);
                 }
                 let (kind, value) = match value {
@@ -177,6 +197,44 @@ impl Point {
             })
             .collect()
     }
+
+    /// Appends the point as a line, its timestamp in the unit the write names.
+    pub fn encode_into(&self, out: &mut String) {
+        out.push_str(&escape(&self.measurement, ", "));
+        for (key, value) in &self.tags {
+            let _ = write!(out, ",{}={}", escape(key, ",= "), escape(value, ",= "));
+        }
+        for (index, (key, value)) in self.fields.iter().enumerate() {
+            let separator = if index == 0 { ' ' } else { ',' };
+            let _ = write!(out, "{separator}{}=", escape(key, ",= "));
+            match value {
+                FieldValue::Float(v) => write!(out, "{v}"),
+                FieldValue::Integer(v) => write!(out, "{v}i"),
+                FieldValue::Unsigned(v) => write!(out, "{v}u"),
+                FieldValue::Boolean(v) => write!(out, "{v}"),
+                FieldValue::String(text) => write!(out, "\"{}\"", escape(text, "\"")),
+            }
+            .unwrap_or_default();
+        }
+        if let Some(timestamp) = self.timestamp {
+            let _ = write!(out, " {timestamp}");
+        }
+        out.push('\n');
+    }
+}
+
+/// Backslash before each of `special` and before a backslash; newlines, which no escape
+/// allows, become spaces (escaped too).
+pub fn escape(text: &str, special: &str) -> String {
+    let mut escaped = String::with_capacity(text.len());
+    for c in text.chars() {
+        let c = if c == '\n' || c == '\r' { ' ' } else { c };
+        if special.contains(c) || c == '\\' {
+            escaped.push('\\');
+        }
+        escaped.push(c);
+    }
+    escaped
 }
 
 impl FieldValue {

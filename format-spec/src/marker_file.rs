@@ -4,12 +4,14 @@
 
 mod caps;
 mod line;
+mod plain;
 mod rules;
 mod values;
 
 pub use crate::metric::MetricKind;
 pub use caps::{Limits, Problem};
 pub use line::{interval_key, Begin, Category, End, FileLine, FileMarker, Metric};
+pub use plain::PlainMarker;
 pub use rules::NAME_MAX_BYTES;
 use serde_json::{Map, Value};
 pub use values::ValueRules;
@@ -41,6 +43,26 @@ pub fn decode_file_line(bytes: &[u8], limits: &Limits) -> Result<FileLine, Probl
     })?;
     rules::check_line(&line)?;
     Ok(line)
+}
+
+/// A line decoded by [`decode_line_or_plain`].
+#[derive(Debug)]
+pub enum Decoded {
+    /// A marker that took the plain path ([`PlainMarker`]): the same checks, no tree.
+    Plain(PlainMarker),
+    Line(FileLine),
+}
+
+/// [`decode_file_line`], with the commonest marker lines taken on the plain path.
+pub fn decode_line_or_plain(bytes: &[u8], limits: &Limits) -> Result<Decoded, Problem> {
+    if let Ok(text) = std::str::from_utf8(bytes) {
+        if starts_with_type(bytes, "marker") && rules::nesting_depth(bytes) <= limits.depth {
+            if let Some(marker) = plain::decode(text) {
+                return Ok(Decoded::Plain(marker));
+            }
+        }
+    }
+    decode_file_line(bytes, limits).map(Decoded::Line)
 }
 
 fn is_json(bytes: &[u8]) -> bool {

@@ -5,12 +5,15 @@
 use crate::aggregate::{BatchAggregator, MetricLimits, Sample, SampleValue};
 use crate::marker_file::ValueRules;
 use crate::marker_file::{
-    decode_file_line, interval_key, Category, FileLine, Limits, Metric, Problem,
+    decode_line_or_plain, interval_key, Category, Decoded, FileLine, Limits, Metric, PlainMarker,
+    Problem,
 };
 use crate::metric::MetricKind;
 use crate::profile_dir::{DirReader, Item, Scan};
 use crate::schema::{as_task_schema, data_type};
+use crate::{encode_line_into, encode_marker_line_into};
 use crate::{Close, Dropped, Line, Marker, OpenInterval};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use std::collections::{HashMap, HashSet};
 use std::io;
@@ -108,11 +111,38 @@ impl Merger {
         take_unterminated: bool,
         now_epoch_ms: f64,
     ) -> io::Result<Batch> {
-        let mut decoded: Vec<(String, FileLine)> = Vec::new();
+        let mut lines = Vec::new();
+        let end = self.read_batch_with(reader, take_unterminated, now_epoch_ms, &mut |taken| {
+            lines.push(taken.into_line())
+        })?;
+        Ok(Batch {
+            lines,
+            dropped: end.dropped,
+            scan: end.scan,
+        })
+    }
+
+    /// [`Merger::read_batch`], handing each line to `emit` as it is converted, markers of
+    /// the plain path with their `data` still as text: the recorder encodes them straight
+    /// into the batch's write, building no tree.
+    pub fn read_batch_with(
+        &mut self,
+        reader: &mut DirReader,
+        take_unterminated: bool,
+        now_epoch_ms: f64,
+        emit: &mut dyn FnMut(Taken),
+    ) -> io::Result<BatchEnd> {
+        let mut files: Vec<String> = Vec::new();
+        let mut decoded: Vec<(usize, Decoded)> = Vec::new();
         let mut dropped = DroppedCounts::default();
         let scan = reader.scan(take_unterminated, &mut |item| match item {
-            Item::Line { file, bytes } => match decode_file_line(bytes, &self.limits) {
-                Ok(line) => decoded.push((file.to_owned(), line)),
+            Item::Line { file, bytes } => match decode_line_or_plain(bytes, &self.limits) {
+                Ok(line) => {
+                    if files.last().is_none_or(|last| last != file) {
+                        files.push(file.to_owned());
+                    }
+                    decoded.push((files.len() - 1, line));
+                }
                 Err(problem) => dropped.add(file, problem, 1, bytes.len() as u64 + 1),
             },
             Item::Problem {
@@ -123,30 +153,60 @@ impl Merger {
             } => dropped.add(file, problem, count, bytes),
         })?;
         // An end in one file may follow a begin in another that was listed after it.
-        decoded.sort_by(|a, b| a.1.time().total_cmp(&b.1.time()));
-        let mut lines = Vec::with_capacity(decoded.len());
+        decoded.sort_by(|a, b| time_of(&a.1).total_cmp(&time_of(&b.1)));
         let mut samples = Vec::new();
         for (file, line) in decoded {
+            let file = &files[file];
+            let line = match line {
+                Decoded::Plain(marker) => {
+                    match self.take_plain(marker, now_epoch_ms) {
+                        Ok(marker) => emit(Taken::Marker(marker)),
+                        Err(problem) => dropped.add(file, problem, 1, 0),
+                    }
+                    continue;
+                }
+                Decoded::Line(line) => line,
+            };
             if let (FileLine::Metric(metric), Some(_)) = (&line, &self.metrics) {
                 match self.to_log_time(metric.time, now_epoch_ms) {
                     Ok(time) => samples.push((time, sample(metric))),
-                    Err(problem) => dropped.add(&file, problem, 1, 0),
+                    Err(problem) => dropped.add(file, problem, 1, 0),
                 }
                 continue;
             }
-            match self.take(&file, line, now_epoch_ms) {
-                Ok(Some(line)) => lines.push(line),
+            match self.take(file, line, now_epoch_ms) {
+                Ok(Some(line)) => emit(Taken::Line(line)),
                 Ok(None) => {}
-                Err(problem) => dropped.add(&file, problem, 1, 0),
+                Err(problem) => dropped.add(file, problem, 1, 0),
             }
         }
         if let Some(metrics) = &mut self.metrics {
-            lines.extend(metrics.aggregate(samples).into_iter().map(Line::Marker));
+            for marker in metrics.aggregate(samples) {
+                emit(Taken::Line(Line::Marker(marker)));
+            }
         }
-        Ok(Batch {
-            lines,
+        Ok(BatchEnd {
             dropped: dropped.into_lines(),
             scan,
+        })
+    }
+
+    /// [`Merger::take`] of a plain marker: the same checks, in the same order.
+    fn take_plain(&self, marker: PlainMarker, now_epoch_ms: f64) -> Result<TakenMarker, Problem> {
+        if let Some(rules) = marker
+            .data_type()
+            .and_then(|kind| self.value_rules.get(kind))
+        {
+            let data = serde_json::from_str(marker.data.get()).map_err(|_| Problem::WrongFields)?;
+            rules.check(&data)?;
+        }
+        let time = |epoch_ms: f64| self.to_log_time(epoch_ms, now_epoch_ms);
+        Ok(TakenMarker {
+            start_time: time(marker.start_time)?,
+            end_time: marker.end_time.map(time).transpose()?,
+            category: Category::index(marker.category),
+            name: marker.name,
+            data: marker.data,
         })
     }
 
@@ -293,19 +353,94 @@ pub fn same_name_match(key: &str, open: &OpenInterval, name: &str, end_time: f64
     key.starts_with("file:") && open.name == name && open.start_time <= end_time
 }
 
+/// The time a decoded line happened at, to order the lines of several files.
+fn time_of(line: &Decoded) -> f64 {
+    match line {
+        Decoded::Plain(marker) => marker.start_time,
+        Decoded::Line(line) => line.time(),
+    }
+}
+
+/// A log line of a batch, as [`Merger::read_batch_with`] hands it over.
+#[derive(Debug)]
+pub enum Taken {
+    Line(Line),
+    /// A marker of the plain path, its `data` still the text its file held.
+    Marker(TakenMarker),
+}
+
+impl Taken {
+    pub fn into_line(self) -> Line {
+        match self {
+            Taken::Line(line) => line,
+            Taken::Marker(marker) => marker.into_line(),
+        }
+    }
+
+    /// Appends its log line, newline included.
+    pub fn encode_into(&self, bytes: &mut Vec<u8>) {
+        match self {
+            Taken::Line(line) => encode_line_into(bytes, line),
+            Taken::Marker(marker) => encode_marker_line_into(
+                bytes,
+                &marker.name,
+                marker.start_time,
+                marker.end_time,
+                marker.category,
+                &marker.data,
+            ),
+        }
+    }
+
+    /// The category of a marker or an `open` line.
+    pub fn category(&self) -> Option<u32> {
+        match self {
+            Taken::Line(Line::Marker(marker)) => marker.category,
+            Taken::Line(Line::Open(open)) => open.category,
+            Taken::Line(_) => None,
+            Taken::Marker(marker) => Some(marker.category),
+        }
+    }
+}
+
+/// A marker of the plain path, its times on the log's time base.
+#[derive(Debug)]
+pub struct TakenMarker {
+    pub name: String,
+    pub start_time: f64,
+    pub end_time: Option<f64>,
+    pub category: u32,
+    /// A compact JSON object, as the marker file held it.
+    pub data: Box<RawValue>,
+}
+
+impl TakenMarker {
+    fn into_line(self) -> Line {
+        Line::Marker(Marker {
+            name: self.name,
+            start_time: self.start_time,
+            end_time: self.end_time,
+            category: Some(self.category),
+            // Valid JSON, an object: the plain path checked it.
+            data: serde_json::from_str(self.data.get()).ok(),
+            open_id: None,
+        })
+    }
+}
+
+/// What one [`Merger::read_batch_with`] found besides its lines.
+#[derive(Debug, Default)]
+pub struct BatchEnd {
+    pub dropped: Vec<Dropped>,
+    pub scan: Scan,
+}
+
 /// What one [`Merger::read_batch`] produced.
 #[derive(Debug, Default)]
 pub struct Batch {
     pub lines: Vec<Line>,
     pub dropped: Vec<Dropped>,
     pub scan: Scan,
-}
-
-impl Batch {
-    /// Whether the batch holds nothing to log.
-    pub fn is_empty(&self) -> bool {
-        self.lines.is_empty() && self.dropped.is_empty() && self.scan.bytes == 0
-    }
 }
 
 #[derive(Default)]
@@ -377,6 +512,70 @@ mod tests {
     fn take(merger: &mut Merger, file: &str, text: &str) -> Result<Option<Line>, Problem> {
         let line = decode_file_line(text.as_bytes(), &Limits::default())?;
         merger.take(file, line, START + 60_000.0)
+    }
+
+    /// A line taken the plain way (None when it does not take it) and the general way.
+    fn both_ways(merger: &mut Merger, text: &str) -> (Option<TakeResult>, TakeResult) {
+        let now = START + 60_000.0;
+        let plain = match decode_line_or_plain(text.as_bytes(), &Limits::default()) {
+            Ok(Decoded::Plain(marker)) => Some(
+                merger
+                    .take_plain(marker, now)
+                    .map(|marker| Some(Taken::Marker(marker).into_line())),
+            ),
+            _ => None,
+        };
+        (plain, take(merger, "1.jsonl", text))
+    }
+
+    type TakeResult = Result<Option<Line>, Problem>;
+
+    #[test]
+    fn the_plain_way_takes_and_refuses_what_the_general_way_does() {
+        let mut merger = merger();
+        let marker = |end: &str, data: &str| {
+            format!(
+                r#"{{"type":"marker","name":"a","startTime":{},{end}"data":{data}}}"#,
+                START + 1000.0
+            )
+        };
+        let plain = [
+            marker("", r#"{"type":"Text","text":"x, y"}"#),
+            marker(
+                &format!(r#""endTime":{},"#, START + 2000.0),
+                r#"{"z":[1,2.5,{"a":null}]}"#,
+            ),
+            marker("", r#"{"type":"M","v":3}"#),
+            marker(r#""endTime":1,"#, r#"{"type":"Text"}"#),
+            marker("", r#"{"type":"CPU"}"#),
+            marker("", r#"{"type":"M","v":"3"}"#),
+            format!(r#"{{"type":"marker","name":"a","startTime":1,"data":{{"t":1}}}}"#),
+        ];
+        for text in &plain {
+            match both_ways(&mut merger, text) {
+                (Some(plain), general) => assert_eq!(plain, general, "{text}"),
+                (None, general) => assert!(general.is_err(), "{text}: refused either way"),
+            }
+        }
+        let taken_plain = plain
+            .iter()
+            .filter(|t| both_ways(&mut merger, t).0.is_some());
+        assert_eq!(
+            taken_plain.count(),
+            5,
+            "all but the end before the start and the reserved type"
+        );
+        for general_only in [
+            marker("", r#"{"type": "Text"}"#),
+            marker("", r#"{"text":"\u0041"}"#),
+            marker("", r#"{"v":1e3}"#),
+            marker("", r#"["Text"]"#),
+        ] {
+            assert!(
+                both_ways(&mut merger, &general_only).0.is_none(),
+                "{general_only}"
+            );
+        }
     }
 
     #[test]

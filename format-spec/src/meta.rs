@@ -43,6 +43,31 @@ pub struct TaskInfo {
     pub name: Option<String>,
 }
 
+/// Tag keys that name the task in what is sent to a time-series database; a metric's own
+/// tag with one of these keys is dropped, so that a task cannot write under another task's
+/// identity.
+pub const TASK_TAGS: [&str; 4] = ["task_id", "run_id", "worker_type", "instance_type"];
+
+impl TaskInfo {
+    /// The task's identity as tags: those of [`TASK_TAGS`] that are known, in that order.
+    pub fn tags(&self) -> Vec<(String, String)> {
+        let values = [
+            &self.task_id,
+            &self.run_id,
+            &self.worker_type,
+            &self.instance_type,
+        ];
+        TASK_TAGS
+            .iter()
+            .zip(values)
+            .filter_map(|(tag, value)| {
+                let value = value.as_ref().filter(|v| !v.is_empty())?;
+                Some(((*tag).to_owned(), value.clone()))
+            })
+            .collect()
+    }
+}
+
 /// The statsd listener of a recording, as `meta.tcProfile.statsd` says it.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase")]
@@ -112,6 +137,8 @@ pub struct MetaInfo {
     /// shows their markers; placed after ours, and a name of ours (declared here or not)
     /// stays ours.
     pub task_schemas: Vec<Map<String, Value>>,
+    /// The task's log file followed (`record --task-log`), as an absolute path.
+    pub task_log: Option<String>,
 }
 
 fn marker_schemas(info: &MetaInfo) -> Value {
@@ -174,6 +201,7 @@ pub fn meta_line(info: &MetaInfo) -> Line {
                 (!info.metric_scopes.is_empty()).then(|| json!(info.metric_scopes)),
             ),
             ("profileDir", info.profile_dir.clone().map(Value::from)),
+            ("taskLog", info.task_log.clone().map(Value::from)),
             ("cgroup", info.cgroup.as_ref().map(|cgroup| json!(cgroup))),
         ],
     );
@@ -222,6 +250,12 @@ fn empty_table(columns: &[&str]) -> Value {
 
 /// The one thread line, with the complete, empty per-thread tables of version 47.
 pub fn thread_line(name: &str) -> Line {
+    Line::Thread(thread_fields(name))
+}
+
+/// The fields of a thread named `name` (its process too) with no markers: pid "0", tid 0,
+/// and the complete, empty per-thread tables of version 47.
+pub fn thread_fields(name: &str) -> Map<String, Value> {
     let mut samples = empty_table(&["stack", "time"]);
     samples["weightType"] = json!("samples");
     samples["weight"] = Value::Null;
@@ -248,7 +282,7 @@ pub fn thread_line(name: &str) -> Line {
         "nativeSymbols": empty_table(&["libIndex", "address", "name", "functionSize"]),
     });
     match thread {
-        Value::Object(map) => Line::Thread(map),
+        Value::Object(map) => map,
         _ => unreachable!("json! object literal"),
     }
 }
@@ -277,6 +311,7 @@ mod tests {
             profile_dir: None,
             cgroup: None,
             task_schemas: vec![schema("CPU"), schema("Text"), schema("Test")],
+            task_log: None,
         };
         let Line::Meta(meta) = meta_line(&info) else {
             panic!("a meta line");

@@ -2,10 +2,15 @@
 //! "Categories and schemas"). Resource tracks are marker graphs, drawn as Mozilla's resource
 //! monitor draws them, so that profiles from both tools look alike.
 
-use crate::metric::{self, MetricKind};
+use metric::metric_schemas;
+use parts::{field, graph};
 use serde_json::{json, Map, Value};
 
+mod log;
+mod metric;
+mod parts;
 mod task;
+pub use log::log_schema;
 pub use task::as_task_schema;
 
 /// Indices into `meta.categories`.
@@ -18,6 +23,11 @@ pub mod category {
     pub const USER: u32 = 3;
     /// Notes of the recorder about the recording itself (damage, an early end).
     pub const RECORDER: u32 = 4;
+    /// Lines of the task's log (SPEC.md, "Log lines"); warnings and errors have their own
+    /// categories, since the profiler colours a marker by its category alone.
+    pub const LOG: u32 = 5;
+    pub const LOG_WARNING: u32 = 6;
+    pub const LOG_ERROR: u32 = 7;
 }
 
 /// Names of the sources in `meta.tcProfile.sources`. A source the machine lacks is left out
@@ -42,6 +52,9 @@ pub mod source {
     pub const STATSD: &str = "statsd";
     /// The InfluxDB endpoint: the same metric tracks.
     pub const INFLUX: &str = "influx";
+    /// The command's stdout and stderr: a `Log` marker a line, and metric tracks from
+    /// `[taskcluster-task:stat]` lines.
+    pub const LOG_LINES: &str = "log-lines";
 }
 
 /// `data.type` of each schema declared here.
@@ -64,9 +77,10 @@ pub mod data_type {
     pub const LOAD: &str = "Load";
     pub const SWAP: &str = "Swap";
     pub const CPU_FREQUENCY: &str = "CPUFreq";
+    pub const LOG: &str = "Log";
 
     /// The types above but [`TEXT`]: those of the recorder's own tracks and markers.
-    const OWN: [&str; 17] = [
+    const OWN: [&str; 18] = [
         CPU,
         MEMORY,
         IO,
@@ -84,6 +98,7 @@ pub mod data_type {
         LOAD,
         SWAP,
         CPU_FREQUENCY,
+        LOG,
     ];
 
     /// Whether a task's marker may not use this `data.type` (SPEC.md, "Marker files"): the
@@ -138,6 +153,9 @@ pub fn categories() -> Value {
         category("Task", "green"),
         category("User", "yellow"),
         category("Recorder", "red"),
+        category("Log", "lightblue"),
+        category("Log warning", "orange"),
+        category("Log error", "red"),
     ])
 }
 
@@ -145,35 +163,42 @@ pub fn categories() -> Value {
 /// the index of its `Recorder` category, and the `Text` schema, both declared first when the
 /// log is another tool's (Mozilla's resource monitor declares three categories).
 pub fn declare_notes(meta: &mut Map<String, Value>) -> u32 {
+    declare_schema(meta, text_schema());
+    declare_category(meta, category::RECORDER)
+}
+
+/// Where a log's meta puts `Log` markers added after the recording (`add-log`): the
+/// indices of its `Log`, `Log warning` and `Log error` categories, and the `Log` schema,
+/// declared when the log lacks them.
+pub fn declare_log(meta: &mut Map<String, Value>) -> [u32; 3] {
+    declare_schema(meta, log_schema());
+    [category::LOG, category::LOG_WARNING, category::LOG_ERROR]
+        .map(|ours| declare_category(meta, ours))
+}
+
+fn declare_schema(meta: &mut Map<String, Value>, schema: Value) {
     if let Some(Value::Array(schemas)) = meta.get_mut("markerSchema") {
-        if !schemas.iter().any(|s| s["name"] == data_type::TEXT) {
-            schemas.push(text_schema());
+        if !schemas.iter().any(|s| s["name"] == schema["name"]) {
+            schemas.push(schema);
         }
     }
-    let recorder = categories()[category::RECORDER as usize].clone();
+}
+
+/// The index in the meta of our category `ours`, found by name or added.
+fn declare_category(meta: &mut Map<String, Value>, ours: u32) -> u32 {
+    let wanted = categories()[ours as usize].clone();
     let Some(Value::Array(categories)) = meta.get_mut("categories") else {
         meta.insert("categories".to_owned(), self::categories());
-        return category::RECORDER;
+        return ours;
     };
-    let index = match categories
-        .iter()
-        .position(|c| c["name"] == recorder["name"])
-    {
+    let index = match categories.iter().position(|c| c["name"] == wanted["name"]) {
         Some(index) => index,
         None => {
-            categories.push(recorder);
+            categories.push(wanted);
             categories.len() - 1
         }
     };
     index as u32
-}
-
-fn field(key: &str, label: &str, format: &str) -> Value {
-    json!({"key": key, "label": label, "format": format})
-}
-
-fn graph(key: &str, kind: &str, color: &str) -> Value {
-    json!({"key": key, "type": kind, "color": color})
 }
 
 /// The `meta.markerSchema` list (fields under `data`, as version 47 wants): `Text` and
@@ -187,78 +212,6 @@ pub fn marker_schemas(sources: &[String]) -> Value {
         }
     }
     Value::Array(schemas)
-}
-
-/// One fixed schema per metric kind: a graph track per series (marker name).
-fn metric_schema(kind: MetricKind) -> Value {
-    let identity = [
-        field(metric::key::METRIC, "Metric", "string"),
-        field(metric::key::TAGS, "Tags", "string"),
-    ];
-    let (values, graphs): (Vec<Value>, Vec<Value>) = match kind {
-        MetricKind::Counter => (
-            vec![field("value", "Sum in the interval", "decimal")],
-            vec![graph("value", "bar", "teal")],
-        ),
-        MetricKind::Gauge => (
-            vec![field("value", "Value", "decimal")],
-            vec![graph("value", "line-filled", "blue")],
-        ),
-        MetricKind::Timer | MetricKind::Histogram => {
-            let unit = if kind == MetricKind::Timer {
-                "milliseconds"
-            } else {
-                "decimal"
-            };
-            (
-                vec![
-                    field("count", "Count", "decimal"),
-                    field("min", "Min", unit),
-                    field("mean", "Mean", unit),
-                    field("max", "Max", unit),
-                ],
-                vec![
-                    graph("max", "line", "red"),
-                    graph("mean", "line", "orange"),
-                    graph("min", "line", "green"),
-                    graph("count", "bar", "grey"),
-                ],
-            )
-        }
-        MetricKind::Set => (
-            vec![field("distinct", "Distinct members", "integer")],
-            vec![graph("distinct", "bar", "purple")],
-        ),
-    };
-    let label = kind
-        .value_keys()
-        .iter()
-        .map(|k| format!("{k} {{marker.data.{k}}}"));
-    json!({
-        "name": kind.data_type(),
-        "tooltipLabel": format!("{{marker.name}}: {}", label.collect::<Vec<_>>().join(", ")),
-        "display": [],
-        "data": identity.into_iter().chain(values).collect::<Vec<_>>(),
-        "graphs": graphs,
-    })
-}
-
-fn metric_drops_schema() -> Value {
-    json!({
-        "name": metric::DROPPED_DATA_TYPE,
-        "tooltipLabel": "{marker.name}",
-        "tableLabel": "{marker.name}: {marker.data.malformed} malformed, {marker.data.oversized} oversized, {marker.data.overSeriesCap} over the series cap",
-        "display": ["marker-chart", "marker-table"],
-        "data": [
-            field("malformed", "Malformed lines", "integer"),
-            field("oversized", "Packets over the size cap", "integer"),
-            field("overSeriesCap", "Metrics over the series cap", "integer"),
-            field("overSetCap", "Set members over the set cap", "integer"),
-            field("kernelDropped", "Packets the kernel dropped (buffer full)", "integer"),
-            field("outOfScope", "Metrics outside the task's scopes", "integer"),
-            field("example", "First malformed line", "string"),
-        ],
-    })
 }
 
 fn source_schemas(name: &str) -> Vec<Value> {
@@ -351,11 +304,8 @@ fn source_schemas(name: &str) -> Vec<Value> {
                 graph("swap_out", "bar", "magenta"),
             ],
         )],
-        source::STATSD | source::INFLUX => MetricKind::ALL
-            .into_iter()
-            .map(metric_schema)
-            .chain([metric_drops_schema()])
-            .collect(),
+        source::STATSD | source::INFLUX => metric_schemas(),
+        source::LOG_LINES => [log_schema()].into_iter().chain(metric_schemas()).collect(),
         source::CPU_FREQUENCY => vec![track_schema(
             data_type::CPU_FREQUENCY,
             &[
@@ -501,78 +451,4 @@ fn command_schema() -> Value {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    const ALL_BUT_STATSD: [&str; 12] = [
-        source::CPU,
-        source::MEMORY,
-        source::IO,
-        source::NET,
-        source::PROCESSES,
-        source::CGROUP_MEMORY,
-        source::CGROUP_CPU,
-        source::OOM_KILLS,
-        source::PRESSURE,
-        source::LOAD,
-        source::SWAP,
-        source::CPU_FREQUENCY,
-    ];
-
-    fn names(sources: &[&str]) -> Vec<String> {
-        let sources: Vec<String> = sources.iter().map(|s| (*s).to_owned()).collect();
-        marker_schemas(&sources)
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|s| s["name"].as_str().unwrap().to_owned())
-            .collect()
-    }
-
-    #[test]
-    fn only_the_schemas_of_sources_that_are_on_are_declared() {
-        assert_eq!(names(&[]), ["Text", "Command"]);
-        assert_eq!(
-            names(&[source::CPU, "from-the-future"]),
-            ["Text", "Command", "CPU"]
-        );
-        let all = names(&ALL_BUT_STATSD);
-        assert_eq!(all.len(), 18, "{all:?}");
-    }
-
-    #[test]
-    fn every_schema_we_declare_but_text_is_reserved() {
-        let sources = [&ALL_BUT_STATSD[..], &[source::STATSD]].concat();
-        for name in names(&sources) {
-            assert!(data_type::is_ours(&name), "{name}");
-            assert_eq!(data_type::is_reserved(&name), name != "Text", "{name}");
-        }
-        for task_type in ["Test", "text", "CPU Use", "Memory", ""] {
-            assert!(!data_type::is_ours(task_type), "{task_type}");
-        }
-    }
-
-    #[test]
-    fn graph_colours_are_ones_the_profiler_knows() {
-        let sources = [
-            source::CPU,
-            source::PROCESSES,
-            source::CGROUP_CPU,
-            source::PRESSURE,
-        ];
-        let sources: Vec<String> = sources.iter().map(|s| (*s).to_owned()).collect();
-        for schema in marker_schemas(&sources).as_array().unwrap() {
-            for graph in schema["graphs"].as_array().into_iter().flatten() {
-                let color = graph["color"].as_str().unwrap();
-                assert!(
-                    [
-                        "blue", "green", "grey", "ink", "magenta", "orange", "purple", "red",
-                        "teal", "yellow"
-                    ]
-                    .contains(&color),
-                    "{schema}"
-                );
-            }
-        }
-    }
-}
+mod tests;

@@ -5,8 +5,8 @@
 
 use crate::clock::Clock;
 use crate::error::{spawn, RecorderError};
-use crate::writer::{LogSink, Message, SyncPolicy, Writer, WriterStats};
-use crossbeam_channel::{bounded, unbounded, Receiver, RecvTimeoutError, Sender};
+use crate::writer::{inbox, LogSink, Message, Outbox, SyncPolicy, Writer, WriterStats};
+use crossbeam_channel::{bounded, Receiver, RecvTimeoutError, Sender};
 use serde_json::Value;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -37,7 +37,7 @@ impl<S> WriterThread<S> {
         markers: &MarkerSink,
         deadline: Instant,
     ) -> Result<(WriterStats, S), RecvTimeoutError> {
-        let _ = markers.sender.send(Message::Shutdown);
+        markers.sender.send(Message::Shutdown);
         let (mut stats, sink) = self.finished.recv_deadline(deadline)?;
         stats.lines_lost += markers.dropped.load(Ordering::Relaxed);
         Ok((stats, sink))
@@ -52,7 +52,7 @@ pub(crate) fn start_writer<S: LogSink + 'static>(
     policy: SyncPolicy,
     clock: Clock,
 ) -> Result<(MarkerSink, WriterThread<S>), RecorderError> {
-    let (sender, receiver) = unbounded();
+    let (sender, receiver) = inbox();
     let dropped = Arc::new(AtomicU64::new(0));
     let writer = Writer::new(log, name, length, policy, clock, Arc::clone(&dropped));
     let (done, finished) = bounded(1);
@@ -73,7 +73,7 @@ pub(crate) fn start_writer<S: LogSink + 'static>(
 /// the writer only writes.
 #[derive(Clone)]
 pub struct MarkerSink {
-    sender: Sender<Message>,
+    sender: Outbox<Message>,
     clock: Clock,
     pub(crate) next_id: Arc<AtomicU64>,
     dropped: Arc<AtomicU64>,
@@ -174,7 +174,7 @@ impl MarkerSink {
             urgent,
             ack,
         };
-        let sent = self.sender.send(message).is_ok();
+        let sent = self.sender.send(message);
         if !sent {
             self.dropped.fetch_add(count, Ordering::Relaxed);
         }

@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 use tc_profile_format::scope::MetricScopes;
 use tc_profile_format::{MetricLimits, TaskInfo};
+use tc_profile_influx::InfluxTarget;
 
 /// How to record.
 #[derive(Clone, Debug)]
@@ -34,6 +35,8 @@ pub struct RecorderConfig {
     /// Whether to serve the InfluxDB endpoint (under the statsd listener's limits, or the
     /// defaults without one).
     pub influx: bool,
+    /// The InfluxDB that the endpoint's points are forwarded to while recording, if any.
+    pub forward: Option<InfluxTarget>,
     /// The profile directory to follow, if any.
     pub profile_dir: Option<ProfileDirConfig>,
     /// The task's processes, drawn against the rest of the machine; none by default.
@@ -44,6 +47,11 @@ pub struct RecorderConfig {
     /// Schemas of the task's markers, declared in the meta line so that the log shows those
     /// markers as it is written (`tc_profile_format::marker_file::decode_schema_file`).
     pub task_schemas: Vec<Map<String, Value>>,
+    /// Whether the command's stdout and stderr are recorded, a `Log` marker a line
+    /// ([`crate::Recorder::relay_output`]); off by default.
+    pub log_lines: bool,
+    /// A log file to follow as `tail -F` does, a `Log` marker a line (`record --task-log`).
+    pub task_log: Option<PathBuf>,
 }
 
 impl RecorderConfig {
@@ -62,11 +70,20 @@ impl RecorderConfig {
             statsd: Some(MetricLimits::default()),
             metric_scopes: MetricScopes::default(),
             influx: true,
+            forward: None,
             profile_dir: None,
             follow: None,
             cgroup: None,
             task_schemas: Vec::new(),
+            log_lines: false,
+            task_log: None,
         }
+    }
+
+    /// The task's log file as the meta line and the checkpoints name it: absolute.
+    pub(crate) fn task_log_path(&self) -> Option<PathBuf> {
+        let path = self.task_log.as_ref()?;
+        Some(std::path::absolute(path).unwrap_or_else(|_| path.clone()))
     }
 
     /// The limits of every metric source: the statsd listener's prefix and caps (the

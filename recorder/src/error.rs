@@ -36,6 +36,8 @@ pub enum RecorderError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error("the recording was started without log lines (RecorderConfig::log_lines)")]
+    LogLinesOff,
     #[error("the writer thread panicked; the log ends at its last complete line")]
     WriterPanicked,
     #[error(

@@ -38,6 +38,9 @@ pub(crate) fn meta(
     if metrics.influx.is_some() {
         sources.push(source::INFLUX.to_owned());
     }
+    if config.log_lines || config.task_log.is_some() {
+        sources.push(source::LOG_LINES.to_owned());
+    }
     meta_line(&MetaInfo {
         start_time: clock.start_epoch_ms(),
         interval_ms: config.interval.as_secs_f64() * 1000.0,
@@ -52,6 +55,9 @@ pub(crate) fn meta(
         profile_dir: profile_dir.map(|dir| dir.to_string_lossy().into_owned()),
         cgroup: sampler.cgroup().cloned(),
         task_schemas: config.task_schemas.clone(),
+        task_log: config
+            .task_log_path()
+            .map(|path| path.to_string_lossy().into_owned()),
     })
 }
 

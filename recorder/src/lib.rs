@@ -3,8 +3,9 @@
 //!
 //! The modules follow the lines: `sources/` (what the sampler reads: /proc, /sys, the
 //! task's cgroup and processes), `sampler` (composes them, one tick a message),
-//! `profile_dir`, `statsd` and `influx` (the other sources: task marker files, metrics
-//! packets, InfluxDB writes),
+//! `profile_dir`, `statsd`, `influx` and `task_output` (the other sources: task marker
+//! files, metrics packets, InfluxDB writes, the command's stdout and stderr; and
+//! `task_log_file`, the worker's log file),
 //! `channel` (the sending end every source holds, [`MarkerSink`]), `writer/` (the one
 //! thread that owns the log), and this file, the API: [`Recorder`] starts them all, in
 //! that order, after `header` has made the log's first lines durable.
@@ -40,13 +41,15 @@ mod profile_dir;
 mod sampler;
 mod sources;
 mod statsd;
+mod task_log_file;
+mod task_output;
 mod writer;
 
 pub use channel::{IntervalGuard, MarkerSink};
 pub use clock::Clock;
 pub use config::RecorderConfig;
 pub use error::RecorderError;
-pub use influx::MAX_BODY_BYTES;
+pub use influx::{ForwardStats, MAX_BODY_BYTES, MAX_UNSENT_BYTES};
 /// Reading one HTTP/1.1 request, bounded (the InfluxDB endpoint's, and the daemon's).
 pub mod http {
     pub use crate::influx::http::{read_request, ReadError, Request};
@@ -63,22 +66,27 @@ pub use statsd::{
     parse_line as parse_statsd_line, record_packet as record_statsd_packet, MAX_PACKET_BYTES,
 };
 pub use tc_profile_format::MetricLimits;
+pub use tc_profile_influx::InfluxTarget;
 pub use writer::{LogSink, Place, SyncPolicy, WriterStats, MIN_SYNC_PERIOD};
 
 use channel::{start_writer, WriterThread};
 use crossbeam_channel::{bounded, RecvTimeoutError, Sender};
 use error::spawn;
 use header::MetricEndpoints;
-use influx::InfluxThreads;
+use influx::{Forwarder, Forwarding, InfluxThreads};
 use profile_dir::{DirWatch, Ingester};
 use std::fs::File;
+use std::io::Read;
 use std::net::{SocketAddr, UdpSocket};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+use task_log_file::LogFileSource;
+use task_output::TaskOutput;
 use tc_profile_format::marker_file::Limits as MarkerFileLimits;
+use tc_profile_format::task_log::Stream;
 use tc_profile_format::{EndReason, Footer, Line};
 use writer::LogFile;
 
@@ -87,6 +95,8 @@ use writer::LogFile;
 /// this, the disk is hung and the log is left as a killed recorder leaves it.
 const FINISH_WAIT: Duration = Duration::from_secs(30);
 const DROP_WAIT: Duration = Duration::from_secs(1);
+/// How long [`Recorder::finish`] goes on forwarding the endpoint's points not sent yet.
+const FORWARD_WAIT: Duration = Duration::from_secs(10);
 
 /// What a recording ended with: the writer's statistics and the log, still open and still
 /// locked, so that finalizing it leaves no moment in which a recoverer could take it.
@@ -95,6 +105,8 @@ pub struct Finished {
     pub stats: WriterStats,
     /// The log, opened for reading and appending, holding its exclusive lock.
     pub log: File,
+    /// What forwarding to an InfluxDB did, when there was one.
+    pub forwarded: Option<ForwardStats>,
 }
 
 /// A running recording. Call [`Recorder::finish`] to end it with a clean-end footer.
@@ -106,7 +118,10 @@ pub struct Recorder {
     sampler: Option<(Arc<AtomicBool>, JoinHandle<()>)>,
     statsd: Option<StatsdThread>,
     influx: Option<InfluxThreads>,
+    forwarder: Option<Forwarder>,
     ingester: Option<Ingester>,
+    task_output: Option<TaskOutput>,
+    task_log: Option<LogFileSource>,
 }
 
 /// The statsd listener's thread, and how to stop it.
@@ -187,19 +202,38 @@ impl Recorder {
             sampler: None,
             statsd: None,
             influx: None,
+            forwarder: None,
             ingester: None,
+            task_output: None,
+            task_log: None,
         };
+        if let Some(path) = &config.task_log_path() {
+            let sink = markers.clone();
+            recorder.task_log = Some(LogFileSource::start(path, sink, config.interval)?);
+        }
+        if config.log_lines {
+            let limits = config.metric_limits();
+            recorder.task_output = Some(TaskOutput::start(&markers, limits, config.interval)?);
+        }
         if let Some((listener, _)) = influx_listener {
             let slack = config.profile_dir.as_ref().map_or_else(
                 || MarkerFileLimits::default().time_slack_ms,
                 |dir| dir.limits.time_slack_ms,
             );
+            let forwarder = config.forward.clone().map(Forwarder::start).transpose()?;
+            let forwarding = forwarder.as_ref().map(|forwarder| Forwarding {
+                queue: forwarder.queue(),
+                prefix: metric_limits.prefix.clone(),
+                task_tags: config.task.tags(),
+            });
+            recorder.forwarder = forwarder;
             recorder.influx = Some(InfluxThreads::start(
                 listener,
                 metric_limits.clone(),
                 &markers,
                 config.interval,
                 slack,
+                forwarding,
             )?);
         }
         if let (Some(dir), Some(watch)) = (&config.profile_dir, watch) {
@@ -237,14 +271,30 @@ impl Recorder {
         self.influx.as_ref().map(InfluxThreads::url)
     }
 
+    /// Passes `from` (the command's stdout or stderr) through to `to` unchanged, on a
+    /// thread of its own, and records its lines (SPEC.md, "Log lines"). Only for a
+    /// recording started with [`RecorderConfig::log_lines`], which declares their schema.
+    pub fn relay_output(
+        &mut self,
+        from: impl Read + Send + 'static,
+        to: File,
+        stream: Stream,
+    ) -> Result<(), RecorderError> {
+        match &mut self.task_output {
+            Some(output) => output.relay(from, to, stream),
+            None => Err(RecorderError::LogLinesOff),
+        }
+    }
+
     /// A handle that adds markers to this recording from any thread.
     pub fn markers(&self) -> MarkerSink {
         self.markers.clone()
     }
 
     /// Takes a last sample and the marker files' last lines, appends the clean-end footer,
-    /// makes the log durable and joins the threads. The log stays locked in the returned
-    /// [`Finished`]. Waits 30 s at most: when the log's disk hangs, it returns
+    /// makes the log durable and joins the threads; then forwards what the InfluxDB
+    /// endpoint took and has not forwarded yet, for 10 s at most. The log stays locked in
+    /// the returned [`Finished`]. Waits 30 s at most: when the log's disk hangs, it returns
     /// [`RecorderError::WriterHung`] and leaves the writer thread behind, holding the log
     /// (and its lock) until the process exits; what the writer had written is in the log,
     /// and what the sources had not taken is still in the marker files.
@@ -268,13 +318,21 @@ impl Recorder {
                 })
             }
         };
+        let forwarded = self.forwarder.take().map(|f| f.finish(FORWARD_WAIT));
         Ok(Finished {
             stats,
             log: log.file,
+            forwarded,
         })
     }
 
     fn stop_sources(&mut self, deadline: Instant) {
+        if let Some(output) = self.task_output.take() {
+            output.stop(deadline);
+        }
+        if let Some(task_log) = self.task_log.take() {
+            task_log.stop(deadline);
+        }
         if let Some((stop, handle)) = self.sampler.take() {
             stop.store(true, Ordering::Release);
             handle.thread().unpark();
@@ -312,6 +370,9 @@ impl Drop for Recorder {
         let deadline = Instant::now() + DROP_WAIT;
         self.stop_sources(deadline);
         let _ = self.stop_writer(deadline);
+        if let Some(forwarder) = self.forwarder.take() {
+            forwarder.abandon();
+        }
     }
 }
 

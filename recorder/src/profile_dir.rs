@@ -17,7 +17,7 @@ use tc_profile_format::marker_file::Limits;
 use tc_profile_format::profile_dir::DirReader;
 use tc_profile_format::schema::category;
 use tc_profile_format::{
-    encode_line_into, Batch, Checkpoint, FileProgress, Line, Merger, MetricLimits,
+    encode_line_into, BatchEnd, Checkpoint, FileProgress, Line, Merger, MetricLimits, Taken,
 };
 
 /// The rescan period while inotify events arrive, in case one is missed (an overflowing
@@ -206,14 +206,23 @@ impl Source {
             .deadline
             .is_none_or(|deadline| Instant::now() < deadline)
         {
-            let Ok(batch) = self
-                .merger
-                .read_batch(&mut self.reader, false, now_epoch_ms())
+            let mut lines = Vec::with_capacity(4096);
+            encode_line_into(&mut lines, &Line::Ingest);
+            let (mut count, mut urgent) = (0, false);
+            let mut encode = |line: Taken| {
+                // Worker lifecycle lines are made durable at once, like the recorder's own.
+                urgent |= line.category() == Some(category::WORKER);
+                line.encode_into(&mut lines);
+                count += 1;
+            };
+            let Ok(end) =
+                self.merger
+                    .read_batch_with(&mut self.reader, false, now_epoch_ms(), &mut encode)
             else {
                 return; // The directory is gone or unreadable: nothing to take.
             };
-            let more = batch.scan.more;
-            self.send(batch);
+            let more = end.scan.more;
+            self.send(lines, count, urgent, end);
             if !more {
                 return;
             }
@@ -238,36 +247,21 @@ impl Source {
         }
     }
 
-    /// One write: `ingest`, the lines, what was dropped, and the checkpoint.
-    fn send(&mut self, batch: Batch) {
+    /// One write: `ingest`, the `count` lines encoded after it in `lines`, what was
+    /// dropped, and the checkpoint.
+    fn send(&mut self, mut lines: Vec<u8>, count: u64, urgent: bool, end: BatchEnd) {
         let files = self.reader.take_progress();
-        if batch.is_empty() && files.is_empty() {
+        if count == 0 && end.dropped.is_empty() && end.scan.bytes == 0 && files.is_empty() {
             return;
         }
-        let urgent = batch.lines.iter().any(is_lifecycle);
-        let mut bytes = Vec::with_capacity(160 * (batch.lines.len() + 2));
-        encode_line_into(&mut bytes, &Line::Ingest);
-        let count = batch.lines.len() + batch.dropped.len() + 2;
-        for line in &batch.lines {
-            encode_line_into(&mut bytes, line);
+        let count = count + end.dropped.len() as u64 + 2;
+        for dropped in end.dropped {
+            encode_line_into(&mut lines, &Line::Dropped(dropped));
         }
-        for dropped in batch.dropped {
-            encode_line_into(&mut bytes, &Line::Dropped(dropped));
-        }
-        encode_line_into(&mut bytes, &Line::Checkpoint(Checkpoint { files }));
+        encode_line_into(&mut lines, &Line::Checkpoint(Checkpoint { files }));
         self.wait_for_room();
-        self.sink.send_batch(bytes, count as u64, urgent);
+        self.sink.send_batch(lines, count, urgent);
     }
-}
-
-/// Worker lifecycle lines are made durable at once, like the recorder's own.
-fn is_lifecycle(line: &Line) -> bool {
-    let category = match line {
-        Line::Marker(marker) => marker.category,
-        Line::Open(open) => open.category,
-        _ => None,
-    };
-    category == Some(category::WORKER)
 }
 
 pub(crate) fn now_epoch_ms() -> f64 {

@@ -9,7 +9,8 @@ mod summary;
 
 pub use export::{
     send_statsd, statsd_packets, write_influx, Credentials, ExportError, ExportFormat, Figure,
-    InfluxTarget, MetricPoint, Retry, SeriesReport, StepReport, TaskReport, TASK_TAGS,
+    InfluxTarget, MetricPoint, Precision, Retry, SeriesReport, StepReport, TaskReport, WriteError,
+    TASK_TAGS,
 };
 pub use summary::{
     summarize, CpuFigures, CpuUse, DiskUse, Dropped, Hint, MachineSize, MemoryUse, NetworkUse,

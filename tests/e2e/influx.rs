@@ -3,47 +3,72 @@ use serde_json::Value;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::os::unix::fs::PermissionsExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::{Arc, Mutex};
 
 const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/influxdb");
-const TASK_ID: &str = "fUAKaIdkSF6K1NlOgx7-LA";
+pub(crate) const TASK_ID: &str = "fUAKaIdkSF6K1NlOgx7-LA";
 
 /// A loopback-only InfluxDB started by the repo's script, stopped when dropped.
-struct InfluxServer {
+pub(crate) struct InfluxServer {
     dir: PathBuf,
-    url: String,
+    pub url: String,
+    /// The admin's user name and password, when authentication is on.
+    auth: Option<(String, String)>,
 }
 
 impl InfluxServer {
-    fn start(dir: PathBuf) -> InfluxServer {
-        let output = Command::new(SCRIPT)
-            .arg("start")
-            .arg(&dir)
-            .output()
-            .unwrap();
-        assert!(
-            output.status.success(),
-            "scripts/influxdb start: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        let url = String::from_utf8(output.stdout).unwrap().trim().to_owned();
-        assert!(url.starts_with("http://127.0.0.1:"), "{url}");
-        InfluxServer { dir, url }
+    pub fn start(dir: PathBuf) -> InfluxServer {
+        let url = start_script(&dir, false);
+        InfluxServer {
+            dir,
+            url,
+            auth: None,
+        }
     }
 
-    fn query(&self, database: &str, query: &str) -> Value {
-        let mut response = ureq::post(format!("{}/query", self.url))
+    /// With authentication on, and an admin `user` with `password` created.
+    pub fn start_with_auth(dir: PathBuf, user: &str, password: &str) -> InfluxServer {
+        let url = start_script(&dir, true);
+        let mut server = InfluxServer {
+            dir,
+            url,
+            auth: None,
+        };
+        server.query(
+            "",
+            &format!("CREATE USER \"{user}\" WITH PASSWORD '{password}' WITH ALL PRIVILEGES"),
+        );
+        server.auth = Some((user.to_owned(), password.to_owned()));
+        server
+    }
+
+    /// Stops the server; `restart` starts it again on the same port and data.
+    pub fn stop(&self) {
+        let status = Command::new(SCRIPT).arg("stop").arg(&self.dir).status();
+        assert!(status.unwrap().success());
+    }
+
+    pub fn restart(&self) {
+        assert_eq!(start_script(&self.dir, false), self.url);
+    }
+
+    pub fn query(&self, database: &str, query: &str) -> Value {
+        let mut request = ureq::post(format!("{}/query", self.url))
             .query("db", database)
-            .query("q", query)
+            .query("q", query);
+        if let Some((user, password)) = &self.auth {
+            request = request.query("u", user).query("p", password);
+        }
+        let mut response = request
             .send_empty()
             .unwrap_or_else(|e| panic!("{query}: {e}"));
         serde_json::from_str(&response.body_mut().read_to_string().unwrap()).unwrap()
     }
 
     /// The rows of a one-series query as objects keyed by column.
-    fn rows(&self, database: &str, query: &str) -> Vec<serde_json::Map<String, Value>> {
+    pub fn rows(&self, database: &str, query: &str) -> Vec<serde_json::Map<String, Value>> {
         let result = self.query(database, query);
         let Some(series) = result["results"][0]["series"][0].as_object() else {
             return Vec::new();
@@ -59,6 +84,24 @@ impl InfluxServer {
             })
             .collect()
     }
+}
+
+/// `scripts/influxdb start DIR`: its URL.
+fn start_script(dir: &Path, auth: bool) -> String {
+    let output = Command::new(SCRIPT)
+        .arg("start")
+        .arg(dir)
+        .env("INFLUXDB_AUTH", auth.to_string())
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "scripts/influxdb start: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let url = String::from_utf8(output.stdout).unwrap().trim().to_owned();
+    assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+    url
 }
 
 impl Drop for InfluxServer {
@@ -263,7 +306,7 @@ fn a_failed_export_never_changes_the_exit_status() {
 fn credentials_others_can_read_or_put_in_the_url_are_refused() {
     let sandbox = Sandbox::new();
     let file = sandbox.path("influx.credentials");
-    std::fs::write(&file, "username=ci\npassword=pw\n").unwrap();
+    std::fs::write(&file, "username=ci\npassword=s3cr3t-pw\n").unwrap();
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
     let file = file.to_str().unwrap();
     let refused = [
@@ -277,7 +320,7 @@ fn credentials_others_can_read_or_put_in_the_url_are_refused() {
         ],
         vec![
             "--export-influx",
-            "http://ci:pw@127.0.0.1:9",
+            "http://ci:s3cr3t-pw@127.0.0.1:9",
             "--export-database",
             "ci",
         ],
@@ -289,7 +332,10 @@ fn credentials_others_can_read_or_put_in_the_url_are_refused() {
         let output = sandbox.run(&args);
         let stderr = assert_exit_code(&args, &output, 2);
         assert_eq!(stderr.lines().count(), 1, "{stderr}");
-        assert!(!stderr.contains("pw"), "the secret is not quoted: {stderr}");
+        assert!(
+            !stderr.contains("s3cr3t-pw"),
+            "the secret is not quoted: {stderr}"
+        );
         assert!(
             !sandbox.path("ran").exists(),
             "refused before the command runs"

@@ -8,7 +8,7 @@ use std::process::Command;
 
 /// Python helpers for the task scripts: `write(body, query)` POSTs to the endpoint and
 /// returns (status, body); `ping()`.
-const CLIENT: &str = r#"
+pub(crate) const CLIENT: &str = r#"
 import json, os, sys, urllib.request, urllib.error
 URL = os.environ["TASKCLUSTER_INFLUX_URL"]
 def write(body, query="db=ci"):
@@ -21,6 +21,48 @@ def write(body, query="db=ci"):
 def ping():
     with urllib.request.urlopen(URL + "/ping", timeout=30) as answer:
         return answer.status
+"#;
+
+/// Python: `load()` writes 100,000 points from 4 threads, each 250 requests of 100 points
+/// of its own series (`load,writer=wN`, `n` = 0 to 24,999 once each, each point its own
+/// timestamp); the first failed answers.
+pub(crate) const LOAD: &str = r#"
+import threading, time
+def load():
+    base = time.time_ns()
+    failures = []
+    def writer(number):
+        for request in range(250):
+            body = "".join("load,writer=w%d n=%di %d\n" % (number, request * 100 + i, base + request * 100 + i)
+                           for i in range(100))
+            status, text = write(body)
+            if status != 204:
+                failures.append((status, text))
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(4)]
+    for thread in threads: thread.start()
+    for thread in threads: thread.join()
+    return failures[:5]
+"#;
+
+/// Python: `recorder_cpu()`, the recorder's CPU seconds (utime + stime, from /proc) in all,
+/// in the endpoint's threads and in the forwarding thread; `spent(before)`, since then.
+pub(crate) const RECORDER_CPU: &str = r#"
+def cpu_of(stat):
+    fields = stat[stat.rindex(")") + 2:].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+def recorder_cpu():
+    parent = os.getppid()
+    seconds = {"total": cpu_of(open("/proc/%d/stat" % parent).read()), "endpoint": 0, "forward": 0}
+    for thread in os.listdir("/proc/%d/task" % parent):
+        stat = open("/proc/%d/task/%s/stat" % (parent, thread)).read()
+        name = stat[stat.index("(") + 1:stat.rindex(")")]
+        for part, prefix in [("endpoint", "tc-profile-infl"), ("forward", "tc-profile-forw")]:
+            if name.startswith(prefix):
+                seconds[part] += cpu_of(stat)
+    return seconds
+def spent(before):
+    after = recorder_cpu()
+    return {part: after[part] - before[part] for part in after}
 "#;
 
 /// Runs `tc-profile run FLAGS -- python3 -c SCRIPT` (CLIENT first) and returns the profile.
@@ -162,36 +204,19 @@ fn a_hundred_thousand_points_from_four_concurrent_writers_are_all_taken_once() {
     let sandbox = Sandbox::new();
     // Each writer sends 250 requests of 100 points of its own series; the recorder's
     // endpoint threads' CPU time (from /proc) is written out for the closing note.
-    let script = r#"
-import threading, time
-def endpoint_cpu_ticks():
-    total = 0
-    parent = os.getppid()
-    for thread in os.listdir("/proc/%d/task" % parent):
-        stat = open("/proc/%d/task/%s/stat" % (parent, thread)).read()
-        name = stat[stat.index("(") + 1:stat.rindex(")")]
-        fields = stat[stat.rindex(")") + 2:].split()
-        if name.startswith("tc-profile-infl"):
-            total += int(fields[11]) + int(fields[12])
-    return total
-failures = []
-def writer(number):
-    for request in range(250):
-        body = "".join("load,writer=w%d n=%di\n" % (number, request * 100 + i) for i in range(100))
-        status, text = write(body)
-        if status != 204:
-            failures.append((status, text))
-before = endpoint_cpu_ticks()
+    let script = format!(
+        r#"{LOAD}
+{RECORDER_CPU}
+before = recorder_cpu()
 started = time.time()
-threads = [threading.Thread(target=writer, args=(n,)) for n in range(4)]
-for thread in threads: thread.start()
-for thread in threads: thread.join()
+failures = load()
 seconds = time.time() - started
-cpu = (endpoint_cpu_ticks() - before) / os.sysconf("SC_CLK_TCK")
-json.dump({"failures": failures[:5], "seconds": seconds, "cpu": cpu}, open("load", "w"))
-"#;
+cpu = spent(before)["endpoint"]
+json.dump({{"failures": failures, "seconds": seconds, "cpu": cpu}}, open("load", "w"))
+"#
+    );
     let started = std::time::Instant::now();
-    let profile = run_python(&sandbox, &[], script);
+    let profile = run_python(&sandbox, &[], &script);
     let load = read_json(&sandbox.path("load"));
     assert_eq!(load["failures"], serde_json::json!([]));
     let markers = profile_markers(&profile);

@@ -19,10 +19,15 @@ mod hostile_dir;
 mod influx;
 /// The InfluxDB endpoint: curl and urllib writes become tracks, 400/403/413, a load test.
 mod influx_endpoint;
+/// Forwarding to a real InfluxDB during the task: the forced database and the task's tags,
+/// scopes, credentials kept from the task, a server restarted mid-task, 100,000 points.
+mod influx_forward;
 /// The log's lock: a recorder just SIGKILLed is waited for, a running one refused at once.
 mod lock_wait;
 /// Marker files: 200 writers, SIGKILL and finalize, a worker's lifecycle, the README examples.
 mod markers;
+/// `merge`: task profiles, logs, compressed and Mozilla's, as processes of one profile.
+mod merge;
 /// Metrics: the statsd listener, its aggregation into tracks, scoping under the prefix.
 mod metrics;
 /// `open`: the served profile, fetched over HTTP as the profiler fetches it.
@@ -41,3 +46,6 @@ mod resources;
 mod run;
 /// `summary`, and the short summary at the end of `run`: known logs, complete and cut off.
 mod summary;
+/// The command's output through `run`: passed through byte for byte, a Log marker a line,
+/// the caps counted, stat lines as metric tracks.
+mod task_log;

@@ -82,7 +82,11 @@ pub struct MarkerRow {
 }
 
 pub fn profile_markers(profile: &Value) -> Vec<MarkerRow> {
-    let thread = &profile["threads"][0];
+    thread_markers(&profile["threads"][0])
+}
+
+/// The markers of one thread of a processed profile.
+pub fn thread_markers(thread: &Value) -> Vec<MarkerRow> {
     let strings = thread["stringArray"].as_array().expect("stringArray");
     let table = &thread["markers"];
     let length = table["length"].as_u64().expect("markers.length") as usize;
@@ -281,7 +285,26 @@ pub fn assert_processed_profile(profile: &Value) {
     assert_eq!(profile["libs"], serde_json::json!([]));
     let threads = profile["threads"].as_array().expect("threads");
     assert_eq!(threads.len(), 1);
-    let thread = &threads[0];
+    assert_processed_thread(&profile["meta"], &threads[0]);
+}
+
+/// A processed profile of several processes (`merge`): `processes` threads, each its own
+/// process, each meeting the constraints of a processed profile's thread.
+pub fn assert_processed_group(profile: &Value, processes: usize) {
+    assert_meta(&profile["meta"]);
+    assert!(profile["meta"]["profilingEndTime"].is_number());
+    let threads = profile["threads"].as_array().expect("threads");
+    assert_eq!(threads.len(), processes);
+    let pids: std::collections::HashSet<&str> =
+        threads.iter().map(|t| t["pid"].as_str().unwrap()).collect();
+    assert_eq!(pids.len(), processes, "a pid per process");
+    for thread in threads {
+        assert_processed_thread(&profile["meta"], thread);
+    }
+}
+
+/// A thread's tables, its marker columns, and its markers' string and category indexes.
+fn assert_processed_thread(meta: &Value, thread: &Value) {
     assert_thread_tables(thread);
     let markers = &thread["markers"];
     let length = markers["length"].as_u64().expect("markers.length") as usize;
@@ -312,7 +335,7 @@ pub fn assert_processed_profile(profile: &Value) {
     let rows = (0..length).map(
         |i| serde_json::json!({ "category": markers["category"][i], "data": markers["data"][i] }),
     );
-    assert_markers_fit_meta(&profile["meta"], rows, strings);
+    assert_markers_fit_meta(meta, rows, strings);
 }
 
 /// Polls a condition for up to 20 s: for the recorder's own progress, never for timing.

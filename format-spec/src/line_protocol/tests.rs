@@ -182,6 +182,9 @@ fn points_over_the_metric_caps_are_refused() {
         Err(LineError::SeriesName)
     );
     assert_eq!(point("... .=1").samples(), Err(LineError::SeriesName));
+    // Each part is a name of its own once forwarded: "a.v" alone would not do.
+    assert_eq!(point("... a.v=1").samples(), Err(LineError::SeriesName));
+    assert_eq!(point("a ..=1").samples(), Err(LineError::SeriesName));
 }
 
 #[test]

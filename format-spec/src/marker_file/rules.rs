@@ -51,14 +51,14 @@ pub(super) fn check_line(line: &FileLine) -> Result<(), Problem> {
     Ok(())
 }
 
-fn check_name(name: &str) -> Result<(), Problem> {
+pub(super) fn check_name(name: &str) -> Result<(), Problem> {
     if name.is_empty() || name.len() > NAME_MAX_BYTES || name.chars().any(char::is_control) {
         return Err(Problem::BadName);
     }
     Ok(())
 }
 
-fn check_time(time: f64) -> Result<(), Problem> {
+pub(super) fn check_time(time: f64) -> Result<(), Problem> {
     if time.is_finite() {
         Ok(())
     } else {

@@ -67,7 +67,7 @@ pub(super) fn handle_of_entry(dir: &File, name: &OsStr) -> Option<String> {
 }
 
 /// The handle of an open file.
-pub(super) fn handle_of(file: &File) -> Option<String> {
+pub(crate) fn handle_of(file: &File) -> Option<String> {
     file_handle(file.as_raw_fd(), c"", libc::AT_EMPTY_PATH)
 }
 

@@ -16,8 +16,3 @@ pub fn as_task_schema(schema: &mut Map<String, Value>) {
         }
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-}

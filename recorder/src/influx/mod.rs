@@ -4,9 +4,15 @@
 //! "InfluxDB endpoint"). A request is one batch: its points are aggregated per interval
 //! like marker-file metrics, and its lines go to the writer in one message before the
 //! answer. A few handler threads accept in turn: concurrency is bounded by their number.
+//! With an InfluxDB to forward to, the points of each request answered 204 are queued
+//! for `forward`.
 
+mod forward;
 // Its request reading is the daemon's too (`tc_profile_recorder::http`).
 pub(crate) mod http;
+
+pub use forward::{ForwardStats, MAX_UNSENT_BYTES};
+pub(crate) use forward::{Forwarder, Forwarding};
 
 use crate::channel::MarkerSink;
 use crate::error::{spawn, RecorderError};
@@ -16,8 +22,8 @@ use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
-use tc_profile_format::line_protocol::{parse_line, LineError, Precision};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use tc_profile_format::line_protocol::{parse_line, LineError, Point, Precision};
 use tc_profile_format::scope::MetricScopes;
 use tc_profile_format::{
     encode_line_into, sanitize_name, BatchAggregator, InfluxInfo, Line, MetricLimits, Sample,
@@ -57,13 +63,15 @@ pub(crate) struct InfluxThreads {
 
 impl InfluxThreads {
     /// Serves `listener`; points go under `limits`, per `interval`, and a timestamp more
-    /// than `time_slack_ms` outside the recording is refused.
+    /// than `time_slack_ms` outside the recording is refused; those taken are forwarded
+    /// when `forwarding` says where.
     pub(crate) fn start(
         listener: TcpListener,
         limits: MetricLimits,
         markers: &MarkerSink,
         interval: Duration,
         time_slack_ms: f64,
+        forwarding: Option<Forwarding>,
     ) -> Result<InfluxThreads, RecorderError> {
         let address = listener.local_addr().map_err(RecorderError::Influx)?;
         let endpoint = Arc::new(Endpoint {
@@ -74,6 +82,7 @@ impl InfluxThreads {
             )),
             markers: markers.clone(),
             time_slack_ms,
+            forwarding,
         });
         let stop = Arc::new(AtomicBool::new(false));
         let mut handles = Vec::with_capacity(HANDLERS);
@@ -126,7 +135,11 @@ struct Endpoint {
     batches: Mutex<BatchAggregator>,
     markers: MarkerSink,
     time_slack_ms: f64,
+    forwarding: Option<Forwarding>,
 }
+
+/// A sample and its log time.
+type TimedSample = (f64, Sample);
 
 /// A line refused, and why.
 struct Refused {
@@ -178,11 +191,19 @@ impl Endpoint {
             );
         };
         let now = self.markers.now();
+        let arrival_ns = epoch_ns_now();
         let mut samples = Vec::new();
         let mut refused = Vec::new();
+        let mut forwarded = Vec::new();
         for line in request.body.split(|&byte| byte == b'\n') {
             match self.samples_of(line, precision, now) {
-                Ok(taken) => samples.extend(taken),
+                Ok(None) => {}
+                Ok(Some((point, taken))) => {
+                    if let Some(forwarding) = &self.forwarding {
+                        forwarded.extend(forwarding.line(&point, precision, arrival_ns));
+                    }
+                    samples.extend(taken);
+                }
                 Err(why) => refused.push(Refused {
                     line: String::from_utf8_lossy(line)
                         .chars()
@@ -199,6 +220,9 @@ impl Endpoint {
                 Some("the recorder's log is behind: retry later".to_owned()),
             );
         }
+        if let Some(forwarding) = &self.forwarding {
+            forwarding.queue.push(forwarded);
+        }
         if refused.is_empty() {
             return (204, None);
         }
@@ -208,16 +232,17 @@ impl Endpoint {
         (if malformed { 400 } else { 403 }, Some(describe(&refused)))
     }
 
-    /// A line's samples with their log time: the point's timestamp, else now.
+    /// A line's point and its samples with their log time: the point's timestamp, else
+    /// now; None for a blank line or a comment.
     fn samples_of(
         &self,
         line: &[u8],
         precision: Precision,
         now: f64,
-    ) -> Result<Vec<(f64, Sample)>, Why> {
+    ) -> Result<Option<(Point, Vec<TimedSample>)>, Why> {
         let text = std::str::from_utf8(line).map_err(|_| Why::Malformed(LineError::NotUtf8))?;
         let Some(point) = parse_line(text).map_err(Why::Malformed)? else {
-            return Ok(Vec::new());
+            return Ok(None);
         };
         let samples = point.samples().map_err(Why::Malformed)?;
         let time = match point.timestamp {
@@ -233,7 +258,8 @@ impl Endpoint {
         if let Some(scope) = needed {
             return Err(Why::OutOfScope(scope));
         }
-        Ok(samples.into_iter().map(|sample| (time, sample)).collect())
+        let samples = samples.into_iter().map(|sample| (time, sample)).collect();
+        Ok(Some((point, samples)))
     }
 
     fn log_time(&self, epoch_ms: f64, now: f64) -> Result<f64, LineError> {
@@ -273,6 +299,14 @@ impl Endpoint {
         }
         self.markers.send_lines(bytes, count, false)
     }
+}
+
+/// Unix epoch nanoseconds now: the time InfluxDB gives a point written without one.
+fn epoch_ns_now() -> i64 {
+    let since_epoch = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    i64::try_from(since_epoch.as_nanos()).unwrap_or(i64::MAX)
 }
 
 /// A 400's error: the refused lines as InfluxDB quotes them, one a line.

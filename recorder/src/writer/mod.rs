@@ -1,16 +1,18 @@
 //! The one writer thread that owns the log: lines arrive encoded over a channel, each is
 //! appended with a single write, and fdatasync is group-committed by the sync policy. This
-//! file is that happy path; `outage` handles lines that do not reach the disk, `log_file`
-//! the log itself, deleted or not.
+//! file is that happy path; `inbox` is the channel in, `outage` handles lines that do not
+//! reach the disk, `log_file` the log itself, deleted or not.
 
+mod inbox;
 mod log_file;
 mod outage;
 
+pub(crate) use inbox::{inbox, Inbox, Outbox};
 pub(crate) use log_file::{create_log, LogFile};
 pub use log_file::{LogSink, Place};
 
 use crate::clock::Clock;
-use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
+use crossbeam_channel::{RecvTimeoutError, Sender};
 use log_file::PlaceWatch;
 use outage::Outages;
 use std::io;
@@ -131,7 +133,7 @@ impl<S: LogSink> Writer<S> {
     }
 
     /// Runs until Shutdown arrives or every sender is gone; returns the sink, still open.
-    pub(crate) fn run(mut self, receiver: Receiver<Message>) -> (WriterStats, S) {
+    pub(crate) fn run(mut self, receiver: Inbox<Message>) -> (WriterStats, S) {
         loop {
             let first = match receiver.recv_deadline(self.wake_deadline()) {
                 Ok(message) => message,

@@ -3,7 +3,6 @@
 
 use super::memory_disk::MemoryDisk;
 use super::*;
-use crossbeam_channel::unbounded;
 use std::io::Write;
 use std::sync::atomic::AtomicU64;
 use tc_profile_format::{decode_line, encode_line, Line};
@@ -30,19 +29,18 @@ fn writer(disk: &MemoryDisk, policy: SyncPolicy) -> Writer<MemoryDisk> {
 
 /// Sends `count` numbered marker lines and a shutdown; returns the writer's stats.
 fn write_markers(disk: &MemoryDisk, count: u32, policy: SyncPolicy) -> WriterStats {
-    let (tx, rx) = unbounded();
+    let (tx, rx) = inbox();
     for i in 0..count {
         let marker = tc_profile_format::Marker::instant(i.to_string(), f64::from(i));
         let bytes = encode_line(&Line::Marker(marker));
-        tx.send(Message::Line {
+        assert!(tx.send(Message::Line {
             bytes,
             count: 1,
             urgent: false,
             ack: None,
-        })
-        .unwrap();
+        }));
     }
-    tx.send(Message::Shutdown).unwrap();
+    assert!(tx.send(Message::Shutdown));
     writer(disk, policy).run(rx).0
 }
 
@@ -96,16 +94,16 @@ fn the_interval_policy_syncs_at_most_once_a_second() {
 #[test]
 fn urgent_line_is_durable_before_the_next_is_taken() {
     let disk = MemoryDisk::default();
-    let (tx, rx) = unbounded();
+    let (tx, rx) = inbox();
     let writer = writer(&disk, SyncPolicy::Interval(Duration::from_secs(3600)));
     let handle = std::thread::spawn(move || writer.run(rx));
-    tx.send(line("a", true)).unwrap();
+    assert!(tx.send(line("a", true)));
     let deadline = Instant::now() + Duration::from_secs(10);
     while disk.durable() != b"a\n" && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(1));
     }
     assert_eq!(disk.durable(), b"a\n");
-    tx.send(Message::Shutdown).unwrap();
+    assert!(tx.send(Message::Shutdown));
     let (stats, _) = handle.join().unwrap();
     assert_eq!(stats.lines, 1);
 }
@@ -113,11 +111,11 @@ fn urgent_line_is_durable_before_the_next_is_taken() {
 #[test]
 fn interval_policy_syncs_within_the_period() {
     let disk = MemoryDisk::default();
-    let (tx, rx) = unbounded();
+    let (tx, rx) = inbox();
     let writer = writer(&disk, SyncPolicy::Interval(Duration::from_millis(20)));
     let handle = std::thread::spawn(move || writer.run(rx));
     for i in 0..100 {
-        tx.send(line(&i.to_string(), false)).unwrap();
+        assert!(tx.send(line(&i.to_string(), false)));
     }
     let deadline = Instant::now() + Duration::from_secs(10);
     while disk.durable().len() < 290 && Instant::now() < deadline {
@@ -159,12 +157,11 @@ fn a_full_disk_loses_lines_but_leaves_no_partial_one_and_a_gap_says_how_many() {
 fn a_failed_sync_is_marked_as_a_span_that_may_not_be_durable() {
     // Operation 4 is the sync after the first batch of three lines.
     let disk = MemoryDisk::failing(4..5, libc::EIO);
-    let (tx, rx) = unbounded();
+    let (tx, rx) = inbox();
     for i in 0..3 {
-        tx.send(line(&format!("{{\"type\":\"x{i}\"}}"), false))
-            .unwrap();
+        assert!(tx.send(line(&format!("{{\"type\":\"x{i}\"}}"), false)));
     }
-    tx.send(Message::Shutdown).unwrap();
+    assert!(tx.send(Message::Shutdown));
     let (stats, _) = writer(&disk, SyncPolicy::Always).run(rx);
     let lines = decoded(&disk.written());
     let gaps = gaps(&lines);
@@ -213,9 +210,9 @@ fn any_run_of_failed_operations_leaves_whole_lines_in_order_with_losses_counted(
 fn lines_the_sources_dropped_become_a_gap() {
     let disk = MemoryDisk::default();
     let dropped = Arc::new(AtomicU64::new(5));
-    let (tx, rx) = unbounded();
-    tx.send(line("{\"type\":\"x\"}", false)).unwrap();
-    tx.send(Message::Shutdown).unwrap();
+    let (tx, rx) = inbox();
+    assert!(tx.send(line("{\"type\":\"x\"}", false)));
+    assert!(tx.send(Message::Shutdown));
     let writer = Writer::new(
         disk.clone(),
         "memory".into(),

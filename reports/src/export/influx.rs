@@ -9,6 +9,7 @@
 
 use crate::export::report::{Figure, TaskReport};
 use std::fmt::Write;
+use tc_profile_format::line_protocol::escape;
 
 pub const TASK_MEASUREMENT: &str = "tc_profile_task";
 pub const STEP_MEASUREMENT: &str = "tc_profile_step";
@@ -81,20 +82,6 @@ fn line<'a>(
         let _ = write!(out, ",{}={}", escape(key, ",= "), escape(value, ",= "));
     }
     let _ = writeln!(out, " {} {}", fields.join(","), time_ms.round() as i64);
-}
-
-/// Backslash before each of `special`; newlines, which no escape allows, become spaces
-/// (escaped too).
-fn escape(text: &str, special: &str) -> String {
-    let mut escaped = String::with_capacity(text.len());
-    for c in text.chars() {
-        let c = if c == '\n' || c == '\r' { ' ' } else { c };
-        if special.contains(c) || c == '\\' {
-            escaped.push('\\');
-        }
-        escaped.push(c);
-    }
-    escaped
 }
 
 #[cfg(test)]

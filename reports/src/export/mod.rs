@@ -1,7 +1,7 @@
 //! Export of a task to a time-series database: its metric series and a summary of the
 //! task, tagged with the task's identity. [`TaskReport`] (`report.rs`) is what every format
-//! renders; each format is one file whose `serialize` does no I/O; `send.rs` alone talks to
-//! servers.
+//! renders; each format is one file whose `serialize` does no I/O; `send.rs` (statsd) and
+//! the `tc-profile-influx` crate (InfluxDB) alone talk to servers.
 
 mod influx;
 mod json;
@@ -9,8 +9,12 @@ mod report;
 mod send;
 mod statsd;
 
-pub use report::{Figure, MetricPoint, SeriesReport, StepReport, TaskReport, TASK_TAGS};
-pub use send::{send_statsd, write_influx, Credentials, ExportError, InfluxTarget, Retry};
+pub use report::{Figure, MetricPoint, SeriesReport, StepReport, TaskReport};
+pub use send::{send_statsd, ExportError};
+pub use tc_profile_format::TASK_TAGS;
+pub use tc_profile_influx::{
+    write_influx, Credentials, InfluxTarget, Precision, Retry, WriteError,
+};
 
 /// The formats `tc-profile export --format` prints.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -7,11 +7,7 @@ use serde_json::{Map, Value};
 use std::collections::HashMap;
 use tc_profile_finalizer::Profile;
 use tc_profile_format::metric::{self, MetricKind};
-use tc_profile_format::TaskInfo;
-
-/// Tag keys that name the task; a metric's own tag with one of these keys is dropped, so
-/// that a task cannot write under another task's identity.
-pub const TASK_TAGS: [&str; 4] = ["task_id", "run_id", "worker_type", "instance_type"];
+use tc_profile_format::{TaskInfo, TASK_TAGS};
 
 /// A figure of the task summary.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -130,22 +126,11 @@ fn figures(summary: &Summary) -> Vec<(&'static str, Figure)> {
 
 /// The task's identity from `meta.tcProfile.task`, as the recorder wrote it.
 fn task_tags(meta: &Map<String, Value>) -> Vec<(String, String)> {
-    let task = meta
-        .get("tcProfile")
+    meta.get("tcProfile")
         .and_then(|tc_profile| tc_profile.get("task"))
         .and_then(|task| TaskInfo::deserialize(task).ok())
-        .unwrap_or_default();
-    let values = [
-        task.task_id,
-        task.run_id,
-        task.worker_type,
-        task.instance_type,
-    ];
-    TASK_TAGS
-        .iter()
-        .zip(values)
-        .filter_map(|(tag, value)| Some(((*tag).to_owned(), value.filter(|v| !v.is_empty())?)))
-        .collect()
+        .unwrap_or_default()
+        .tags()
 }
 
 /// The metric markers of a profile, grouped by series in order of first appearance.

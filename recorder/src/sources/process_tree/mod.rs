@@ -26,6 +26,18 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 use tc_profile_format::schema::{data_type, source, track};
 
+/// At most this many pids given out since the last look are read one by one; past that, or
+/// when pids wrapped around, /proc is listed whole.
+const PIDS_READ_ONE_BY_ONE: u32 = 256;
+/// A tree of more processes than this is sampled at most every [`BIG_TREE_PACE_MS`]: each
+/// process's stat costs a few µs of kernel time a read, and 500 of them read ten times a
+/// second took 3 % of a core.
+const BIG_TREE: usize = 64;
+const BIG_TREE_PACE_MS: f64 = 1000.0;
+/// /proc is listed whole at most this often while pids are read one by one, to find what
+/// that missed: a process whose pid was given out before it could be opened.
+const LISTING_PACE_MS: f64 = 1000.0;
+
 /// Which processes are the task's.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Follow {
@@ -76,16 +88,20 @@ pub(crate) struct ProcessTree {
     /// (a reused pid gets a new one) and the tick that last listed them.
     others: HashMap<u32, (u64, u64)>,
     tick: u64,
-    /// The pid most recently given out on the machine (/proc/loadavg) at the last listing
-    /// of /proc: while it stays the same, no process has been created, and listing /proc
-    /// (the costliest read of a tick) finds nothing new.
+    /// The pid most recently given out on the machine (/proc/loadavg) at the last look for
+    /// new processes: while it stays the same, no process has been created; when it grew a
+    /// little, only the pids in between can be new ones, read one by one rather than by
+    /// listing /proc (the costliest read of a tick, on a machine busy starting processes).
     listed_at_pid: Option<u32>,
+    /// When /proc was last listed whole.
+    listed_at: f64,
     open_files: u64,
     open_files_max: u64,
     /// The recorder's own /proc/<pid>/stat, kept open.
     own_stat: File,
     buffer: ReadBuffer,
-    candidates: Vec<(u32, u64)>,
+    /// Pids to read, with the inode of their /proc entry when a listing gave it.
+    candidates: Vec<(u32, Option<u64>)>,
     previous: Option<Previous>,
     /// What ended processes' reapers owe the tree's ticks, and what they reaped that no ended
     /// process accounted for, from the tick before: a reap that falls between two reads of
@@ -131,6 +147,7 @@ impl ProcessTree {
             others: HashMap::new(),
             tick: 0,
             listed_at_pid: None,
+            listed_at: f64::NEG_INFINITY,
             open_files: 0,
             open_files_max: open_files_max(),
             buffer: ReadBuffer::new(),
@@ -141,7 +158,7 @@ impl ProcessTree {
         };
         tree.read_own_reaped_ticks()?;
         if let Follow::Pid(root) = *follow {
-            tree.candidates.push((root, 0));
+            tree.candidates.push((root, None));
             tree.admit_candidates(clock.now_ms(), |_| true);
         }
         Some(tree)
@@ -207,12 +224,12 @@ impl ProcessTree {
                     let listed = text.lines().filter_map(|l| l.trim().parse().ok());
                     let known = &self.processes;
                     let new = listed.filter(|pid| !known.contains_key(pid));
-                    self.candidates.extend(new.map(|pid| (pid, 0)));
+                    self.candidates.extend(new.map(|pid| (pid, None)));
                 }
                 self.admit_candidates(now, |_| true);
             }
             Follow::Children | Follow::Pid(_) => {
-                self.list_unknown_processes(last_pid);
+                self.list_unknown_processes(now, last_pid);
                 let own_pid = self.own_pid;
                 let children = self.follow == Follow::Children;
                 self.admit_candidates(now, |parent| children && parent == own_pid);
@@ -220,13 +237,23 @@ impl ProcessTree {
         }
     }
 
-    /// Puts into `candidates` the listed processes that are neither in the tree nor known
-    /// to be outside it.
-    fn list_unknown_processes(&mut self, last_pid: Option<u32>) {
+    /// Puts into `candidates` the processes that are neither in the tree nor known to be
+    /// outside it: the pids given out since the last look, or every listed process.
+    fn list_unknown_processes(&mut self, now: f64, last_pid: Option<u32>) {
         if last_pid.is_some() && last_pid == self.listed_at_pid {
             return;
         }
-        self.listed_at_pid = last_pid;
+        let previous = std::mem::replace(&mut self.listed_at_pid, last_pid);
+        if let (Some(from), Some(to)) = (previous, last_pid) {
+            let few = from < to && to - from <= PIDS_READ_ONE_BY_ONE;
+            if few && now - self.listed_at < LISTING_PACE_MS {
+                let known = &self.processes;
+                let new = (from + 1..=to).filter(|pid| !known.contains_key(pid));
+                self.candidates.extend(new.map(|pid| (pid, None)));
+                return;
+            }
+        }
+        self.listed_at = now;
         self.tick += 1;
         let Ok(entries) = fs::read_dir(&self.proc_root) else {
             return;
@@ -245,7 +272,7 @@ impl ProcessTree {
             }
             match self.others.get_mut(&pid) {
                 Some((known, listed)) if *known == inode => *listed = self.tick,
-                _ => self.candidates.push((pid, inode)),
+                _ => self.candidates.push((pid, Some(inode))),
             }
         }
         let tick = self.tick;
@@ -259,13 +286,16 @@ impl ProcessTree {
         self.candidates.sort_unstable();
         self.candidates.dedup_by_key(|&mut (pid, _)| pid);
         // Files are closed once read: the first listing reads every process of the machine.
-        let mut read: Vec<(u32, u64, Stat, Vec<u8>)> = Vec::new();
+        let mut read: Vec<(u32, Option<u64>, Stat, Vec<u8>)> = Vec::new();
         for (pid, inode) in std::mem::take(&mut self.candidates) {
             let Ok(file) = File::open(stat_path(&self.proc_root, pid)) else {
-                continue;
+                continue; // a pid read one by one: given to a process that ended, or to none
             };
-            if let Some((stat, comm)) = self.buffer.head_of(&file).and_then(parse_stat) {
-                read.push((pid, inode, stat, comm.to_owned()));
+            match self.buffer.head_of(&file).and_then(parse_stat) {
+                Some((stat, comm)) if !stat.thread => {
+                    read.push((pid, inode, stat, comm.to_owned()))
+                }
+                _ => {}
             }
         }
         let whole_list = !matches!(self.follow, Follow::Children | Follow::Pid(_));
@@ -284,8 +314,12 @@ impl ProcessTree {
                 self.admit(pid, stat, comm, now);
             }
         }
+        // Only a listing forgets others, so only a listing's are remembered: a pid read one
+        // by one is not read again that way, and remembering it would grow without end.
         for (pid, inode, ..) in read {
-            self.others.insert(pid, (inode, self.tick));
+            if let Some(inode) = inode {
+                self.others.insert(pid, (inode, self.tick));
+            }
         }
     }
 
@@ -408,6 +442,14 @@ impl ProcessTree {
 impl Source for ProcessTree {
     fn names(&self) -> Vec<&'static str> {
         vec![source::PROCESSES]
+    }
+
+    fn pace_ms(&self) -> f64 {
+        if self.processes.len() > BIG_TREE {
+            BIG_TREE_PACE_MS
+        } else {
+            0.0
+        }
     }
 
     fn tick(&mut self, now: f64, out: &mut Lines) {

@@ -29,6 +29,9 @@ pub(crate) struct Stat {
     pub(crate) rss_pages: u64,
     /// The wait status, readable while the process is a zombie (Linux 3.5 and later).
     pub(crate) exit_status: Option<i32>,
+    /// A thread's stat (its exit signal is -1), which /proc/<tid>/stat gives though /proc
+    /// lists only processes.
+    pub(crate) thread: bool,
 }
 
 impl Stat {
@@ -177,6 +180,7 @@ pub(crate) fn parse_stat(bytes: &[u8]) -> Option<(Stat, &[u8])> {
             16 | 17 => stat.reaped_ticks += number()?,
             22 => stat.start_ticks = number()?,
             24 => stat.rss_pages = number()?,
+            38 => stat.thread = field == b"-1",
             52 => {
                 stat.exit_status = Some(number()? as i32);
                 break;

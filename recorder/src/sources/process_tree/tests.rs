@@ -20,6 +20,7 @@ fn stat_fields_are_read_after_the_last_parenthesis() {
             start_ticks: 123456,
             rss_pages: 300,
             exit_status: Some(9),
+            thread: false,
         }
     );
     assert_eq!(describe_status(stat.exit_status), "killed by signal 9");
@@ -199,4 +200,49 @@ fn children_are_found_and_a_finished_child_gets_a_marker() {
     assert_eq!(marker.name, "sleep");
     assert_eq!(marker.data.as_ref().unwrap()["command"], "sleep 0.3");
     assert!(out.iter().any(|m| m.name == "Task CPU"));
+}
+
+#[test]
+fn new_pids_are_read_one_by_one_between_listings_and_threads_are_left_out() {
+    let (mut tree, root) = fresh_tree();
+    let start = 1000.0;
+    tick_markers_under(&mut tree, start, root.path());
+    let listings = tree.tick;
+    // Fields 5 to 37 and 39 to 52 are zeros; field 38 is the exit signal.
+    let zeros = |n: usize| " 0".repeat(n);
+    for (pid, exit_signal) in [(5001, 17), (5002, -1)] {
+        let (before, after) = (zeros(33), zeros(14));
+        let stat = format!(
+            "{pid} (x) S {}{before} {exit_signal}{after}\n",
+            std::process::id()
+        );
+        let path = stat_path(root.path(), pid);
+        fs::create_dir(path.parent().unwrap()).unwrap();
+        fs::write(&path, stat).unwrap();
+    }
+    fs::write(root.path().join("loadavg"), "0.10 0.20 0.30 1/101 5002\n").unwrap();
+    tick_markers_under(&mut tree, start + 100.0, root.path());
+    assert!(
+        tree.processes.contains_key(&5001),
+        "the new child is in the tree"
+    );
+    assert!(
+        !tree.processes.contains_key(&5002),
+        "a thread is not a process"
+    );
+    assert_eq!(tree.tick, listings, "found without listing /proc");
+    fs::write(root.path().join("loadavg"), "0.10 0.20 0.30 1/101 5003\n").unwrap();
+    tick_markers_under(&mut tree, start + 100.0 + LISTING_PACE_MS, root.path());
+    assert_eq!(tree.tick, listings + 1, "listed whole once a second");
+}
+
+#[test]
+fn a_big_tree_is_sampled_once_a_second() {
+    let (mut tree, _root) = fresh_tree();
+    assert_eq!(tree.pace_ms(), 0.0, "a small tree: every tick");
+    let rows: Vec<Row> = (1..=BIG_TREE as u32 + 1)
+        .map(|pid| (pid, 0, 0, 0, 0, 0))
+        .collect();
+    tick_of(&mut tree, &rows, &[]);
+    assert_eq!(tree.pace_ms(), BIG_TREE_PACE_MS);
 }

@@ -1,0 +1,68 @@
+//! Marker ingest as the recorder's marker-file thread does it: a profile directory's new
+//! lines read, checked and converted ([`tc_profile_format::Merger::read_batch_with`]), then
+//! encoded into the batch's one write. 10,000 markers of one file, as
+//! scripts/bench/marker_writer.py writes them; the time per marker is the time / 10,000.
+
+use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
+use tc_profile_format::marker_file::Limits;
+use tc_profile_format::profile_dir::DirReader;
+use tc_profile_format::Merger;
+
+const MARKERS: u64 = 10_000;
+const START_EPOCH_MS: f64 = 1.7e12;
+
+fn ingest(c: &mut Criterion) {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let mut text = String::new();
+    for i in 0..MARKERS {
+        let time = START_EPOCH_MS + i as f64 * 0.1;
+        text += &format!(
+            "{{\"type\":\"marker\",\"name\":\"bench\",\"startTime\":{time:.3},\
+             \"data\":{{\"type\":\"Text\",\"text\":\"marker {i}\"}}}}\n"
+        );
+    }
+    std::fs::write(dir.path().join("1234.jsonl"), text).expect("the marker file");
+    let now_epoch_ms = START_EPOCH_MS + 10_000.0;
+    let mut group = c.benchmark_group("ingest");
+    group.throughput(Throughput::Elements(MARKERS));
+    group.bench_function(
+        "10k text markers, read, checked, converted and encoded",
+        |b| {
+            b.iter_batched(
+                || {
+                    let reader =
+                        DirReader::open(dir.path(), Limits::default()).expect("the directory");
+                    let mut id = 0;
+                    let next_id = Box::new(move || {
+                        id += 1;
+                        id
+                    });
+                    (
+                        reader,
+                        Merger::new(START_EPOCH_MS, Limits::default(), &[], next_id),
+                    )
+                },
+                |(mut reader, mut merger)| {
+                    let mut bytes = Vec::new();
+                    loop {
+                        let mut encode =
+                            |line: tc_profile_format::Taken| line.encode_into(&mut bytes);
+                        let end = merger
+                            .read_batch_with(&mut reader, false, now_epoch_ms, &mut encode)
+                            .unwrap();
+                        if !end.scan.more {
+                            break;
+                        }
+                    }
+                    assert!(bytes.len() > 100 * MARKERS as usize, "every marker taken");
+                    bytes
+                },
+                BatchSize::LargeInput,
+            )
+        },
+    );
+    group.finish();
+}
+
+criterion_group!(benches, ingest);
+criterion_main!(benches);

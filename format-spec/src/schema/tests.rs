@@ -1,0 +1,139 @@
+use super::*;
+
+const ALL_BUT_STATSD: [&str; 12] = [
+    source::CPU,
+    source::MEMORY,
+    source::IO,
+    source::NET,
+    source::PROCESSES,
+    source::CGROUP_MEMORY,
+    source::CGROUP_CPU,
+    source::OOM_KILLS,
+    source::PRESSURE,
+    source::LOAD,
+    source::SWAP,
+    source::CPU_FREQUENCY,
+];
+
+fn names(sources: &[&str]) -> Vec<String> {
+    let sources: Vec<String> = sources.iter().map(|s| (*s).to_owned()).collect();
+    marker_schemas(&sources)
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn only_the_schemas_of_sources_that_are_on_are_declared() {
+    assert_eq!(names(&[]), ["Text", "Command"]);
+    assert_eq!(
+        names(&[source::CPU, "from-the-future"]),
+        ["Text", "Command", "CPU"]
+    );
+    let all = names(&ALL_BUT_STATSD);
+    assert_eq!(all.len(), 18, "{all:?}");
+}
+
+#[test]
+fn every_schema_we_declare_but_text_is_reserved() {
+    let sources = [&ALL_BUT_STATSD[..], &[source::STATSD, source::LOG_LINES]].concat();
+    for name in names(&sources) {
+        assert!(data_type::is_ours(&name), "{name}");
+        assert_eq!(data_type::is_reserved(&name), name != "Text", "{name}");
+    }
+    for task_type in ["Test", "text", "CPU Use", "Memory", ""] {
+        assert!(!data_type::is_ours(task_type), "{task_type}");
+    }
+}
+
+#[test]
+fn log_lines_declare_the_log_schema_and_the_metric_schemas_of_stat_lines() {
+    let names = names(&[source::LOG_LINES]);
+    assert_eq!(names[..3], ["Text", "Command", data_type::LOG]);
+    assert!(names.iter().any(|n| n == "Counter"), "{names:?}");
+    assert_eq!(log_schema()["name"], data_type::LOG);
+}
+
+#[test]
+fn categories_have_colours_the_profiler_knows_and_log_levels_their_own() {
+    let categories = categories();
+    let colour = |index: u32| categories[index as usize]["color"].as_str().unwrap();
+    for category in categories.as_array().unwrap() {
+        let known = [
+            "transparent",
+            "purple",
+            "green",
+            "orange",
+            "yellow",
+            "lightblue",
+            "blue",
+            "brown",
+            "magenta",
+            "red",
+            "lightred",
+            "darkgrey",
+            "grey",
+        ];
+        assert!(
+            known.contains(&category["color"].as_str().unwrap()),
+            "{category}"
+        );
+    }
+    let levels = [category::LOG, category::LOG_WARNING, category::LOG_ERROR].map(colour);
+    assert_eq!(levels, ["lightblue", "orange", "red"]);
+}
+
+#[test]
+fn graph_colours_are_ones_the_profiler_knows() {
+    let sources = [
+        source::CPU,
+        source::PROCESSES,
+        source::CGROUP_CPU,
+        source::PRESSURE,
+    ];
+    let sources: Vec<String> = sources.iter().map(|s| (*s).to_owned()).collect();
+    for schema in marker_schemas(&sources).as_array().unwrap() {
+        for graph in schema["graphs"].as_array().into_iter().flatten() {
+            let color = graph["color"].as_str().unwrap();
+            assert!(
+                [
+                    "blue", "green", "grey", "ink", "magenta", "orange", "purple", "red", "teal",
+                    "yellow"
+                ]
+                .contains(&color),
+                "{schema}"
+            );
+        }
+    }
+}
+
+#[test]
+fn log_categories_and_schema_are_declared_where_another_tools_meta_lacks_them() {
+    let mut meta = json!({
+        "categories": [{"name": "Other", "color": "grey", "subcategories": ["Other"]},
+                       {"name": "Log", "color": "blue", "subcategories": ["Other"]}],
+        "markerSchema": [],
+    });
+    let meta = meta.as_object_mut().unwrap();
+    assert_eq!(
+        declare_log(meta),
+        [1, 2, 3],
+        "Log found by name, the others appended"
+    );
+    assert_eq!(declare_log(meta), [1, 2, 3], "declared once");
+    let names: Vec<&Value> = meta["categories"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| &c["name"])
+        .collect();
+    assert_eq!(names, ["Other", "Log", "Log warning", "Log error"]);
+    assert_eq!(meta["markerSchema"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        declare_log(&mut Map::new()),
+        [5, 6, 7],
+        "no categories: ours"
+    );
+}

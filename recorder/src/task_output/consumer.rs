@@ -1,0 +1,192 @@
+//! The consumer of both streams' lines: the rate cap, the `Log` markers, and the
+//! `[taskcluster-task:stat]` lines, aggregated into metric tracks as statsd packets are.
+
+use super::relay::Message;
+use crate::channel::MarkerSink;
+use crate::statsd::parse_line;
+use crossbeam_channel::{Receiver, RecvTimeoutError};
+use serde_json::json;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tc_profile_format::schema::{category, data_type};
+use tc_profile_format::task_log::{stat_line, Captured, Placement, Stream};
+use tc_profile_format::{Aggregator, Marker, MetricLimits};
+
+/// Lines a second kept on average, over both streams.
+pub(crate) const LINES_PER_SECOND: f64 = 1000.0;
+/// Lines kept in a burst above the rate.
+pub(crate) const BURST_LINES: f64 = 20_000.0;
+/// The longest wait without lines, so that a due metric interval is flushed.
+const IDLE_WAIT: Duration = Duration::from_secs(1);
+
+pub(crate) struct Consumer {
+    markers: MarkerSink,
+    start_epoch_ms: f64,
+    bucket: Bucket,
+    metrics: Aggregator,
+    interval: Duration,
+    /// The metric interval being taken: its start (log time) and when to flush it.
+    metric_interval: Option<(f64, Instant)>,
+    /// Lines dropped by the relays, their queue full.
+    queue_full: Arc<AtomicU64>,
+    over_rate: u64,
+    /// The first and last time a line was dropped.
+    drop_span: Option<(f64, f64)>,
+}
+
+impl Consumer {
+    pub(crate) fn new(
+        markers: MarkerSink,
+        limits: MetricLimits,
+        interval: Duration,
+        queue_full: Arc<AtomicU64>,
+    ) -> Consumer {
+        Consumer {
+            start_epoch_ms: markers.clock().start_epoch_ms(),
+            markers,
+            bucket: Bucket::new(),
+            metrics: Aggregator::new(limits),
+            interval,
+            metric_interval: None,
+            queue_full,
+            over_rate: 0,
+            drop_span: None,
+        }
+    }
+
+    /// Takes lines until [`Message::Stop`], then flushes the metrics and says what was
+    /// dropped.
+    pub(crate) fn run(mut self, messages: Receiver<Message>) {
+        loop {
+            let timeout = match self.metric_interval {
+                Some((_, flush_at)) => flush_at.saturating_duration_since(Instant::now()),
+                None => IDLE_WAIT,
+            };
+            match messages.recv_timeout(timeout) {
+                Ok(Message::Lines { stream, lines }) => {
+                    for (line, arrival) in lines {
+                        self.take(&line, stream, arrival);
+                    }
+                }
+                Ok(Message::Stop) | Err(RecvTimeoutError::Disconnected) => break,
+                Err(RecvTimeoutError::Timeout) => {}
+            }
+            if let Some((start, flush_at)) = self.metric_interval {
+                if Instant::now() >= flush_at {
+                    self.flush_metrics(start);
+                }
+            }
+        }
+        if let Some((start, _)) = self.metric_interval {
+            self.flush_metrics(start);
+        }
+        self.note_drops();
+    }
+
+    fn take(&mut self, line: &Captured, stream: Stream, arrival: f64) {
+        if let Some(statsd) = stat_line(&line.text).filter(|_| !line.cut) {
+            self.record_stat(statsd);
+            return;
+        }
+        if !self.bucket.take(arrival) {
+            self.over_rate += 1;
+            self.saw_drop(arrival);
+            return;
+        }
+        let placement = Placement {
+            start_epoch_ms: self.start_epoch_ms,
+            latest: arrival,
+            fallback: arrival,
+        };
+        self.markers.marker(&line.marker(stream, &placement));
+    }
+
+    fn record_stat(&mut self, statsd: &str) {
+        let now = self.markers.now();
+        let interval = self.interval;
+        self.metric_interval
+            .get_or_insert_with(|| (now, Instant::now() + interval));
+        match parse_line(statsd) {
+            Ok(sample) => self.metrics.record(sample),
+            Err(why) => self.metrics.malformed(statsd, why),
+        }
+    }
+
+    fn flush_metrics(&mut self, start: f64) {
+        for marker in self.metrics.flush(start, self.markers.now()) {
+            self.markers.marker(&marker);
+        }
+        self.metric_interval = None;
+    }
+
+    fn saw_drop(&mut self, time: f64) {
+        let (first, _) = self.drop_span.unwrap_or((time, time));
+        self.drop_span = Some((first, time));
+    }
+
+    /// One `Log lines dropped` interval, from the first line dropped to the last.
+    fn note_drops(&mut self) {
+        let queue_full = self.queue_full.load(Ordering::Relaxed);
+        if queue_full > 0 {
+            self.saw_drop(self.markers.now());
+        }
+        let Some((first, last)) = self.drop_span else {
+            return;
+        };
+        let text = format!(
+            "{} lines over the rate cap ({LINES_PER_SECOND} a second, bursts of \
+             {BURST_LINES}), {queue_full} while the recorder was behind",
+            self.over_rate
+        );
+        let marker = Marker::interval("Log lines dropped", first, last)
+            .with_category(category::RECORDER)
+            .with_data(json!({"type": data_type::TEXT, "text": text}));
+        self.markers.marker(&marker);
+    }
+}
+
+/// A token bucket: [`BURST_LINES`] at once, refilled at [`LINES_PER_SECOND`].
+struct Bucket {
+    tokens: f64,
+    /// Log time of the last refill.
+    last: Option<f64>,
+}
+
+impl Bucket {
+    fn new() -> Bucket {
+        Bucket {
+            tokens: BURST_LINES,
+            last: None,
+        }
+    }
+
+    /// Whether a line arriving at `time` (ms) is kept.
+    fn take(&mut self, time: f64) -> bool {
+        let elapsed = self.last.map_or(0.0, |last| (time - last).max(0.0));
+        self.last = Some(time);
+        self.tokens = (self.tokens + elapsed / 1000.0 * LINES_PER_SECOND).min(BURST_LINES);
+        if self.tokens < 1.0 {
+            return false;
+        }
+        self.tokens -= 1.0;
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_bucket_keeps_a_burst_then_the_rate() {
+        let mut bucket = Bucket::new();
+        let burst = (0..30_000).filter(|_| bucket.take(0.0)).count();
+        assert_eq!(burst, BURST_LINES as usize);
+        let next_second = (0..5_000).filter(|i| bucket.take(*i as f64 / 5.0)).count();
+        assert!(
+            (999..=1001).contains(&next_second),
+            "{next_second} lines in the next second"
+        );
+    }
+}
