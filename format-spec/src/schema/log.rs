@@ -13,6 +13,7 @@ pub fn log_schema() -> Value {
         "tableLabel": "{marker.data.message}",
         "chartLabel": "{marker.data.message}",
         "display": ["marker-chart", "marker-table"],
+        "colorField": "color",
         "description": "A line of the task's log, at its own timestamp when it has one.",
         "data": [
             field("message", "Message", "string"),

@@ -191,6 +191,16 @@ impl Level {
             Level::Error => category::LOG_ERROR,
         }
     }
+
+    /// The marker chart's colour (the schema's `colorField`): it draws every marker blue
+    /// whatever its category, so a warning or an error says its colour itself.
+    pub fn color(self) -> Option<&'static str> {
+        match self {
+            Level::Info => None,
+            Level::Warning => Some("orange"),
+            Level::Error => Some("red"),
+        }
+    }
 }
 
 /// A line as a marker keeps it: at most [`MAX_LINE_BYTES`], cut on a character boundary,
@@ -249,6 +259,9 @@ impl Captured {
         let mut data = json!({"type": data_type::LOG, "message": message, "stream": stream.name()});
         if let Some(level) = level {
             data["level"] = json!(level);
+        }
+        if let Some(color) = Level::of(level).color() {
+            data["color"] = json!(color);
         }
         if self.cut {
             data["length"] = json!(self.length);

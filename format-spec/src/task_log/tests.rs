@@ -151,6 +151,7 @@ fn a_prefixed_line_is_at_its_own_time_clamped_a_plain_one_at_the_fallback() {
         (Some("failed"), Some("error"))
     );
     assert_eq!(data["stream"], "stderr");
+    assert_eq!(data["color"], "red", "the marker chart draws it red");
     let late = "[task 2030-01-01T00:00:00Z] from the future";
     assert_eq!(
         line(late)
@@ -164,7 +165,9 @@ fn a_prefixed_line_is_at_its_own_time_clamped_a_plain_one_at_the_fallback() {
         ("stderr", 15_000.0)
     );
     assert_eq!(plain.category, Some(category::LOG));
-    assert_eq!(plain.data.unwrap()["message"], "compiling foo v1.0");
+    let data = plain.data.unwrap();
+    assert_eq!(data["message"], "compiling foo v1.0");
+    assert!(data.get("color").is_none(), "blue, the chart's own colour");
 }
 
 #[test]
