@@ -1,6 +1,7 @@
 //! Command-line definitions. Parsed arguments become plain option structs for the crates.
 
 use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
+use std::net::SocketAddr;
 use std::ops::RangeInclusive;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -205,6 +206,11 @@ pub struct RecordingArgs {
     /// Print nothing at the end (no summary); warnings and errors still.
     #[arg(short, long)]
     pub quiet: bool,
+    /// Serve the live profile over HTTP at ADDR while recording (a port or :PORT, on
+    /// 127.0.0.1, or HOST:PORT; port 0: any): GET /tasks/TASK_ID/profile.json and
+    /// /tasks/TASK_ID/log.jsonl, or /profile.json and /log.jsonl.
+    #[arg(long, value_name = "ADDR", value_parser = parse_address)]
+    pub http: Option<SocketAddr>,
     #[command(flatten)]
     pub export: ExportAtEndArgs,
 }
@@ -479,6 +485,16 @@ pub enum SyncArg {
     Always,
     Interval,
     Never,
+}
+
+/// A port or `:PORT` (on 127.0.0.1), or `HOST:PORT`: loopback unless a host is given.
+pub(crate) fn parse_address(text: &str) -> Result<SocketAddr, String> {
+    if let Ok(port) = text.strip_prefix(':').unwrap_or(text).parse::<u16>() {
+        return Ok(SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    text.parse().map_err(|_| {
+        format!("'{text}' is neither a port nor HOST:PORT (for example 127.0.0.1:8080)")
+    })
 }
 
 pub(crate) fn parse_interval(text: &str) -> Result<Duration, String> {
