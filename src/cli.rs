@@ -552,6 +552,18 @@ mod tests {
         };
         assert_eq!(args.lock_wait.wait, tc_profile_finalizer::DEFAULT_LOCK_WAIT);
     }
+
+    #[test]
+    fn an_address_without_a_host_is_loopback_and_another_host_only_when_given() {
+        let loopback = |port| SocketAddr::from(([127, 0, 0, 1], port));
+        assert_eq!(parse_address("8080"), Ok(loopback(8080)));
+        assert_eq!(parse_address(":0"), Ok(loopback(0)));
+        assert_eq!(
+            parse_address("0.0.0.0:8080"),
+            Ok(SocketAddr::from(([0, 0, 0, 0], 8080)))
+        );
+        assert!(parse_address("localhost").is_err());
+    }
 }
 
 #[derive(Args, Debug)]

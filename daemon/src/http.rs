@@ -34,7 +34,8 @@ pub(crate) enum Source {
 
 /// A sidecar's recording: the task it records, and its log.
 pub(crate) struct Sidecar {
-    task: Option<String>,
+    /// Empty when the recording has no task id: then only the short paths name it.
+    task: String,
     run: Option<u32>,
     log: PathBuf,
 }
@@ -48,6 +49,7 @@ impl LiveServer {
         run: Option<u32>,
         log: PathBuf,
     ) -> Result<LiveServer, DaemonError> {
+        let task = task.unwrap_or_default();
         LiveServer::start(address, Source::Sidecar(Sidecar { task, run, log }))
     }
 
@@ -162,9 +164,11 @@ impl Source {
     /// The request's path, with a sidecar's short paths spelt out.
     fn unalias(&self, path: &str) -> String {
         match self {
-            Source::Sidecar(Sidecar {
-                task: Some(task), ..
-            }) if path == "/profile.json" || path == "/log.jsonl" => format!("/tasks/{task}{path}"),
+            Source::Sidecar(Sidecar { task, .. })
+                if path == "/profile.json" || path == "/log.jsonl" =>
+            {
+                format!("/tasks/{task}{path}")
+            }
             _ => path.to_owned(),
         }
     }
@@ -203,7 +207,7 @@ impl Sidecar {
     /// Whether `task` (and `run`, when asked for) is the one recorded.
     fn check(&self, task: &str, run: Option<u32>) -> Result<(), DaemonError> {
         let same_run = run.is_none() || run == self.run;
-        if self.task.as_deref() == Some(task) && same_run {
+        if self.task == task && same_run {
             return Ok(());
         }
         Err(DaemonError::NotRecorded {

@@ -98,3 +98,29 @@ fn the_sidecar_serves_its_live_profile_and_log_and_leaves_them_alone() {
     let rows = profile_markers(&read_json(&sandbox.path("profile_resource-usage.json")));
     assert_eq!(count_named(&rows, "while recording"), 1);
 }
+
+#[test]
+fn run_serves_its_live_profile_at_the_short_path_without_a_task_id() {
+    let sandbox = Sandbox::new();
+    let mut child = sandbox
+        .command(&["run", "--http", ":0", "--", "sleep", "3"])
+        .env_remove("TASK_ID")
+        .env_remove("RUN_ID")
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut stderr, &mut line).unwrap();
+    let url = line
+        .strip_prefix("tc-profile: live profile at ")
+        .unwrap_or_else(|| panic!("{line}"))
+        .trim_end();
+    assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+    let (status, origin, body) = get(url);
+    assert_eq!((status, origin.as_str()), (200, "*"));
+    assert_processed_profile(&serde_json::from_slice(&body).unwrap());
+    let (status, _, _) = get(&url.replace("/profile.json", "/tasks/any/profile.json"));
+    assert_eq!(status, 404);
+    assert!(child.wait().unwrap().success());
+}
