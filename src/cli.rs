@@ -1,6 +1,7 @@
 //! Command-line definitions. Parsed arguments become plain option structs for the crates.
 
 use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
+use std::net::SocketAddr;
 use std::ops::RangeInclusive;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -205,6 +206,11 @@ pub struct RecordingArgs {
     /// Print nothing at the end (no summary); warnings and errors still.
     #[arg(short, long)]
     pub quiet: bool,
+    /// Serve the live profile over HTTP at ADDR while recording (a port or :PORT, on
+    /// 127.0.0.1, or HOST:PORT; port 0: any): GET /tasks/TASK_ID/profile.json and
+    /// /tasks/TASK_ID/log.jsonl, or /profile.json and /log.jsonl.
+    #[arg(long, value_name = "ADDR", value_parser = parse_address)]
+    pub http: Option<SocketAddr>,
     #[command(flatten)]
     pub export: ExportAtEndArgs,
 }
@@ -481,6 +487,16 @@ pub enum SyncArg {
     Never,
 }
 
+/// A port or `:PORT` (on 127.0.0.1), or `HOST:PORT`: loopback unless a host is given.
+pub(crate) fn parse_address(text: &str) -> Result<SocketAddr, String> {
+    if let Ok(port) = text.strip_prefix(':').unwrap_or(text).parse::<u16>() {
+        return Ok(SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    text.parse().map_err(|_| {
+        format!("'{text}' is neither a port nor HOST:PORT (for example 127.0.0.1:8080)")
+    })
+}
+
 pub(crate) fn parse_interval(text: &str) -> Result<Duration, String> {
     parse_seconds(text, 0.01..=3600.0)
 }
@@ -535,6 +551,18 @@ mod tests {
             panic!("{:?}", cli.command);
         };
         assert_eq!(args.lock_wait.wait, tc_profile_finalizer::DEFAULT_LOCK_WAIT);
+    }
+
+    #[test]
+    fn an_address_without_a_host_is_loopback_and_another_host_only_when_given() {
+        let loopback = |port| SocketAddr::from(([127, 0, 0, 1], port));
+        assert_eq!(parse_address("8080"), Ok(loopback(8080)));
+        assert_eq!(parse_address(":0"), Ok(loopback(0)));
+        assert_eq!(
+            parse_address("0.0.0.0:8080"),
+            Ok(SocketAddr::from(([0, 0, 0, 0], 8080)))
+        );
+        assert!(parse_address("localhost").is_err());
     }
 }
 

@@ -2,7 +2,7 @@
 //! The daemon runs until SIGTERM or SIGINT; the other verbs send one request over its
 //! socket and print what it did.
 
-use crate::cli::parse_interval;
+use crate::cli::{parse_address, parse_interval};
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
 use signal_hook::consts::{SIGINT, SIGTERM};
@@ -49,8 +49,8 @@ pub struct DaemonArgs {
     /// A task open this long is finalized (into STATE/timed-out/) by the next `task start`.
     #[arg(long, value_name = "SECONDS", default_value = "86400", value_parser = parse_timeout)]
     pub task_timeout: Duration,
-    /// Serve live profiles over HTTP at ADDR (a port, on 127.0.0.1, or HOST:PORT; port 0:
-    /// any): GET /tasks/ID/profile.json, /tasks/ID/log.jsonl, /worker/profile.json.
+    /// Serve live profiles over HTTP at ADDR (a port or :PORT, on 127.0.0.1, or HOST:PORT;
+    /// port 0: any): GET /tasks/ID/profile.json, /tasks/ID/log.jsonl, /worker/profile.json.
     #[arg(long, value_name = "ADDR", value_parser = parse_address)]
     pub http: Option<SocketAddr>,
     /// Once listening, write the socket's path to this file (whole or not at all), and on
@@ -219,16 +219,6 @@ fn parse_timeout(text: &str) -> Result<Duration, String> {
         return Err(format!("{seconds} s: give a positive number of seconds"));
     }
     Ok(Duration::from_secs_f64(seconds))
-}
-
-/// `PORT` (on 127.0.0.1) or `HOST:PORT`.
-fn parse_address(text: &str) -> Result<SocketAddr, String> {
-    if let Ok(port) = text.parse::<u16>() {
-        return Ok(SocketAddr::from(([127, 0, 0, 1], port)));
-    }
-    text.parse().map_err(|_| {
-        format!("'{text}' is neither a port nor HOST:PORT (for example 127.0.0.1:8080)")
-    })
 }
 
 /// Epoch milliseconds, or an age (`90m`, `2h`, `1d`, `30s`) before now.

@@ -26,20 +26,25 @@ pub fn record(args: RecordArgs) -> Result<u8> {
             file: args.task_log.clone(),
         },
     )?;
-    announce_ready(&args, &session.profile_dir)?;
+    announce_ready(&args, &session)?;
     signals.forever().next();
     recording::finish(session, &args.recording, EndReason::Stopped)?;
     Ok(0)
 }
 
 /// Tells the worker that it may start the task: the profile directory's path on stdout, or
-/// in the ready file, which appears whole or not at all.
-fn announce_ready(args: &RecordArgs, dir: &std::path::Path) -> Result<()> {
-    let mut line = dir.as_os_str().as_bytes().to_vec();
+/// in the ready file, which appears whole or not at all, with the live profile's base URL
+/// on a second line.
+fn announce_ready(args: &RecordArgs, session: &recording::Session) -> Result<()> {
+    let mut line = session.profile_dir.as_os_str().as_bytes().to_vec();
     line.push(b'\n');
     match &args.ready_file {
         Some(path) => {
-            write_atomically(path, |out| out.write_all(&line)).with_context(|| {
+            let mut ready = line;
+            if let Some(url) = session.live_url() {
+                ready.extend_from_slice(format!("{url}\n").as_bytes());
+            }
+            write_atomically(path, |out| out.write_all(&ready)).with_context(|| {
                 format!(
                     "{}: cannot write the ready file; check --ready-file",
                     path.display()

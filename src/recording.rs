@@ -1,5 +1,5 @@
 //! What `run` and `record` share: the log's place, starting a recorder with its profile
-//! directory, and ending it into a profile.
+//! directory and its live profile (`--http`), and ending it into a profile.
 
 use crate::cli::{RecordingArgs, SyncArg};
 use crate::export::{export_at_end, hide_credentials, report_forwarding, Destinations};
@@ -9,8 +9,10 @@ use crate::recover::recover_state_dir;
 use crate::report::describe_finalized;
 use anyhow::{Context, Result};
 use serde_json::{Map, Value};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
+use tc_profile_daemon::LiveServer;
 use tc_profile_finalizer::{finalize_locked, FinalizeOptions, LockedLog, DEFAULT_LOCK_WAIT};
 use tc_profile_format::marker_file::decode_schema_file;
 use tc_profile_format::scope::MetricScopes;
@@ -30,6 +32,16 @@ pub struct Session {
     created_dir: bool,
     /// Where the profile goes once written.
     export: Option<Destinations>,
+    /// The live profile's server (`--http`), stopped with the recording.
+    live: Option<LiveServer>,
+}
+
+impl Session {
+    /// The live profile's base URL, when served.
+    pub fn live_url(&self) -> Option<String> {
+        let live = self.live.as_ref()?;
+        Some(format!("http://{}", live.address()))
+    }
 }
 
 /// What is checked before anything starts: a refusal here (credentials others could read,
@@ -142,6 +154,10 @@ pub fn start(
     if checked.task_name.is_some() {
         config.task.name = checked.task_name;
     }
+    let live = args
+        .http
+        .map(|address| serve_live(address, &config, &log))
+        .transpose()?;
     let recorder = match Recorder::start(config) {
         Ok(recorder) => recorder,
         Err(error) => {
@@ -154,13 +170,26 @@ pub fn start(
     };
     let profile_dir = std::path::absolute(&dir)
         .with_context(|| format!("{}: cannot resolve the profile directory", dir.display()))?;
-    Ok(Session {
+    let session = Session {
         recorder,
         log,
         profile_dir,
         created_dir,
         export: checked.export,
-    })
+        live,
+    };
+    if let Some(url) = session.live_url().filter(|_| !args.quiet) {
+        eprintln!("tc-profile: live profile at {url}/profile.json");
+    }
+    Ok(session)
+}
+
+/// Serves the recording's task (as the meta line names it) from its log, only ever read.
+fn serve_live(address: SocketAddr, config: &RecorderConfig, log: &Path) -> Result<LiveServer> {
+    let task = &config.task;
+    let run = task.run_id.as_deref().and_then(|run| run.parse().ok());
+    let live = LiveServer::for_recording(address, task.task_id.clone(), run, log.to_owned())?;
+    Ok(live)
 }
 
 /// The log's path; with `--state-dir`, a unique name there, after the recovery of what
@@ -226,6 +255,7 @@ fn with_suffix(output: &Path, suffix: &str) -> PathBuf {
 /// lock from the recording to its removal; prints the short summary unless quiet; then
 /// removes the profile directory if this session created it (unless the log is kept).
 pub fn finish(session: Session, args: &RecordingArgs, reason: EndReason) -> Result<()> {
+    drop(session.live);
     let finished = session.recorder.finish(reason)?;
     let stats = &finished.stats;
     if let Some(error) = &stats.first_error {

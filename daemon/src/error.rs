@@ -28,6 +28,8 @@ pub enum DaemonError {
     Thread(io::Error),
     #[error("task {task} run {run} is not open; start it first")]
     NotOpen { task: String, run: u32 },
+    #[error("task {task} is not recorded here: GET /profile.json for the one that is")]
+    NotRecorded { task: String },
     #[error("{0}")]
     Request(String),
 }

@@ -1,28 +1,59 @@
 //! Live profiles over HTTP (`--http ADDR`): `GET /tasks/ID/profile.json` (a running task's
 //! profile so far, finalized in memory), `/tasks/ID/log.jsonl` (the complete lines of its
 //! current log), `/worker/profile.json?since=&until=` (epoch ms); `?run=N` picks a run
-//! (default 0). Every answer allows any origin, so that the Firefox Profiler opens them by
+//! (default 0). Served for the daemon's open tasks, or for a sidecar's one recording
+//! ([`LiveServer::for_recording`]: its task only, `/profile.json` and `/log.jsonl` short for
+//! it, no worker). Every answer allows any origin, so that the Firefox Profiler opens them by
 //! `from-url`. Requests are read by the recorder's bounded reader.
 
 use crate::bounded::{serve_each, MAX_CONNECTIONS};
 use crate::error::DaemonError;
+use crate::logs::{complete_lines, read_complete};
 use crate::service::Shared;
 use std::io::Write;
 use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use tc_profile_finalizer::Profile;
+use tc_profile_finalizer::{compact, Profile};
 use tc_profile_recorder::http::{read_request, ReadError, Request};
 
-pub struct HttpServer {
+/// A live profiles server, stopped by [`LiveServer::stop`] or when dropped.
+pub struct LiveServer {
     address: SocketAddr,
     stop: Arc<AtomicBool>,
     handle: Option<JoinHandle<()>>,
 }
 
-impl HttpServer {
-    pub fn start(address: SocketAddr, shared: Arc<Shared>) -> Result<HttpServer, DaemonError> {
+/// What a server answers from.
+pub(crate) enum Source {
+    Daemon(Arc<Shared>),
+    Sidecar(Sidecar),
+}
+
+/// A sidecar's recording: the task it records, and its log.
+pub(crate) struct Sidecar {
+    /// Empty when the recording has no task id: then only the short paths name it.
+    task: String,
+    run: Option<u32>,
+    log: PathBuf,
+}
+
+impl LiveServer {
+    /// Serves one recording's log, as the daemon serves a task's: `task` and `run` are the
+    /// recording's (others are answered 404), the log is only ever read.
+    pub fn for_recording(
+        address: SocketAddr,
+        task: Option<String>,
+        run: Option<u32>,
+        log: PathBuf,
+    ) -> Result<LiveServer, DaemonError> {
+        let task = task.unwrap_or_default();
+        LiveServer::start(address, Source::Sidecar(Sidecar { task, run, log }))
+    }
+
+    pub(crate) fn start(address: SocketAddr, source: Source) -> Result<LiveServer, DaemonError> {
         let listener = TcpListener::bind(address).map_err(|source| DaemonError::Http {
             address: address.to_string(),
             source,
@@ -33,10 +64,10 @@ impl HttpServer {
             .name("tc-profile-http".into())
             .spawn({
                 let stop = Arc::clone(&stop);
-                move || serve(&listener, &shared, &stop)
+                move || serve(&listener, source, &stop)
             })
             .map_err(DaemonError::Thread)?;
-        Ok(HttpServer {
+        Ok(LiveServer {
             address,
             stop,
             handle: Some(handle),
@@ -49,17 +80,24 @@ impl HttpServer {
     }
 
     pub fn stop(&mut self) {
+        let Some(handle) = self.handle.take() else {
+            return;
+        };
         self.stop.store(true, Ordering::Release);
-        let woken = TcpStream::connect(self.address).is_ok();
-        if let Some(handle) = self.handle.take().filter(|_| woken) {
+        if TcpStream::connect(self.address).is_ok() {
             let _ = handle.join();
         }
     }
 }
 
-fn serve(listener: &TcpListener, shared: &Arc<Shared>, stop: &AtomicBool) {
-    let shared = Arc::clone(shared);
-    let answer = Arc::new(move |stream| answer(stream, &shared));
+impl Drop for LiveServer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn serve(listener: &TcpListener, source: Source, stop: &AtomicBool) {
+    let answer = Arc::new(move |stream| answer(stream, &source));
     serve_each(
         listener.incoming(),
         stop,
@@ -74,54 +112,107 @@ fn serve(listener: &TcpListener, shared: &Arc<Shared>, stop: &AtomicBool) {
 
 const JSON: &str = "application/json";
 
-fn answer(mut stream: TcpStream, shared: &Shared) {
+fn answer(mut stream: TcpStream, source: &Source) {
     // The body of a GET is not read: none is expected.
     let (status, content_type, body) = match read_request(&mut stream, 0) {
-        Ok(request) => route(&request, shared),
+        Ok(request) => route(&request, source),
         Err(ReadError::Refused(status, why)) => (status, JSON, error_body(&why)),
         Err(ReadError::Gone) => return,
     };
     let _ = respond(&mut stream, status, content_type, body);
 }
 
-fn route(request: &Request, shared: &Shared) -> (u16, &'static str, Vec<u8>) {
+fn route(request: &Request, source: &Source) -> (u16, &'static str, Vec<u8>) {
     if request.method != "GET" {
         return (405, JSON, error_body("only GET is served"));
     }
     let run = match request.query("run").map(str::parse).transpose() {
-        Ok(run) => run.unwrap_or(0),
+        Ok(run) => run,
         Err(_) => return (400, JSON, error_body("run is a number")),
     };
     let time = |name| request.query(name).and_then(|t| t.parse::<f64>().ok());
-    let path = request.path.as_str();
+    let path = source.unalias(&request.path);
     let task = |suffix| {
         path.strip_prefix("/tasks/")
             .and_then(|rest| rest.strip_suffix(suffix))
     };
     let answered = if let Some(task) = task("/profile.json") {
-        shared
-            .live_task_profile(task, run)
-            .map(|p| (JSON, json(&p)))
+        source.task_profile(task, run).map(|p| (JSON, json(&p)))
     } else if let Some(task) = task("/log.jsonl") {
-        shared
-            .live_task_log(task, run)
+        source
+            .task_log(task, run)
             .map(|log| ("application/x-ndjson", log))
-    } else if path == "/worker/profile.json" {
+    } else if let (Source::Daemon(shared), "/worker/profile.json") = (source, path.as_str()) {
         shared
             .worker_profile_now(time("since"), time("until"))
             .map(|p| (JSON, json(&p)))
     } else {
-        return (
-            404,
-            JSON,
-            error_body("no such path: see `tc-profile daemon --help`"),
-        );
+        let help = format!("no such path: see `tc-profile {} --help`", source.verb());
+        return (404, JSON, error_body(&help));
     };
     match answered {
         Ok((content_type, body)) => (200, content_type, body),
-        Err(error @ DaemonError::NotOpen { .. }) => (404, JSON, error_body(&error.to_string())),
+        Err(error @ (DaemonError::NotOpen { .. } | DaemonError::NotRecorded { .. })) => {
+            (404, JSON, error_body(&error.to_string()))
+        }
         Err(error @ DaemonError::Request(_)) => (400, JSON, error_body(&error.to_string())),
         Err(error) => (500, JSON, error_body(&error.to_string())),
+    }
+}
+
+impl Source {
+    /// The request's path, with a sidecar's short paths spelt out.
+    fn unalias(&self, path: &str) -> String {
+        match self {
+            Source::Sidecar(Sidecar { task, .. })
+                if path == "/profile.json" || path == "/log.jsonl" =>
+            {
+                format!("/tasks/{task}{path}")
+            }
+            _ => path.to_owned(),
+        }
+    }
+
+    /// The command whose `--help` lists the paths served.
+    fn verb(&self) -> &'static str {
+        match self {
+            Source::Daemon(_) => "daemon",
+            Source::Sidecar(_) => "record",
+        }
+    }
+
+    fn task_profile(&self, task: &str, run: Option<u32>) -> Result<Profile, DaemonError> {
+        match self {
+            Source::Daemon(shared) => shared.live_task_profile(task, run.unwrap_or(0)),
+            // Finalized in memory as `summary` finalizes a log.
+            Source::Sidecar(sidecar) => {
+                sidecar.check(task, run)?;
+                Ok(compact(read_complete(&sidecar.log)?).0)
+            }
+        }
+    }
+
+    fn task_log(&self, task: &str, run: Option<u32>) -> Result<Vec<u8>, DaemonError> {
+        match self {
+            Source::Daemon(shared) => shared.live_task_log(task, run.unwrap_or(0)),
+            Source::Sidecar(sidecar) => {
+                sidecar.check(task, run)?;
+                complete_lines(&sidecar.log)
+            }
+        }
+    }
+}
+
+impl Sidecar {
+    /// Whether `task` (and `run`, when asked for) is the one recorded.
+    fn check(&self, task: &str, run: Option<u32>) -> Result<(), DaemonError> {
+        let same_run = run.is_none() || run == self.run;
+        if self.task == task && same_run {
+            return Ok(());
+        }
+        Err(DaemonError::NotRecorded {
+            task: task.to_owned(),
+        })
     }
 }
 

@@ -2,10 +2,11 @@
 //! (`tasks`), the open tasks kept in the state directory (`state`) so that a restarted
 //! daemon resumes them, and the worker's requests over a Unix socket (`protocol`, `server`)
 //! answered by `service` (task start and end) and `worker` (the worker's profile); `http`
-//! serves live profiles, `bounded` bounds the connections of both servers.
+//! serves live profiles (also a sidecar's, [`LiveServer`]), `bounded` bounds the connections
+//! of both servers.
 //!
 //! Main types: [`Daemon`] ([`Daemon::start`], then [`Daemon::stop`]), [`DaemonConfig`],
-//! [`Request`] and [`Reply`] (what a client sends and gets, [`ask`]).
+//! [`Request`] and [`Reply`] (what a client sends and gets, [`ask`]), [`LiveServer`].
 
 mod bounded;
 mod config;
@@ -22,6 +23,7 @@ mod worker;
 
 pub use config::{DaemonConfig, Retain, DEFAULT_SOCKET, SOCKET_VARIABLE};
 pub use error::DaemonError;
+pub use http::LiveServer;
 pub use protocol::{Reply, Request};
 pub use server::ask;
 
@@ -41,7 +43,7 @@ const HOUSEKEEPING_PERIOD: Duration = Duration::from_secs(1);
 pub struct Daemon {
     shared: Arc<Shared>,
     server: server::Server,
-    http: Option<http::HttpServer>,
+    http: Option<LiveServer>,
     housekeeping: Option<(Arc<AtomicBool>, JoinHandle<()>)>,
     /// Held for the daemon's life: a second daemon on the same state directory is refused.
     _lock: File,
@@ -80,7 +82,7 @@ impl Daemon {
         let server = server::Server::start(&config.socket, Arc::clone(&shared))?;
         let http = config
             .http
-            .map(|address| http::HttpServer::start(address, Arc::clone(&shared)))
+            .map(|address| LiveServer::start(address, http::Source::Daemon(Arc::clone(&shared))))
             .transpose()?;
         let housekeeping = start_housekeeping(Arc::clone(&shared))?;
         Ok(Daemon {
@@ -94,7 +96,7 @@ impl Daemon {
 
     /// The live profiles' address, when served.
     pub fn http_address(&self) -> Option<std::net::SocketAddr> {
-        self.http.as_ref().map(http::HttpServer::address)
+        self.http.as_ref().map(LiveServer::address)
     }
 
     /// Stops listening, ends every open task's part and the machine's segment cleanly; the

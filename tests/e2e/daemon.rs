@@ -3,8 +3,8 @@
 //! daemon's task survives its restart, an abandoned task is finalized once by the timeout.
 
 use crate::util::{
-    append, assert_processed_profile, count_named, describe, epoch_ms, profile_markers, read_json,
-    signal, wait_for, MarkerRow, Sandbox,
+    append, assert_processed_profile, count_named, describe, epoch_ms, http_get as get,
+    profile_markers, read_json, signal, wait_for, MarkerRow, Sandbox,
 };
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
@@ -387,25 +387,6 @@ fn a_second_daemon_and_a_wrong_request_are_refused_in_one_line() {
     let bad = sandbox.run(&["task", "start", "../x", "--socket", "daemon.sock"]);
     assert!(String::from_utf8_lossy(&bad.stderr).contains("is not a task id"));
     daemon.stop();
-}
-
-/// GET `url`: the status, the Access-Control-Allow-Origin header and the body.
-fn get(url: &str) -> (u16, String, Vec<u8>) {
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .build()
-        .into();
-    let mut response = agent
-        .get(url)
-        .call()
-        .unwrap_or_else(|e| panic!("{url}: {e}"));
-    let origin = response
-        .headers()
-        .get("access-control-allow-origin")
-        .map(|v| v.to_str().unwrap().to_owned())
-        .unwrap_or_default();
-    let body = response.body_mut().read_to_vec().unwrap();
-    (response.status().as_u16(), origin, body)
 }
 
 #[test]

@@ -396,20 +396,28 @@ pub struct Recording {
 impl Recording {
     /// Starts `tc-profile record --ready-file ready ARGS` and waits until it is ready.
     pub fn start(sandbox: &Sandbox, args: &[&str]) -> Recording {
+        Recording::start_with_env(sandbox, args, &[])
+    }
+
+    /// [`Recording::start`] with these environment variables set.
+    pub fn start_with_env(sandbox: &Sandbox, args: &[&str], env: &[(&str, &str)]) -> Recording {
         let mut all = vec!["record", "--ready-file", "ready", "--interval", "0.1"];
         all.extend_from_slice(args);
         let child = sandbox
             .command(&all)
+            .envs(env.iter().copied())
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::piped())
             .spawn()
             .expect("spawn tc-profile record");
         let ready = sandbox.path("ready");
         wait_for(|| ready.exists());
-        let dir = std::fs::read_to_string(&ready).unwrap();
+        let ready = std::fs::read_to_string(&ready).unwrap();
+        // The first line; the second, with --http, is the live profile's base URL.
+        let dir = ready.lines().next().unwrap_or_default();
         Recording {
             child,
-            profile_dir: PathBuf::from(dir.trim_end()),
+            profile_dir: PathBuf::from(dir),
             log: sandbox.path("profile_resource-usage.jsonl"),
         }
     }
@@ -520,4 +528,23 @@ pub fn assert_exit_code(args: &[&str], output: &Output, code: i32) -> String {
         describe(args, output)
     );
     String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// GET `url`: the status, the Access-Control-Allow-Origin header and the body.
+pub fn http_get(url: &str) -> (u16, String, Vec<u8>) {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let mut response = agent
+        .get(url)
+        .call()
+        .unwrap_or_else(|e| panic!("{url}: {e}"));
+    let origin = response
+        .headers()
+        .get("access-control-allow-origin")
+        .map(|v| v.to_str().unwrap().to_owned())
+        .unwrap_or_default();
+    let body = response.body_mut().read_to_vec().unwrap();
+    (response.status().as_u16(), origin, body)
 }

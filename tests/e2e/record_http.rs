@@ -1,0 +1,126 @@
+//! `record --http`: the sidecar's live profile and log, fetched while the task writes
+//! markers, leave the log and the profile directory as they were.
+
+use crate::util::{
+    append, assert_processed_profile, count_named, epoch_ms, http_get as get, profile_markers,
+    read_json, Recording, Sandbox,
+};
+use std::path::Path;
+
+fn mark(recording: &Recording, name: &str) {
+    let line = format!(
+        "{{\"type\":\"marker\",\"name\":\"{name}\",\"startTime\":{},\"endTime\":null}}\n",
+        epoch_ms()
+    );
+    append(&recording.file("task.jsonl"), line.as_bytes());
+    recording.wait_logged(name);
+}
+
+/// Every file of the directory and its bytes.
+fn files(dir: &Path) -> Vec<(std::ffi::OsString, Vec<u8>)> {
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            (e.file_name(), std::fs::read(e.path()).unwrap())
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+#[test]
+fn the_sidecar_serves_its_live_profile_and_log_and_leaves_them_alone() {
+    let sandbox = Sandbox::new();
+    let recording = Recording::start_with_env(
+        &sandbox,
+        &["--http", "127.0.0.1:0", "--keep-log"],
+        &[("TASK_ID", "side-task"), ("RUN_ID", "2")],
+    );
+    let ready = std::fs::read_to_string(sandbox.path("ready")).unwrap();
+    let base = ready.lines().nth(1).expect("the base URL").to_owned();
+    assert!(base.starts_with("http://127.0.0.1:"), "{base}");
+    mark(&recording, "while recording");
+
+    let log_before = std::fs::read(&recording.log).unwrap();
+    let dir_before = files(&recording.profile_dir);
+    let (status, origin, body) = get(&format!("{base}/tasks/side-task/profile.json"));
+    assert_eq!((status, origin.as_str()), (200, "*"));
+    let profile: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    assert_processed_profile(&profile);
+    assert_eq!(
+        count_named(&profile_markers(&profile), "while recording"),
+        1
+    );
+    let (status, _, alias) = get(&format!("{base}/profile.json?run=2"));
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&alias));
+    assert_processed_profile(&serde_json::from_slice(&alias).unwrap());
+
+    let (status, origin, log) = get(&format!("{base}/tasks/side-task/log.jsonl"));
+    assert_eq!((status, origin.as_str()), (200, "*"));
+    assert!(log.ends_with(b"\n"));
+    for line in log.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+        serde_json::from_slice::<serde_json::Value>(line).expect("a whole JSON line");
+    }
+    let (status, _, short) = get(&format!("{base}/log.jsonl"));
+    assert_eq!(status, 200);
+    assert!(short.starts_with(&log) || log.starts_with(&short));
+
+    for wrong in [
+        "/tasks/other-task/profile.json",
+        "/tasks/other-task/log.jsonl",
+        "/tasks/side-task/profile.json?run=3",
+        "/worker/profile.json",
+    ] {
+        let (status, origin, body) = get(&format!("{base}{wrong}"));
+        assert_eq!((status, origin.as_str()), (404, "*"), "{wrong}");
+        let error: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert!(error["error"].is_string(), "{wrong}: {error}");
+    }
+
+    // The fetches wrote nothing: what the log held is still its start, byte for byte, and
+    // the profile directory is as it was.
+    let log_after = std::fs::read(&recording.log).unwrap();
+    assert!(log_after.starts_with(&log_before));
+    assert!(log_after.starts_with(&log));
+    assert_eq!(files(&recording.profile_dir), dir_before);
+
+    let address = base.trim_start_matches("http://").to_owned();
+    let stderr = recording.stop();
+    assert!(
+        stderr.contains(&format!("live profile at {base}/profile.json")),
+        "{stderr}"
+    );
+    assert!(
+        std::net::TcpStream::connect(&address).is_err(),
+        "still served after the recording"
+    );
+    let rows = profile_markers(&read_json(&sandbox.path("profile_resource-usage.json")));
+    assert_eq!(count_named(&rows, "while recording"), 1);
+}
+
+#[test]
+fn run_serves_its_live_profile_at_the_short_path_without_a_task_id() {
+    let sandbox = Sandbox::new();
+    let mut child = sandbox
+        .command(&["run", "--http", ":0", "--", "sleep", "3"])
+        .env_remove("TASK_ID")
+        .env_remove("RUN_ID")
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut stderr, &mut line).unwrap();
+    let url = line
+        .strip_prefix("tc-profile: live profile at ")
+        .unwrap_or_else(|| panic!("{line}"))
+        .trim_end();
+    assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+    let (status, origin, body) = get(url);
+    assert_eq!((status, origin.as_str()), (200, "*"));
+    assert_processed_profile(&serde_json::from_slice(&body).unwrap());
+    let (status, _, _) = get(&url.replace("/profile.json", "/tasks/any/profile.json"));
+    assert_eq!(status, 404);
+    assert!(child.wait().unwrap().success());
+}
