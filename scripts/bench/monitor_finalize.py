@@ -4,7 +4,7 @@
 Usage: monitor_finalize.py N STREAM.jsonl OUT.json
 Run with the venv python printed by ./setup-baseline.
 
-The monitor from ../shared/peers (peer.py) records N markers with streaming on (the
+The monitor from peers/ (peer.py) records N markers with streaming on (the
 same Text interval markers as monitor_markers.py), so STREAM is its own JSON Lines log of
 them, the log tc-profile finalizes in the same run. Then the timed part, what the monitor
 does at the end of a CI task: stop(), as_profile(), json.dump to OUT.

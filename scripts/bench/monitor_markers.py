@@ -4,7 +4,7 @@
 Usage: monitor_markers.py N STREAM.jsonl
 Run with the venv python printed by ./setup-baseline.
 
-The monitor from ../shared/peers (peer.py) is started at a 1 s interval with
+The monitor from peers/ (peer.py) is started at a 1 s interval with
 start_streaming(STREAM); then N record_marker calls, each a Text interval marker: the
 monitor appends it to its list, json.dumps it, writes and flushes the line (never fsync).
 Prints {"markers","seconds","markers_per_second","cpu_seconds_per_marker"}: seconds from

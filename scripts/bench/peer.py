@@ -1,8 +1,8 @@
 """Where Mozilla's in-tree resource monitor is, and which one it is.
 
 The bench measures tc-profile against the monitor Firefox CI runs today: the streaming
-`resourcemonitor.py` kept beside the repository in ../shared/peers (or wherever
-$TC_PROFILE_PEERS points), with its runner monitor_cmd.py. It needs psutil
+`resourcemonitor.py` copied into peers/ (peers/README.md; or wherever $TC_PROFILE_PEERS
+points), with its runner monitor_cmd.py. It needs psutil
 (./setup-baseline). Importing this module puts the monitor on sys.path.
 """
 import hashlib
@@ -10,8 +10,7 @@ import os
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent.parent
-PEERS = Path(os.environ.get("TC_PROFILE_PEERS", REPO.parent / "shared" / "peers")).resolve()
+PEERS = Path(os.environ.get("TC_PROFILE_PEERS", Path(__file__).resolve().parent / "peers")).resolve()
 MONITOR = PEERS / "mozsystemmonitor" / "resourcemonitor.py"
 RUNNER = PEERS / "monitor_cmd.py"
 
