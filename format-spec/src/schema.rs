@@ -102,7 +102,7 @@ pub mod data_type {
     ];
 
     /// Whether a task's marker may not use this `data.type` (SPEC.md, "Marker files"): the
-    /// type of a resource track, of `Command`, `Process`, `OOMKill`, of the metric tracks
+    /// type of a resource track, of `Command`, `Process`, `OOMKill`, `Log`, of the metric tracks
     /// or of `MetricDrops`, whose markers only the recorder writes. `Text` is not: it is
     /// the free text that `tc-profile mark --text` writes, and draws no track.
     pub fn is_reserved(data_type: &str) -> bool {

@@ -13,7 +13,7 @@ use std::net::UdpSocket;
 use std::path::Path;
 
 /// Every `data.type` the recorder declares but `Text`.
-const RESERVED: [&str; 23] = [
+const RESERVED: [&str; 24] = [
     "CPU",
     "Mem",
     "IO",
@@ -31,6 +31,7 @@ const RESERVED: [&str; 23] = [
     "Load",
     "Swap",
     "CPUFreq",
+    "Log",
     "Counter",
     "Gauge",
     "Timer",

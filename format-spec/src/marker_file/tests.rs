@@ -128,6 +128,7 @@ fn a_task_line_cannot_use_the_recorders_own_data_types() {
         "Load",
         "Swap",
         "CPUFreq",
+        "Log",
         "Counter",
         "Gauge",
         "Timer",
