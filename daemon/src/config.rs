@@ -22,20 +22,27 @@ impl std::str::FromStr for Retain {
 
     /// `30d`, `12h`, `90m`, `600s`, or `500M`, `2G`, `800K` (binary units).
     fn from_str(text: &str) -> Result<Retain, String> {
-        let split = text.len().saturating_sub(1);
-        let (number, unit) = text.split_at(split);
-        let number: u64 = number.parse().map_err(|_| {
-            format!("{text:?}: give a number and a unit: 30d, 12h, 90m, 600s, 2G, 500M")
-        })?;
-        let seconds = |s: u64| Ok(Retain::Age(Duration::from_secs(number * s)));
+        let unit = text.chars().last().unwrap_or_default();
+        let number: u64 = text
+            .strip_suffix(unit)
+            .unwrap_or(text)
+            .parse()
+            .map_err(|_| {
+                format!("{text:?}: give a number and a unit: 30d, 12h, 90m, 600s, 2G, 500M")
+            })?;
+        let times = |factor: u64| {
+            number
+                .checked_mul(factor)
+                .ok_or_else(|| format!("{text:?}: too large"))
+        };
         match unit {
-            "d" => seconds(86_400),
-            "h" => seconds(3600),
-            "m" => seconds(60),
-            "s" => seconds(1),
-            "G" => Ok(Retain::Size(number << 30)),
-            "M" => Ok(Retain::Size(number << 20)),
-            "K" => Ok(Retain::Size(number << 10)),
+            'd' => times(86_400).map(|s| Retain::Age(Duration::from_secs(s))),
+            'h' => times(3600).map(|s| Retain::Age(Duration::from_secs(s))),
+            'm' => times(60).map(|s| Retain::Age(Duration::from_secs(s))),
+            's' => times(1).map(|s| Retain::Age(Duration::from_secs(s))),
+            'G' => times(1 << 30).map(Retain::Size),
+            'M' => times(1 << 20).map(Retain::Size),
+            'K' => times(1 << 10).map(Retain::Size),
             _ => Err(format!(
                 "{text:?}: the unit is one of d, h, m, s (an age) or G, M, K (a size)"
             )),
@@ -80,5 +87,15 @@ mod tests {
         assert_eq!("2G".parse(), Ok(Retain::Size(2 << 30)));
         assert!("12".parse::<Retain>().unwrap_err().contains("unit"));
         assert!("h".parse::<Retain>().is_err());
+        assert!("1\u{e9}".parse::<Retain>().unwrap_err().contains("unit"));
+        assert!("".parse::<Retain>().is_err());
+        assert!("300000000000000d"
+            .parse::<Retain>()
+            .unwrap_err()
+            .contains("too large"));
+        assert!("20000000000G"
+            .parse::<Retain>()
+            .unwrap_err()
+            .contains("too large"));
     }
 }

@@ -192,8 +192,10 @@ impl Shared {
         // Still in the state file until its profile is written.
         inner.ending.push(open.clone());
         drop(inner);
-        if let Some(recorder) = recorder {
-            tasks::finish_part(recorder)?;
+        // A part that cannot be finished (its disk full) is read up to its last whole line
+        // all the same: returning here would leave the task in `ending`, never to end.
+        if let Some(Err(error)) = recorder.map(tasks::finish_part) {
+            warn(&error);
         }
         let end_time = epoch_ms();
         // The machine's sample that covers the end is written at the tick after it.
@@ -341,16 +343,15 @@ impl Shared {
     /// Ends every part and the segment; the tasks stay open in the state file.
     pub fn stop(&self) -> Result<(), DaemonError> {
         let mut inner = self.lock();
-        for recorder in std::mem::take(&mut inner.tasks)
+        // Every part and the segment get their footer, whichever fails first.
+        let parts = std::mem::take(&mut inner.tasks)
             .into_iter()
             .filter_map(|r| r.recorder)
-        {
-            tasks::finish_part(recorder)?;
-        }
-        match inner.segments.take() {
-            Some(segments) => segments.finish(),
-            None => Ok(()),
-        }
+            .map(tasks::finish_part);
+        let segment = inner.segments.take().map(|segments| segments.finish());
+        parts
+            .chain(segment)
+            .fold(Ok(()), |first, result| first.and(result))
     }
 }
 
