@@ -349,9 +349,11 @@ impl Shared {
             .filter_map(|r| r.recorder)
             .map(tasks::finish_part);
         let segment = inner.segments.take().map(|segments| segments.finish());
-        parts
-            .chain(segment)
-            .fold(Ok(()), |first, result| first.and(result))
+        let mut first = Ok(());
+        for result in parts.chain(segment) {
+            first = first.and(result);
+        }
+        first
     }
 }
 
