@@ -202,14 +202,18 @@ impl Shared {
         self.lock().bytes -= batch.iter().map(String::len).sum::<usize>();
     }
 
-    /// Waits `backoff`, not past the deadline; the end cuts a wait during the task short.
+    /// Waits `backoff`, not past the deadline; the end cuts a wait during the task short,
+    /// and nothing else does: a full queue's wake-ups would retry at every request.
     fn pause(&self, backoff: Duration) {
         let queue = self.lock();
+        let ended = queue.deadline.is_some();
         let wait = match queue.deadline {
             Some(deadline) => backoff.min(deadline.saturating_duration_since(Instant::now())),
             None => backoff,
         };
-        let _ = self.wake.wait_timeout(queue, wait);
+        let _ = self
+            .wake
+            .wait_timeout_while(queue, wait, |queue| ended || queue.deadline.is_none());
     }
 }
 

@@ -96,7 +96,10 @@ impl TaskOutput {
             }
             std::thread::sleep(Duration::from_millis(5));
         }
-        let _ = self.lines.send_deadline(Message::Stop, deadline);
+        // A blocking send: the consumer blocks only on its receive, so it takes Stop once it
+        // has drained the queue; a Stop given up at the deadline would leave the join
+        // waiting for relays that a process left holding the pipes keeps alive.
+        let _ = self.lines.send(Message::Stop);
         let _ = self.consumer.join();
     }
 }
