@@ -488,10 +488,12 @@ pub fn sanitize_tag(key: &str, value: &str) -> (String, String) {
             _ => '_',
         })
         .collect();
+    // No backslash: InfluxDB 1.x refuses a tag value ending in one, even escaped, and
+    // the profile's tags are what the export and the forwarding send.
     let value = value
         .chars()
         .map(|c| {
-            if c.is_ascii_graphic() && c != ',' {
+            if c.is_ascii_graphic() && c != ',' && c != '\\' {
                 c
             } else {
                 '_'

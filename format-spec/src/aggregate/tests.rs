@@ -225,3 +225,11 @@ fn figures_stay_finite_numbers() {
         "a (its series' figures would not be finite numbers)"
     );
 }
+
+#[test]
+fn a_tag_value_keeps_no_backslash_influxdb_would_refuse() {
+    assert_eq!(
+        sanitize_tag("path", r"C:\build\"),
+        ("path".to_owned(), "C:_build_".to_owned())
+    );
+}

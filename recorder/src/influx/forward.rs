@@ -74,11 +74,7 @@ impl Forwarding {
         let own = point
             .tags
             .iter()
-            .map(|(key, value)| {
-                let (key, value) = sanitize_tag(key, value);
-                // InfluxDB 1.x refuses a tag value ending in a backslash, even escaped.
-                (key, value.replace('\\', "_"))
-            })
+            .map(|(key, value)| sanitize_tag(key, value))
             .filter(|(key, _)| !key.is_empty() && !TASK_TAGS.contains(&key.as_str()));
         let mut tags: Vec<(String, String)> = Vec::new();
         for (key, value) in own.chain(self.task_tags.iter().cloned()) {
