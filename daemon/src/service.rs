@@ -9,11 +9,10 @@ use crate::segments::{self, Segments};
 use crate::state::{EndedTask, Followed, OpenTask, StateFiles};
 use crate::tasks::{self, check_task_id};
 use crate::worker;
-use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
-use tc_profile_finalizer::{write_atomically, Compression, Profile};
+use tc_profile_finalizer::Profile;
 use tc_profile_recorder::Recorder;
 
 /// A task being recorded.
@@ -359,17 +358,12 @@ impl Shared {
 
 /// Writes a profile atomically, compressed by its name (`.gz`, `.zst`).
 pub fn write_profile(path: &Path, profile: &Profile) -> Result<(), DaemonError> {
-    let compression = Compression::for_output(path);
-    write_atomically(path, |out| {
-        compression.encode(out, |out| {
-            serde_json::to_writer(out, profile).map_err(io::Error::other)
+    tc_profile_finalizer::write_profile(path, profile)
+        .map(drop)
+        .map_err(|source| DaemonError::Write {
+            path: path.to_owned(),
+            source,
         })
-    })
-    .map(drop)
-    .map_err(|source| DaemonError::Write {
-        path: path.to_owned(),
-        source,
-    })
 }
 
 fn not_open(task: &str, run: u32) -> DaemonError {

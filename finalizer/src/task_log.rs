@@ -3,10 +3,9 @@
 //! checkpoint, so that each line is in the profile once; or a finished log added whole,
 //! aligned by its timestamps, to a log or a finished profile (`add-log`).
 
-use crate::compression::Compression;
 use crate::input::{read_input, Input, InputError};
-use crate::output::write_atomically;
-use crate::profile::{compact, Profile};
+use crate::output::write_profile;
+use crate::profile::compact;
 use crate::reader::Recording;
 use serde_json::{Map, Value};
 use std::io;
@@ -71,20 +70,11 @@ pub fn add_log(input: &Path, log_file: &Path, output: &Path) -> Result<usize, Ad
             (profile, added)
         }
     };
-    write_profile(&profile, output).map_err(|source| AddLogError::Write {
+    write_profile(output, &profile).map_err(|source| AddLogError::Write {
         path: output.to_owned(),
         source,
     })?;
     Ok(added)
-}
-
-fn write_profile(profile: &Profile, output: &Path) -> io::Result<u64> {
-    let compression = Compression::for_output(output);
-    write_atomically(output, |out| {
-        compression.encode(out, |out| {
-            serde_json::to_writer(out, profile).map_err(io::Error::other)
-        })
-    })
 }
 
 /// The `Log` markers of the log file at `path`, from the checkpoint of the file now at the
