@@ -14,8 +14,8 @@ use std::path::{Path, PathBuf};
 
 /// Bytes read at a time.
 const CHUNK_BYTES: usize = 256 << 10;
-/// Bytes of whole lines taken in one read at most, so that a batch stays small; the rest
-/// is taken by the next read.
+/// Bytes read in one read at most, so that a batch stays small; the rest is taken by the
+/// next read.
 const READ_BYTES: u64 = 4 << 20;
 
 /// The file being read.
@@ -24,8 +24,13 @@ struct Current {
     dev: u64,
     ino: u64,
     handle: Option<String>,
-    /// Where its next whole line starts.
+    /// Where its next whole line starts: the checkpoint's offset.
     offset: u64,
+    /// Where its next unread byte is; the bytes from `offset` to here are in `splitter`
+    /// (a line's head at most), so a line growing without its newline (a progress bar
+    /// drawn with `\r`) is read once, not again from its start at every read.
+    scanned: u64,
+    splitter: LineSplitter,
 }
 
 /// Follows the log file at one path.
@@ -105,6 +110,8 @@ impl LogFollower {
             ino: metadata.ino(),
             handle,
             offset: 0,
+            scanned: 0,
+            splitter: LineSplitter::default(),
         };
         let checkpoints = std::mem::take(&mut self.resume);
         if let Some(checkpoint) = checkpoints
@@ -112,6 +119,7 @@ impl LogFollower {
             .find(|c| current.is((c.dev, c.ino, c.handle.as_deref())))
         {
             current.offset = checkpoint.offset;
+            current.scanned = checkpoint.offset;
         }
         Some(current)
     }
@@ -128,7 +136,8 @@ impl LogFollower {
         })
     }
 
-    /// Reads the current file's new whole lines, within the byte budget.
+    /// Reads the current file's new bytes, within the byte budget, handing on the lines
+    /// they end.
     fn take_lines(
         &mut self,
         take_unterminated: bool,
@@ -141,18 +150,21 @@ impl LogFollower {
         let Ok(size) = current.file.metadata().map(|m| m.len()) else {
             return;
         };
-        if size < current.offset {
-            current.offset = 0; // Truncated: what it holds now was written since.
+        if size < current.scanned {
+            // Truncated: what it holds now was written since.
+            current.offset = 0;
+            current.scanned = 0;
+            current.splitter.discard();
         }
         let start = current.offset;
-        let mut splitter = LineSplitter::default();
+        let first_unread = current.scanned;
         let mut emit_line = |line: Captured, _| emit(line);
-        let mut position = start;
-        while position < size {
-            if current.offset - start >= READ_BYTES {
+        while current.scanned < size {
+            if current.scanned - first_unread >= READ_BYTES {
                 read.more = true;
                 break;
             }
+            let position = current.scanned;
             let want = self.buffer.len().min((size - position) as usize);
             let Ok(got) = current.file.read_at(&mut self.buffer[..want], position) else {
                 break;
@@ -160,14 +172,15 @@ impl LogFollower {
             if got == 0 {
                 break;
             }
-            if let Some(end) = splitter.take(&self.buffer[..got], 0.0, &mut emit_line) {
+            let chunk = &self.buffer[..got];
+            if let Some(end) = current.splitter.take(chunk, 0.0, &mut emit_line) {
                 current.offset = position + end as u64;
             }
-            position += got as u64;
+            current.scanned += got as u64;
         }
-        if take_unterminated && !read.more && position >= size {
-            splitter.finish(&mut emit_line);
-            current.offset = position;
+        if take_unterminated && !read.more && current.scanned >= size {
+            current.splitter.finish(&mut emit_line);
+            current.offset = current.scanned;
         }
         if current.offset != start {
             read.progress = self.progress();
@@ -196,6 +209,7 @@ impl Current {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::task_log::MAX_LINE_BYTES;
     use std::io::Write;
 
     fn append(path: &Path, text: &str) {
@@ -259,5 +273,45 @@ mod tests {
         gone.ino += 1; // another file than the checkpoint's
         third.resume(&gone);
         assert_eq!(read(&mut third, true).0, ["new file"]);
+    }
+
+    #[test]
+    fn a_line_without_its_newline_is_not_read_again_from_its_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("live.log");
+        append(&path, "done\nprogress 1%");
+        let mut follower = LogFollower::new(&path);
+        assert_eq!(read(&mut follower, false).0, ["done"]);
+        // Bytes already read, changed in place: a follower that read them again would see it.
+        let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        file.write_all_at(b"P", 5).unwrap();
+        append(&path, "\rprogress 100%\n");
+        assert_eq!(read(&mut follower, false).0, ["progress 1%\rprogress 100%"]);
+    }
+
+    #[test]
+    fn a_line_growing_over_many_reads_keeps_its_head_length_and_checkpoint() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("live.log");
+        append(&path, "first\n");
+        let mut follower = LogFollower::new(&path);
+        let (_, taken) = read(&mut follower, false);
+        assert_eq!(taken.progress.unwrap().offset, 6);
+        let step = "\r".to_owned() + &"#".repeat(999);
+        for _ in 0..100 {
+            append(&path, &step);
+            let (lines, taken) = read(&mut follower, false);
+            assert!(
+                lines.is_empty() && taken.progress.is_none(),
+                "no whole line yet"
+            );
+        }
+        append(&path, "\n");
+        let mut lines = Vec::new();
+        let taken = follower.read(false, &mut |line| lines.push(line));
+        assert_eq!(lines.len(), 1);
+        assert_eq!(lines[0].length, 100 * 1000);
+        assert_eq!(lines[0].text.len(), MAX_LINE_BYTES.min(100 * 1000));
+        assert_eq!(taken.progress.unwrap().offset, 6 + 100 * 1000 + 1);
     }
 }
