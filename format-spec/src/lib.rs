@@ -41,8 +41,8 @@ pub use aggregate::{
 };
 pub use lines::{
     decode_line, decode_marker_raw, encode_line, encode_line_into, encode_marker_line_into,
-    Checkpoint, Close, DecodeError, Dropped, EndReason, FileProgress, Footer, Gap, Line, Marker,
-    OpenInterval, RawMarker,
+    Checkpoint, Close, DecodeError, Dropped, EndReason, FileProgress, Footer, Gap, Ingest, Line,
+    Marker, OpenInterval, RawMarker,
 };
 pub use merge::{log_time, same_name_match, Batch, BatchEnd, Merger, Taken, TakenMarker};
 pub use meta::{

@@ -21,9 +21,7 @@ const READ_BYTES: u64 = 4 << 20;
 /// The file being read.
 struct Current {
     file: File,
-    dev: u64,
-    ino: u64,
-    handle: Option<String>,
+    identity: Identity,
     /// Where its next whole line starts: the checkpoint's offset.
     offset: u64,
     /// Where its next unread byte is; the bytes from `offset` to here are in `splitter`
@@ -31,14 +29,16 @@ struct Current {
     /// drawn with `\r`) is read once, not again from its start at every read.
     scanned: u64,
     splitter: LineSplitter,
+    /// Nothing more is read from it: read to its end by a recorder that ended.
+    done: bool,
 }
 
 /// Follows the log file at one path.
 pub struct LogFollower {
     path: PathBuf,
     current: Option<Current>,
-    /// Checkpoints to resume from: that of the file at the path, if any, is used.
-    resume: Vec<FileProgress>,
+    /// The checkpoint to resume from, when it is that of the file at the path.
+    resume: Option<FileProgress>,
     buffer: Vec<u8>,
 }
 
@@ -56,7 +56,7 @@ impl LogFollower {
         LogFollower {
             path: path.to_owned(),
             current: None,
-            resume: Vec::new(),
+            resume: None,
             buffer: vec![0; CHUNK_BYTES],
         }
     }
@@ -66,10 +66,21 @@ impl LogFollower {
         self.path.to_string_lossy().into_owned()
     }
 
-    /// Continues after an earlier reader's checkpoint. Given several (files that were at
-    /// the path in turn), the one of the file at the path when it is first read is used.
-    pub fn resume(&mut self, progress: &FileProgress) {
-        self.resume.push(progress.clone());
+    /// Continues after an earlier reader's checkpoint: of `checkpoints` (files that were at
+    /// the path in turn), that of the file now at the path, known by its device, inode and
+    /// handle whatever the path's spelling. Returns whether one is; a checkpoint `done`
+    /// leaves nothing to read.
+    pub fn resume(&mut self, checkpoints: &[FileProgress]) -> bool {
+        let identity = File::open(&self.path)
+            .ok()
+            .and_then(|file| Identity::of(&file));
+        self.resume = identity.and_then(|identity| {
+            checkpoints
+                .iter()
+                .find(|c| identity.is(&Identity::from(*c)))
+                .cloned()
+        });
+        self.resume.is_some()
     }
 
     /// Reads the whole lines written since the last read, handing each to `emit`; with
@@ -102,24 +113,20 @@ impl LogFollower {
 
     /// Starts following `file`: from the checkpoint when it is the file it names.
     fn open(&mut self, file: File) -> Option<Current> {
-        let metadata = file.metadata().ok()?;
-        let handle = handle_of(&file);
+        let identity = Identity::of(&file)?;
         let mut current = Current {
             file,
-            dev: metadata.dev(),
-            ino: metadata.ino(),
-            handle,
+            identity,
             offset: 0,
             scanned: 0,
             splitter: LineSplitter::default(),
+            done: false,
         };
-        let checkpoints = std::mem::take(&mut self.resume);
-        if let Some(checkpoint) = checkpoints
-            .iter()
-            .find(|c| current.is((c.dev, c.ino, c.handle.as_deref())))
-        {
+        let checkpoint = self.resume.take();
+        if let Some(checkpoint) = checkpoint.filter(|c| current.identity.is(&Identity::from(c))) {
             current.offset = checkpoint.offset;
             current.scanned = checkpoint.offset;
+            current.done = checkpoint.done;
         }
         Some(current)
     }
@@ -128,11 +135,11 @@ impl LogFollower {
         let current = self.current.as_ref()?;
         Some(FileProgress {
             name: self.name(),
-            dev: current.dev,
-            ino: current.ino,
-            handle: current.handle.clone(),
+            dev: current.identity.dev,
+            ino: current.identity.ino,
+            handle: current.identity.handle.clone(),
             offset: current.offset,
-            done: false,
+            done: current.done,
         })
     }
 
@@ -144,7 +151,7 @@ impl LogFollower {
         emit: &mut dyn FnMut(Captured),
         read: &mut FollowRead,
     ) {
-        let Some(current) = &mut self.current else {
+        let Some(current) = self.current.as_mut().filter(|c| !c.done) else {
             return;
         };
         let Ok(size) = current.file.metadata().map(|m| m.len()) else {
@@ -181,9 +188,46 @@ impl LogFollower {
         if take_unterminated && !read.more && current.scanned >= size {
             current.splitter.finish(&mut emit_line);
             current.offset = current.scanned;
+            current.done = true;
         }
-        if current.offset != start {
+        if current.offset != start || current.done {
             read.progress = self.progress();
+        }
+    }
+}
+
+/// A file as checkpoints know it.
+#[derive(Debug, PartialEq)]
+struct Identity {
+    dev: u64,
+    ino: u64,
+    handle: Option<String>,
+}
+
+impl Identity {
+    fn of(file: &File) -> Option<Identity> {
+        let metadata = file.metadata().ok()?;
+        Some(Identity {
+            dev: metadata.dev(),
+            ino: metadata.ino(),
+            handle: handle_of(file),
+        })
+    }
+
+    /// Whether `other` is the same file: only two handles tell files apart (a file system
+    /// may give none), as for marker files.
+    fn is(&self, other: &Identity) -> bool {
+        let handles_differ = matches!((&self.handle, &other.handle), (Some(a), Some(b)) if a != b);
+        (self.dev, self.ino) == (other.dev, other.ino) && !handles_differ
+    }
+}
+
+impl From<&FileProgress> for Identity {
+    fn from(progress: &FileProgress) -> Identity {
+        Identity {
+            dev: progress.dev,
+            ino: progress.ino,
+            handle: progress.handle.clone(),
         }
     }
 }
@@ -191,18 +235,7 @@ impl LogFollower {
 impl Current {
     /// Whether `file` (open at the path now) is the one being read.
     fn is_file(&self, file: &File) -> bool {
-        let Ok(metadata) = file.metadata() else {
-            return true;
-        };
-        self.is((metadata.dev(), metadata.ino(), handle_of(file).as_deref()))
-    }
-
-    /// Whether a file of this device, inode and handle is this one: only two handles tell
-    /// files apart (a file system may give none), as for marker files.
-    fn is(&self, (dev, ino, handle): (u64, u64, Option<&str>)) -> bool {
-        let handles_differ =
-            matches!((self.handle.as_deref(), handle), (Some(a), Some(b)) if a != b);
-        (dev, ino) == (self.dev, self.ino) && !handles_differ
+        Identity::of(file).is_none_or(|identity| self.identity.is(&identity))
     }
 }
 
@@ -264,14 +297,14 @@ mod tests {
         let (_, taken) = read(&mut first, false);
         append(&path, "three\n");
         let mut second = LogFollower::new(&path);
-        second.resume(taken.progress.as_ref().unwrap());
+        assert!(second.resume(&[taken.progress.clone().unwrap()]));
         assert_eq!(read(&mut second, true).0, ["three"]);
         std::fs::remove_file(&path).unwrap();
         append(&path, "new file\n");
         let mut third = LogFollower::new(&path);
         let mut gone = taken.progress.unwrap();
         gone.ino += 1; // another file than the checkpoint's
-        third.resume(&gone);
+        assert!(!third.resume(&[gone]));
         assert_eq!(read(&mut third, true).0, ["new file"]);
     }
 
@@ -313,5 +346,24 @@ mod tests {
         assert_eq!(lines[0].length, 100 * 1000);
         assert_eq!(lines[0].text.len(), MAX_LINE_BYTES.min(100 * 1000));
         assert_eq!(taken.progress.unwrap().offset, 6 + 100 * 1000 + 1);
+    }
+
+    #[test]
+    fn the_last_read_marks_the_file_done_and_a_done_checkpoint_leaves_nothing_to_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("live.log");
+        append(&path, "one\n");
+        let mut recorder = LogFollower::new(&path);
+        let (_, taken) = read(&mut recorder, false);
+        assert!(!taken.progress.unwrap().done);
+        append(&path, "two");
+        let (lines, taken) = read(&mut recorder, true);
+        assert_eq!(lines, ["two"]);
+        let last = taken.progress.unwrap();
+        assert!(last.done && last.offset == 7, "{last:?}");
+        append(&path, "\nafter the end\n");
+        let mut finalizer = LogFollower::new(&path);
+        assert!(finalizer.resume(&[last]));
+        assert_eq!(read(&mut finalizer, true).0, Vec::<String>::new());
     }
 }
