@@ -10,14 +10,15 @@ use crate::bounded::{serve_each, MAX_CONNECTIONS};
 use crate::error::DaemonError;
 use crate::logs::{complete_lines, read_complete};
 use crate::service::Shared;
-use std::io::Write;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use tc_profile_finalizer::{compact, Profile};
-use tc_profile_recorder::http::{read_request, ReadError, Request};
+use tc_profile_recorder::http::{
+    error_body, read_request, write_response, ReadError, Request, Response, JSON,
+};
 
 /// A live profiles server, stopped by [`LiveServer::stop`] or when dropped.
 pub struct LiveServer {
@@ -109,8 +110,6 @@ fn serve(listener: &TcpListener, source: Source, stop: &AtomicBool) {
         },
     );
 }
-
-const JSON: &str = "application/json";
 
 fn answer(mut stream: TcpStream, source: &Source) {
     // The body of a GET is not read: none is expected.
@@ -220,34 +219,17 @@ fn json(profile: &Profile) -> Vec<u8> {
     serde_json::to_vec(profile).unwrap_or_else(|e| unreachable!("serialize a profile: {e}"))
 }
 
-fn error_body(message: &str) -> Vec<u8> {
-    serde_json::json!({ "error": message })
-        .to_string()
-        .into_bytes()
-}
-
+/// Writes the answer, readable from any page's origin (the profiler's).
 fn respond(
     stream: &mut TcpStream,
     status: u16,
     content_type: &str,
     body: Vec<u8>,
 ) -> std::io::Result<()> {
-    let reason = match status {
-        200 => "OK",
-        400 => "Bad Request",
-        404 => "Not Found",
-        405 => "Method Not Allowed",
-        413 => "Request Entity Too Large",
-        431 => "Request Header Fields Too Large",
-        503 => "Service Unavailable",
-        _ => "Internal Server Error",
+    let response = Response {
+        status,
+        headers: &[("Access-Control-Allow-Origin", "*")],
+        body: Some((content_type, &body)),
     };
-    let head = format!(
-        "HTTP/1.1 {status} {reason}\r\nConnection: close\r\nAccess-Control-Allow-Origin: *\r\n\
-         Content-Type: {content_type}\r\nContent-Length: {}\r\n\r\n",
-        body.len()
-    );
-    stream.write_all(head.as_bytes())?;
-    stream.write_all(&body)?;
-    stream.flush()
+    write_response(stream, &response)
 }
