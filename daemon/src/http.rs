@@ -129,7 +129,6 @@ fn route(request: &Request, source: &Source) -> (u16, &'static str, Vec<u8>) {
         Ok(run) => run,
         Err(_) => return (400, JSON, error_body("run is a number")),
     };
-    let time = |name| request.query(name).and_then(|t| t.parse::<f64>().ok());
     let path = source.unalias(&request.path);
     let task = |suffix| {
         path.strip_prefix("/tasks/")
@@ -142,8 +141,9 @@ fn route(request: &Request, source: &Source) -> (u16, &'static str, Vec<u8>) {
             .task_log(task, run)
             .map(|log| ("application/x-ndjson", log))
     } else if let (Source::Daemon(shared), "/worker/profile.json") = (source, path.as_str()) {
-        shared
-            .worker_profile_now(time("since"), time("until"))
+        epoch_ms_query(request, "since")
+            .and_then(|since| Ok((since, epoch_ms_query(request, "until")?)))
+            .and_then(|(since, until)| shared.worker_profile_now(since, until))
             .map(|p| (JSON, json(&p)))
     } else {
         let help = format!("no such path: see `tc-profile {} --help`", source.verb());
@@ -212,6 +212,19 @@ impl Sidecar {
         Err(DaemonError::NotRecorded {
             task: task.to_owned(),
         })
+    }
+}
+
+/// The query's `name`, a time in epoch ms, if given.
+fn epoch_ms_query(request: &Request, name: &str) -> Result<Option<f64>, DaemonError> {
+    let Some(text) = request.query(name) else {
+        return Ok(None);
+    };
+    match text.parse::<f64>() {
+        Ok(time) if time.is_finite() => Ok(Some(time)),
+        _ => Err(DaemonError::Request(format!(
+            "{name}={text} is not a time: give epoch milliseconds, as {name}=1764590000000"
+        ))),
     }
 }
 
