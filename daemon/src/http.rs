@@ -10,14 +10,15 @@ use crate::bounded::{serve_each, MAX_CONNECTIONS};
 use crate::error::DaemonError;
 use crate::logs::{complete_lines, read_complete};
 use crate::service::Shared;
-use std::io::Write;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use tc_profile_finalizer::{compact, Profile};
-use tc_profile_recorder::http::{read_request, ReadError, Request};
+use tc_profile_recorder::http::{
+    error_body, read_request, write_response, ReadError, Request, Response, JSON,
+};
 
 /// A live profiles server, stopped by [`LiveServer::stop`] or when dropped.
 pub struct LiveServer {
@@ -110,8 +111,6 @@ fn serve(listener: &TcpListener, source: Source, stop: &AtomicBool) {
     );
 }
 
-const JSON: &str = "application/json";
-
 fn answer(mut stream: TcpStream, source: &Source) {
     // The body of a GET is not read: none is expected.
     let (status, content_type, body) = match read_request(&mut stream, 0) {
@@ -130,7 +129,6 @@ fn route(request: &Request, source: &Source) -> (u16, &'static str, Vec<u8>) {
         Ok(run) => run,
         Err(_) => return (400, JSON, error_body("run is a number")),
     };
-    let time = |name| request.query(name).and_then(|t| t.parse::<f64>().ok());
     let path = source.unalias(&request.path);
     let task = |suffix| {
         path.strip_prefix("/tasks/")
@@ -143,8 +141,9 @@ fn route(request: &Request, source: &Source) -> (u16, &'static str, Vec<u8>) {
             .task_log(task, run)
             .map(|log| ("application/x-ndjson", log))
     } else if let (Source::Daemon(shared), "/worker/profile.json") = (source, path.as_str()) {
-        shared
-            .worker_profile_now(time("since"), time("until"))
+        epoch_ms_query(request, "since")
+            .and_then(|since| Ok((since, epoch_ms_query(request, "until")?)))
+            .and_then(|(since, until)| shared.worker_profile_now(since, until))
             .map(|p| (JSON, json(&p)))
     } else {
         let help = format!("no such path: see `tc-profile {} --help`", source.verb());
@@ -216,38 +215,34 @@ impl Sidecar {
     }
 }
 
+/// The query's `name`, a time in epoch ms, if given.
+fn epoch_ms_query(request: &Request, name: &str) -> Result<Option<f64>, DaemonError> {
+    let Some(text) = request.query(name) else {
+        return Ok(None);
+    };
+    match text.parse::<f64>() {
+        Ok(time) if time.is_finite() => Ok(Some(time)),
+        _ => Err(DaemonError::Request(format!(
+            "{name}={text} is not a time: give epoch milliseconds, as {name}=1764590000000"
+        ))),
+    }
+}
+
 fn json(profile: &Profile) -> Vec<u8> {
     serde_json::to_vec(profile).unwrap_or_else(|e| unreachable!("serialize a profile: {e}"))
 }
 
-fn error_body(message: &str) -> Vec<u8> {
-    serde_json::json!({ "error": message })
-        .to_string()
-        .into_bytes()
-}
-
+/// Writes the answer, readable from any page's origin (the profiler's).
 fn respond(
     stream: &mut TcpStream,
     status: u16,
     content_type: &str,
     body: Vec<u8>,
 ) -> std::io::Result<()> {
-    let reason = match status {
-        200 => "OK",
-        400 => "Bad Request",
-        404 => "Not Found",
-        405 => "Method Not Allowed",
-        413 => "Request Entity Too Large",
-        431 => "Request Header Fields Too Large",
-        503 => "Service Unavailable",
-        _ => "Internal Server Error",
+    let response = Response {
+        status,
+        headers: &[("Access-Control-Allow-Origin", "*")],
+        body: Some((content_type, &body)),
     };
-    let head = format!(
-        "HTTP/1.1 {status} {reason}\r\nConnection: close\r\nAccess-Control-Allow-Origin: *\r\n\
-         Content-Type: {content_type}\r\nContent-Length: {}\r\n\r\n",
-        body.len()
-    );
-    stream.write_all(head.as_bytes())?;
-    stream.write_all(&body)?;
-    stream.flush()
+    write_response(stream, &response)
 }

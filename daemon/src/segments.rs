@@ -1,7 +1,9 @@
 //! The machine, recorded by one ordinary [`Recorder`] at a time into a chain of logs
 //! (`segments/machine-<epoch ms>-<pid>.jsonl`): rotation starts the next segment's
 //! recorder before it finishes the old one, so each segment is valid and crash-safe on
-//! its own and no gap opens between two; retention deletes the oldest finished ones.
+//! its own and no gap opens between two; retention deletes the oldest finished ones. A
+//! finished segment no longer changes: the directory is listed and each stated once, at
+//! start, and only the segment being written is stated after that.
 
 use crate::config::Retain;
 use crate::error::DaemonError;
@@ -24,40 +26,59 @@ pub struct Segment {
     pub start: f64,
 }
 
-/// The segment being written.
+/// A finished segment and its size.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Finished {
+    pub segment: Segment,
+    pub bytes: u64,
+}
+
+/// The segment being written, and the finished ones.
 pub struct Segments {
     dir: PathBuf,
     interval: Duration,
     recorder: Recorder,
-    path: PathBuf,
+    current: Segment,
     started: Instant,
+    /// Oldest first.
+    finished: Vec<Finished>,
 }
 
 impl Segments {
     pub fn start(dir: &Path, interval: Duration) -> Result<Segments, DaemonError> {
         std::fs::create_dir_all(dir).map_err(DaemonError::state(dir))?;
-        let (recorder, path) = start_segment(dir, interval)?;
+        let finished = list(dir)?.into_iter().map(Finished::of).collect();
+        let (recorder, current) = start_segment(dir, interval)?;
         Ok(Segments {
             dir: dir.to_owned(),
             interval,
             recorder,
-            path,
+            current,
             started: Instant::now(),
+            finished,
         })
     }
 
     /// Starts the next segment once this one is old or large enough.
     pub fn rotate_if_due(&mut self) -> Result<(), DaemonError> {
-        let size = std::fs::metadata(&self.path).map_or(0, |m| m.len());
+        let size = std::fs::metadata(&self.current.path).map_or(0, |m| m.len());
         if self.started.elapsed() < SEGMENT_AGE && size < SEGMENT_BYTES {
             return Ok(());
         }
-        let (recorder, path) = start_segment(&self.dir, self.interval)?;
+        let (recorder, current) = start_segment(&self.dir, self.interval)?;
         let old = std::mem::replace(&mut self.recorder, recorder);
-        self.path = path;
+        let old_segment = std::mem::replace(&mut self.current, current);
         self.started = Instant::now();
-        drop(old.finish(EndReason::Stopped)?);
+        let result = old.finish(EndReason::Stopped);
+        self.finished.push(Finished::of(old_segment));
+        drop(result?);
         Ok(())
+    }
+
+    /// Deletes the oldest finished segments beyond `retain` (see [`apply_retention`]).
+    pub fn apply_retention(&mut self, retain: Retain, needed_from: f64, now: f64) -> usize {
+        let current_start = self.current.start;
+        apply_retention(&mut self.finished, current_start, retain, needed_from, now)
     }
 
     pub fn finish(self) -> Result<(), DaemonError> {
@@ -66,19 +87,27 @@ impl Segments {
     }
 }
 
-fn start_segment(dir: &Path, interval: Duration) -> Result<(Recorder, PathBuf), DaemonError> {
-    let path = dir.join(format!(
-        "machine-{}-{}.jsonl",
-        epoch_ms() as u64,
-        std::process::id()
-    ));
+impl Finished {
+    fn of(segment: Segment) -> Finished {
+        let bytes = std::fs::metadata(&segment.path).map_or(0, |m| m.len());
+        Finished { segment, bytes }
+    }
+}
+
+fn start_segment(dir: &Path, interval: Duration) -> Result<(Recorder, Segment), DaemonError> {
+    let start = epoch_ms() as u64;
+    let path = dir.join(format!("machine-{start}-{}.jsonl", std::process::id()));
     let mut config = RecorderConfig::new(path.clone());
     config.interval = interval;
     config.sync = SyncPolicy::interval(interval);
     config.task = TaskInfo::default();
     config.statsd = None;
     config.influx = false;
-    Ok((Recorder::start(config)?, path))
+    let segment = Segment {
+        path,
+        start: start as f64,
+    };
+    Ok((Recorder::start(config)?, segment))
 }
 
 /// The segments in `dir`, oldest first.
@@ -115,27 +144,46 @@ pub fn overlapping(segments: &[Segment], start: f64, end: f64) -> Vec<PathBuf> {
         .collect()
 }
 
-/// Deletes the oldest segments beyond `retain`, never the one being written nor one that
-/// reaches past `needed_from` (epoch ms: the start of the oldest open task); returns how
-/// many were deleted.
-pub fn apply_retention(segments: &[Segment], retain: Retain, needed_from: f64, now: f64) -> usize {
-    let ends = segments.iter().skip(1).map(|s| s.start);
-    let finished: Vec<(&Segment, f64)> = segments.iter().zip(ends).collect();
+/// Deletes the oldest of `finished` beyond `retain`, each reaching until the next starts
+/// (the last until `current_start`), never one that reaches past `needed_from` (epoch ms:
+/// the start of the oldest open task), and forgets them; returns how many were deleted.
+pub fn apply_retention(
+    finished: &mut Vec<Finished>,
+    current_start: f64,
+    retain: Retain,
+    needed_from: f64,
+    now: f64,
+) -> usize {
+    let ends: Vec<f64> = finished
+        .iter()
+        .skip(1)
+        .map(|f| f.segment.start)
+        .chain([current_start])
+        .collect();
     let mut kept_bytes = 0_u64;
-    let mut deleted = 0;
+    let mut gone = vec![false; finished.len()];
     // Newest first, so that a size budget keeps the most recent.
-    for (segment, end) in finished.into_iter().rev() {
-        let size = std::fs::metadata(&segment.path).map_or(0, |m| m.len());
-        kept_bytes += size;
+    for (index, end) in ends.into_iter().enumerate().rev() {
+        let Finished { segment, bytes } = &finished[index];
+        kept_bytes += bytes;
         let beyond = match retain {
             Retain::Age(age) => now - end > age.as_secs_f64() * 1000.0,
             Retain::Size(bytes) => kept_bytes > bytes,
         };
-        if beyond && end < needed_from && std::fs::remove_file(&segment.path).is_ok() {
-            deleted += 1;
-        }
+        gone[index] = beyond && end < needed_from && remove(&segment.path);
     }
+    let deleted = gone.iter().filter(|&&gone| gone).count();
+    let mut gone = gone.into_iter();
+    finished.retain(|_| !gone.next().unwrap_or(false));
     deleted
+}
+
+/// Removes a segment; whether it is gone (removed by someone else included).
+fn remove(path: &Path) -> bool {
+    match std::fs::remove_file(path) {
+        Ok(()) => true,
+        Err(error) => error.kind() == std::io::ErrorKind::NotFound,
+    }
 }
 
 #[cfg(test)]
@@ -163,23 +211,55 @@ mod tests {
         assert_eq!(picked.len(), 3);
     }
 
+    fn finished_at(dir: &Path, starts: &[u64]) -> Vec<Finished> {
+        segments_at(dir, starts)
+            .into_iter()
+            .map(Finished::of)
+            .collect()
+    }
+
+    fn starts(finished: &[Finished]) -> Vec<f64> {
+        finished.iter().map(|f| f.segment.start).collect()
+    }
+
     #[test]
     fn retention_keeps_the_current_segment_and_what_an_open_task_needs() {
         let dir = tempfile::tempdir().unwrap();
-        let segments = segments_at(dir.path(), &[1000, 2000, 3000, 4000]);
-        // 150 bytes: only the newest finished segment fits; the current is never counted
-        // out. An open task began at 2500: the segment 2000..3000 stays.
-        let deleted = apply_retention(&segments, Retain::Size(150), 2500.0, 5000.0);
+        let mut finished = finished_at(dir.path(), &[1000, 2000, 3000]);
+        // 150 bytes: only the newest finished segment fits; the current (from 4000) is
+        // not counted. An open task began at 2500: the segment 2000..3000 stays.
+        let deleted = apply_retention(&mut finished, 4000.0, Retain::Size(150), 2500.0, 5000.0);
         assert_eq!(deleted, 1);
+        assert_eq!(starts(&finished), [2000.0, 3000.0]);
         let left: Vec<f64> = list(dir.path()).unwrap().iter().map(|s| s.start).collect();
-        assert_eq!(left, [2000.0, 3000.0, 4000.0]);
-        let deleted = apply_retention(
-            &list(dir.path()).unwrap(),
-            Retain::Age(Duration::from_secs(1)),
-            f64::INFINITY,
-            5000.0,
-        );
+        assert_eq!(left, [2000.0, 3000.0]);
+        let age = Retain::Age(Duration::from_secs(1));
+        let deleted = apply_retention(&mut finished, 4000.0, age, f64::INFINITY, 5000.0);
         // Ended at 3000 and 4000: only the first is over a second old at 5000.
         assert_eq!(deleted, 1);
+        assert_eq!(starts(&finished), [3000.0]);
+    }
+
+    #[test]
+    fn retention_counts_the_sizes_known_and_forgets_a_segment_removed_by_someone_else() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut finished = finished_at(dir.path(), &[1000, 2000, 3000]);
+        // Finished segments do not change: their sizes are not read again.
+        std::fs::write(&finished[2].segment.path, vec![b'x'; 1000]).unwrap();
+        std::fs::remove_file(&finished[0].segment.path).unwrap();
+        let deleted = apply_retention(&mut finished, 4000.0, Retain::Size(250), 0.0, 5000.0);
+        assert_eq!(
+            (deleted, starts(&finished)),
+            (0, vec![1000.0, 2000.0, 3000.0])
+        );
+        let needed_from = f64::INFINITY;
+        let deleted = apply_retention(
+            &mut finished,
+            4000.0,
+            Retain::Size(250),
+            needed_from,
+            5000.0,
+        );
+        assert_eq!((deleted, starts(&finished)), (1, vec![2000.0, 3000.0]));
     }
 }

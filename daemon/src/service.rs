@@ -5,15 +5,14 @@ use crate::config::DaemonConfig;
 use crate::error::DaemonError;
 use crate::logs::{complete_lines, epoch_ms};
 use crate::protocol::{Reply, Request};
-use crate::segments::{self, Segments};
+use crate::segments::Segments;
 use crate::state::{EndedTask, Followed, OpenTask, StateFiles};
 use crate::tasks::{self, check_task_id};
 use crate::worker;
-use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
-use tc_profile_finalizer::{write_atomically, Compression, Profile};
+use tc_profile_finalizer::Profile;
 use tc_profile_recorder::Recorder;
 
 /// A task being recorded.
@@ -123,6 +122,12 @@ impl Shared {
         check_task_id(task)?;
         self.end_timed_out();
         let mut inner = self.lock();
+        if inner.ending.iter().any(|open| open.is(task, run)) {
+            return Err(DaemonError::Request(format!(
+                "task {task} run {run} is ending: its profile is being written; wait for its \
+                 `task end` to answer, then start it again"
+            )));
+        }
         if let Some(running) = inner.tasks.iter_mut().find(|r| r.open.is(task, run)) {
             let attached = self.attach(running, follow);
             let dir = running.open.profile_dir.clone();
@@ -320,24 +325,18 @@ impl Shared {
     /// Rotates the machine's segment when due, and applies the retention.
     pub fn housekeeping(&self) {
         let mut inner = self.lock();
+        let needed_from = inner
+            .open()
+            .iter()
+            .map(|open| open.start_time)
+            .fold(f64::INFINITY, f64::min);
         let Some(segments) = &mut inner.segments else {
             return;
         };
         if let Err(error) = segments.rotate_if_due() {
             warn(&error);
         }
-        let needed_from = inner
-            .open()
-            .iter()
-            .map(|open| open.start_time)
-            .fold(f64::INFINITY, f64::min);
-        drop(inner);
-        match segments::list(&self.segments_dir()) {
-            Ok(list) => {
-                segments::apply_retention(&list, self.config.retain, needed_from, epoch_ms());
-            }
-            Err(error) => warn(&error),
-        }
+        segments.apply_retention(self.config.retain, needed_from, epoch_ms());
     }
 
     /// Ends every part and the segment; the tasks stay open in the state file.
@@ -359,17 +358,12 @@ impl Shared {
 
 /// Writes a profile atomically, compressed by its name (`.gz`, `.zst`).
 pub fn write_profile(path: &Path, profile: &Profile) -> Result<(), DaemonError> {
-    let compression = Compression::for_output(path);
-    write_atomically(path, |out| {
-        compression.encode(out, |out| {
-            serde_json::to_writer(out, profile).map_err(io::Error::other)
+    tc_profile_finalizer::write_profile(path, profile)
+        .map(drop)
+        .map_err(|source| DaemonError::Write {
+            path: path.to_owned(),
+            source,
         })
-    })
-    .map(drop)
-    .map_err(|source| DaemonError::Write {
-        path: path.to_owned(),
-        source,
-    })
 }
 
 fn not_open(task: &str, run: u32) -> DaemonError {
@@ -394,4 +388,47 @@ fn remove_task_files(open: &OpenTask) {
 /// the service's log.
 pub fn warn(error: &DaemonError) {
     eprintln!("tc-profile daemon: warning: {error}");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_start_of_a_task_being_ended_says_so_and_what_to_do() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = dir.path().to_owned();
+        let ending = OpenTask {
+            task: "t1".to_owned(),
+            run: 0,
+            profile_dir: state.join("profiles/t1-0"),
+            created_dir: true,
+            follow: None,
+            parts: vec![state.join("tasks/t1-0-0.jsonl")],
+            start_time: epoch_ms(),
+        };
+        let shared = Shared {
+            config: DaemonConfig::new(state.clone(), state.join("socket")),
+            files: StateFiles::new(&state),
+            inner: Mutex::new(Inner {
+                segments: None,
+                tasks: Vec::new(),
+                ending: vec![ending],
+            }),
+        };
+        let reply = shared.handle(Request::TaskStart {
+            task: "t1".to_owned(),
+            run: 0,
+            profile_dir: None,
+            pid: None,
+            cgroup: None,
+        });
+        let Reply::Error { error } = reply else {
+            panic!("{reply:?}");
+        };
+        assert!(
+            error.contains("is ending") && error.contains("wait"),
+            "{error}"
+        );
+    }
 }

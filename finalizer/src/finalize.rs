@@ -1,11 +1,10 @@
 //! Finalizing one log: lock it, read it through the lock, merge the marker files it did
 //! not take, compact, write the profile atomically, and only then remove the log.
 
-use crate::compression::Compression;
 use crate::input::{self, ProgressFn};
 use crate::lock_holder::LockHolder;
 use crate::markers::{merge_profile_dir, profile_dir_of};
-use crate::output::{self, names_file, write_atomically};
+use crate::output::{self, names_file, write_profile};
 use crate::problems::Problems;
 use crate::profile::{compact, Compaction, Profile};
 use crate::reader::{read_log, Damage, ReadError, Recording};
@@ -311,16 +310,11 @@ pub fn finalize_locked(
         .extend(options.unwritten_gaps.iter().cloned());
     let (profile, compaction) = compact(recording);
     let marker_problems = compaction.marker_problems.clone();
-    let compression = Compression::for_output(&output);
-    let bytes_written = write_atomically(&output, |out| {
-        compression.encode(out, |out| {
-            serde_json::to_writer(out, &profile).map_err(io::Error::other)
-        })
-    })
-    .map_err(|source| FinalizeError::Write {
-        path: output.clone(),
-        source,
-    })?;
+    let bytes_written =
+        write_profile(&output, &profile).map_err(|source| FinalizeError::Write {
+            path: output.clone(),
+            source,
+        })?;
     let remove = !options.keep_log && names_file(log, &locked.file);
     if remove {
         output::remove_durably(log).map_err(|source| FinalizeError::RemoveLog {

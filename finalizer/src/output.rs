@@ -3,7 +3,10 @@
 //! whole new one under the final name, never a part. The temporary file has one name per
 //! output and is locked while written: a killed writer's leftover is taken over by the
 //! next, so leftovers never pile up, and two writers of one output never mix their bytes.
+//! A profile goes through [`write_profile`]: JSON, compressed by the name's extension.
 
+use crate::compression::Compression;
+use serde::Serialize;
 use std::fs::{self, File, OpenOptions, TryLockError};
 use std::io::{self, BufWriter, Write};
 use std::os::unix::fs::MetadataExt;
@@ -34,6 +37,17 @@ pub fn write_atomically(
         let _ = fs::remove_file(&temporary);
     }
     result
+}
+
+/// Writes `profile` as JSON to `path` atomically, compressed by the name (`.gz`, `.zst`);
+/// returns the bytes written.
+pub fn write_profile(path: &Path, profile: &impl Serialize) -> io::Result<u64> {
+    let compression = Compression::for_output(path);
+    write_atomically(path, |out| {
+        compression.encode(out, |out| {
+            serde_json::to_writer(out, profile).map_err(io::Error::other)
+        })
+    })
 }
 
 /// Opens and locks the temporary file, a leftover of a killed writer included.
@@ -106,5 +120,31 @@ impl<W: Write> Write for CountingWriter<W> {
 
     fn flush(&mut self) -> io::Result<()> {
         self.inner.flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compression::decompressed;
+    use std::io::{BufReader, Read};
+
+    #[test]
+    fn a_profile_is_compressed_by_its_name_and_reads_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let profile = serde_json::json!({"meta": {"version": 1}});
+        for name in ["p.json", "p.json.gz", "p.json.zst"] {
+            let path = dir.path().join(name);
+            let written = write_profile(&path, &profile).unwrap();
+            let bytes = fs::read(&path).unwrap();
+            assert_eq!(written, bytes.len() as u64, "{name}");
+            assert_eq!(bytes.starts_with(b"{"), name == "p.json", "{name}");
+            let mut text = String::new();
+            decompressed(BufReader::new(bytes.as_slice()))
+                .unwrap()
+                .read_to_string(&mut text)
+                .unwrap();
+            assert_eq!(text, profile.to_string(), "{name}");
+        }
     }
 }

@@ -105,8 +105,13 @@ pub struct Recording {
     pub schemas: Vec<Map<String, Value>>,
     /// What was dropped from marker files.
     pub problems: Problems,
-    /// The lines of a batch without its checkpoint (the recorder was cut off writing it).
+    /// The lines of a batch of marker files without its checkpoint (the recorder was cut
+    /// off writing it).
     pub unfinished_batch: Option<Vec<Read>>,
+    /// The same of a batch of the task's log file, which is kept apart: that file is read
+    /// again from the checkpoint before it (`task_log.rs`), the batch used only when it
+    /// cannot be.
+    pub unfinished_task_log_batch: Option<Vec<Read>>,
     /// The largest `open` id seen.
     pub max_open_id: u64,
 }
@@ -202,19 +207,39 @@ fn decode(bytes: &[u8]) -> Result<Read, DecodeError> {
 impl Recording {
     /// Takes a line in log order: lines of a batch wait for its checkpoint.
     fn take(&mut self, read: Read) -> Result<(), DropReason> {
-        match (read, &mut self.unfinished_batch) {
-            // A batch never checkpointed (its write failed) is not used.
-            (Read::Line(Line::Ingest), batch) => *batch = Some(Vec::new()),
-            (Read::Line(Line::Checkpoint(checkpoint)), batch) => {
-                for read in batch.take().unwrap_or_default() {
+        match read {
+            Read::Line(Line::Ingest(ingest)) => {
+                // A batch never checkpointed (its write failed) is not used.
+                self.unfinished_batch = None;
+                self.unfinished_task_log_batch = None;
+                let batch = match ingest.task_log {
+                    true => &mut self.unfinished_task_log_batch,
+                    false => &mut self.unfinished_batch,
+                };
+                *batch = Some(Vec::new());
+            }
+            Read::Line(Line::Checkpoint(checkpoint)) => {
+                let batch = self
+                    .unfinished_batch
+                    .take()
+                    .or(self.unfinished_task_log_batch.take());
+                for read in batch.unwrap_or_default() {
                     self.apply_read(read)?;
                 }
                 for file in checkpoint.files {
                     self.progress.insert((file.dev, file.ino), file);
                 }
             }
-            (read, Some(batch)) => batch.push(read),
-            (read, None) => self.apply_read(read)?,
+            read => {
+                match self
+                    .unfinished_batch
+                    .as_mut()
+                    .or(self.unfinished_task_log_batch.as_mut())
+                {
+                    Some(batch) => batch.push(read),
+                    None => self.apply_read(read)?,
+                }
+            }
         }
         Ok(())
     }
@@ -222,7 +247,19 @@ impl Recording {
     /// Uses the lines of the batch that has no checkpoint, when its marker files cannot
     /// be read again.
     pub fn use_unfinished_batch(&mut self) {
-        for read in self.unfinished_batch.take().unwrap_or_default() {
+        let reads = self.unfinished_batch.take();
+        self.use_reads(reads);
+    }
+
+    /// Uses the lines of the task log's batch that has no checkpoint, when its file cannot
+    /// be read again.
+    pub fn use_unfinished_task_log_batch(&mut self) {
+        let reads = self.unfinished_task_log_batch.take();
+        self.use_reads(reads);
+    }
+
+    fn use_reads(&mut self, reads: Option<Vec<Read>>) {
+        for read in reads.unwrap_or_default() {
             // Only extra header lines are refused, and a batch holds none.
             let _ = self.apply_read(read);
         }
@@ -266,7 +303,7 @@ impl Recording {
             }
             Line::Schema(schema) => self.schemas.push(schema),
             Line::Dropped(dropped) => self.problems.add(&dropped),
-            Line::Ingest | Line::Checkpoint(_) => {}
+            Line::Ingest(_) | Line::Checkpoint(_) => {}
             Line::Footer(footer) => {
                 self.see(footer.end_time);
                 self.footer = Some(footer);

@@ -3,10 +3,9 @@
 //! checkpoint, so that each line is in the profile once; or a finished log added whole,
 //! aligned by its timestamps, to a log or a finished profile (`add-log`).
 
-use crate::compression::Compression;
 use crate::input::{read_input, Input, InputError};
-use crate::output::write_atomically;
-use crate::profile::{compact, Profile};
+use crate::output::write_profile;
+use crate::profile::compact;
 use crate::reader::Recording;
 use serde_json::{Map, Value};
 use std::io;
@@ -34,14 +33,29 @@ pub fn task_log_of(recording: &Recording) -> Option<PathBuf> {
 }
 
 /// Adds the lines of the log file at `path` to the recording: from the recorder's last
-/// checkpoint when it followed this very file, else all of them. Returns the lines added.
+/// checkpoint when it followed this very file (whatever the path's spelling), none when it
+/// read it to its end, else all of them. Returns the lines added. The batch the recorder
+/// was cut off writing is used only when the file cannot be read again.
 pub fn merge_task_log(recording: &mut Recording, path: &Path) -> io::Result<usize> {
     let end = recording
         .footer
         .as_ref()
         .map_or(recording.last_time, |footer| footer.end_time);
-    let checkpoints: Vec<FileProgress> = recording.progress.values().cloned().collect();
-    let markers = log_markers(&mut recording.meta, path, &checkpoints, end)?;
+    let followed = task_log_of(recording);
+    let checkpoints: Vec<FileProgress> = recording
+        .progress
+        .values()
+        .filter(|c| followed.as_deref() == Some(Path::new(&c.name)))
+        .cloned()
+        .collect();
+    let markers = match log_markers(&mut recording.meta, path, &checkpoints, end) {
+        Ok(markers) => markers,
+        Err(error) => {
+            recording.use_unfinished_task_log_batch();
+            return Err(error);
+        }
+    };
+    recording.unfinished_task_log_batch = None;
     let added = markers.len();
     for marker in markers {
         // A marker is never refused: only a second header line is.
@@ -71,20 +85,11 @@ pub fn add_log(input: &Path, log_file: &Path, output: &Path) -> Result<usize, Ad
             (profile, added)
         }
     };
-    write_profile(&profile, output).map_err(|source| AddLogError::Write {
+    write_profile(output, &profile).map_err(|source| AddLogError::Write {
         path: output.to_owned(),
         source,
     })?;
     Ok(added)
-}
-
-fn write_profile(profile: &Profile, output: &Path) -> io::Result<u64> {
-    let compression = Compression::for_output(output);
-    write_atomically(output, |out| {
-        compression.encode(out, |out| {
-            serde_json::to_writer(out, profile).map_err(io::Error::other)
-        })
-    })
 }
 
 /// The `Log` markers of the log file at `path`, from the checkpoint of the file now at the
@@ -99,12 +104,7 @@ fn log_markers(
 ) -> io::Result<Vec<Marker>> {
     std::fs::File::open(path)?;
     let mut follower = LogFollower::new(&std::path::absolute(path)?);
-    let name = follower.name();
-    let mut resumed = false;
-    for checkpoint in checkpoints.iter().filter(|c| c.name == name) {
-        follower.resume(checkpoint);
-        resumed = true;
-    }
+    let resumed = follower.resume(checkpoints);
     let mut placement = Placement {
         start_epoch_ms: meta.get("startTime").and_then(Value::as_f64).unwrap_or(0.0),
         latest: end,

@@ -123,7 +123,7 @@ fn log(events: &[(u16, Event)], footer: bool) -> (Vec<u8>, usize) {
                 names,
                 checkpointed,
             } => {
-                lines.push(Line::Ingest);
+                lines.push(Line::Ingest(Default::default()));
                 for name in names {
                     lines.push(Line::Marker(
                         Marker::instant(NAMES[*name], time).with_category(1),

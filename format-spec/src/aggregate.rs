@@ -9,7 +9,7 @@ use crate::scope::MetricScopes;
 use crate::Marker;
 use serde_json::{json, Map, Value};
 use std::collections::hash_map::{DefaultHasher, Entry};
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::hash::{Hash, Hasher};
 
 /// The longest series name, prefix excluded, after sanitizing.
@@ -459,23 +459,22 @@ pub fn sanitize_name(name: &str) -> Option<String> {
 /// `,` and space; everything else becomes `_`. None when over [`MAX_TAGS`] or
 /// [`MAX_TAG_BYTES`].
 fn sanitize_tags(tags: &[(String, String)]) -> Option<String> {
-    if tags.len() > MAX_TAGS {
+    let too_long = |(key, value): &(String, String)| key.len() + value.len() + 1 > MAX_TAG_BYTES;
+    if tags.len() > MAX_TAGS || tags.iter().any(too_long) {
         return None;
     }
-    let mut sorted: Vec<(String, String)> = Vec::with_capacity(tags.len());
-    for (key, value) in tags {
-        if key.len() + value.len() + 1 > MAX_TAG_BYTES {
-            return None;
-        }
-        let (key, value) = sanitize_tag(key, value);
-        if key.is_empty() {
-            continue;
-        }
-        sorted.retain(|(k, _)| *k != key);
-        sorted.push((key, value));
-    }
-    sorted.sort();
-    Some(metric::join_tags(&sorted))
+    let sanitized = tags.iter().map(|(key, value)| sanitize_tag(key, value));
+    Some(metric::join_tags(&sorted_tags(sanitized)))
+}
+
+/// Tags sorted by key, a key given twice keeping its last value, a tag whose key is empty
+/// (nothing of it was left by [`sanitize_tag`]) left out.
+pub fn sorted_tags(tags: impl IntoIterator<Item = (String, String)>) -> Vec<(String, String)> {
+    let by_key: BTreeMap<String, String> = tags
+        .into_iter()
+        .filter(|(key, _)| !key.is_empty())
+        .collect();
+    by_key.into_iter().collect()
 }
 
 /// One tag as [`sanitize_tags`] keeps it (the key may come out empty: such a tag is left

@@ -22,8 +22,9 @@ pub enum Line {
     Footer(Footer),
     /// A span in which lines could not be written or made durable (ours).
     Gap(Gap),
-    /// Starts a batch of lines taken from marker files (ours); its `checkpoint` ends it.
-    Ingest,
+    /// Starts a batch of lines taken from marker files or the task's log file (ours); its
+    /// `checkpoint` ends it.
+    Ingest(Ingest),
     /// Ends a batch: how far each file it read has been taken (ours).
     Checkpoint(Checkpoint),
     /// What a batch dropped from one marker file, and why (ours).
@@ -169,6 +170,20 @@ pub struct FileProgress {
     /// Nothing more is read from this file (rejected, truncated, or over its cap).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub done: bool,
+}
+
+/// The line that opens a batch.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Ingest {
+    /// The batch is of the task's log file: without its checkpoint it is never used, since
+    /// the file itself is read again from the checkpoint before it (marker files' batches
+    /// are used when their directory cannot be read again).
+    #[serde(
+        rename = "taskLog",
+        default,
+        skip_serializing_if = "std::ops::Not::not"
+    )]
+    pub task_log: bool,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]

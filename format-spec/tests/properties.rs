@@ -7,7 +7,7 @@ use serde_json::{Map, Number, Value};
 use tc_profile_format::marker_file::Problem;
 use tc_profile_format::{
     decode_line, encode_line, Checkpoint, Close, Dropped, EndReason, FileProgress, Footer, Gap,
-    Line, Marker, OpenInterval,
+    Ingest, Line, Marker, OpenInterval,
 };
 
 fn time() -> impl Strategy<Value = f64> {
@@ -143,7 +143,7 @@ fn line() -> impl Strategy<Value = Line> {
                 reason,
             })
         ),
-        Just(Line::Ingest),
+        any::<bool>().prop_map(|task_log| Line::Ingest(Ingest { task_log })),
         prop::collection::vec(progress(), 0..4)
             .prop_map(|files| Line::Checkpoint(Checkpoint { files })),
         (any::<String>(), problem(), any::<u64>(), any::<u64>()).prop_map(

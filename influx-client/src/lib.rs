@@ -44,12 +44,15 @@ impl Credentials {
     }
 }
 
-/// Where to write: a base URL (`https://influx.example.com:8086`) and a database.
+/// Where to write: a base URL (`https://influx.example.com:8086`) and a database; and the
+/// HTTP agent every write to it goes through, so that writes reuse its connections (a
+/// clone shares them).
 #[derive(Clone, Debug)]
 pub struct InfluxTarget {
     url: String,
     database: String,
     credentials: Option<Credentials>,
+    agent: ureq::Agent,
 }
 
 impl InfluxTarget {
@@ -78,10 +81,15 @@ impl InfluxTarget {
         if authority.is_empty() {
             return Err(bad("it names no host"));
         }
+        let agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .build()
+            .into();
         Ok(InfluxTarget {
             url: url.trim_end_matches('/').to_owned(),
             database: database.to_owned(),
             credentials,
+            agent,
         })
     }
 
@@ -184,17 +192,16 @@ pub fn write_influx(
     precision: Precision,
     retry: Retry,
 ) -> Result<u32, WriteError> {
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .timeout_global(Some(retry.attempt_timeout))
-        .build()
-        .into();
     let endpoint = format!("{}/write", target.url);
     let mut backoff = retry.first_backoff;
     let mut reason = String::new();
     for attempt in 1..=retry.attempts.max(1) {
-        let mut request = agent
+        let mut request = target
+            .agent
             .post(&endpoint)
+            .config()
+            .timeout_global(Some(retry.attempt_timeout))
+            .build()
             .query("db", &target.database)
             .query("precision", precision.query())
             .content_type("text/plain; charset=utf-8");
@@ -333,5 +340,61 @@ mod tests {
         };
         let target = InfluxTarget::new("http://h", "db", Some(credentials)).unwrap();
         assert!(!format!("{target:?}").contains("hunter2"));
+    }
+
+    #[test]
+    fn writes_to_one_target_reuse_its_connection() {
+        use std::io::{BufRead, BufReader, Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let server = std::thread::spawn(move || {
+            let mut requests_by_connection = Vec::new();
+            for stream in listener.incoming() {
+                let stream = stream.unwrap();
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut writer = stream;
+                let mut requests = 0;
+                loop {
+                    let mut length = 0;
+                    let mut line = String::new();
+                    while reader.read_line(&mut line).unwrap_or(0) > 0 && line != "\r\n" {
+                        let lower = line.to_ascii_lowercase();
+                        if let Some(value) = lower.strip_prefix("content-length:") {
+                            length = value.trim().parse().unwrap();
+                        }
+                        line.clear();
+                    }
+                    if line != "\r\n" {
+                        break; // the client closed the connection
+                    }
+                    reader.read_exact(&mut vec![0; length]).unwrap();
+                    writer
+                        .write_all(b"HTTP/1.1 204 No Content\r\n\r\n")
+                        .unwrap();
+                    requests += 1;
+                }
+                requests_by_connection.push(requests);
+                if requests_by_connection.iter().sum::<u32>() == 3 {
+                    return requests_by_connection;
+                }
+            }
+            unreachable!()
+        });
+        let target = InfluxTarget::new(&url, "ci", None).unwrap();
+        for _ in 0..3 {
+            write_influx(
+                &target,
+                b"m v=1\n",
+                Precision::Nanoseconds,
+                Retry::default(),
+            )
+            .unwrap();
+        }
+        drop(target);
+        assert_eq!(
+            server.join().unwrap(),
+            [3],
+            "one connection for three writes"
+        );
     }
 }

@@ -52,7 +52,9 @@ pub use error::RecorderError;
 pub use influx::{ForwardStats, MAX_BODY_BYTES, MAX_UNSENT_BYTES};
 /// Reading one HTTP/1.1 request, bounded (the InfluxDB endpoint's, and the daemon's).
 pub mod http {
-    pub use crate::influx::http::{read_request, ReadError, Request};
+    pub use crate::influx::http::{
+        error_body, read_request, write_response, ReadError, Request, Response, JSON,
+    };
 }
 pub use meta::{machine, task_from_env};
 pub use profile_dir::ProfileDirConfig;

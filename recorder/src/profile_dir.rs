@@ -207,7 +207,7 @@ impl Source {
             .is_none_or(|deadline| Instant::now() < deadline)
         {
             let mut lines = Vec::with_capacity(4096);
-            encode_line_into(&mut lines, &Line::Ingest);
+            encode_line_into(&mut lines, &Line::Ingest(Default::default()));
             let (mut count, mut urgent) = (0, false);
             let mut encode = |line: Taken| {
                 // Worker lifecycle lines are made durable at once, like the recorder's own.

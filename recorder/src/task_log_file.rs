@@ -9,7 +9,7 @@ use crossbeam_channel::{bounded, Receiver, RecvTimeoutError, Sender};
 use std::path::Path;
 use std::time::{Duration, Instant};
 use tc_profile_format::task_log::{LogFollower, Placement};
-use tc_profile_format::{encode_line_into, Checkpoint, Line};
+use tc_profile_format::{encode_line_into, Checkpoint, Ingest, Line};
 
 /// The running source; [`LogFileSource::stop`] takes the last lines and ends it.
 pub(crate) struct LogFileSource {
@@ -80,7 +80,7 @@ fn take(
 ) -> bool {
     placement.latest = sink.now();
     let mut bytes = Vec::new();
-    encode_line_into(&mut bytes, &Line::Ingest);
+    encode_line_into(&mut bytes, &Line::Ingest(Ingest { task_log: true }));
     let mut count = 2;
     let read = follower.read(last, &mut |line| {
         encode_line_into(&mut bytes, &Line::Marker(placement.file_marker(&line)));

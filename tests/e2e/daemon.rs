@@ -424,6 +424,15 @@ fn live_profiles_are_served_while_the_task_runs_and_leave_its_logs_alone() {
     let (status, origin, body) = get(&format!("{base}/worker/profile.json"));
     assert_eq!((status, origin.as_str()), (200, "*"));
     assert_processed_profile(&serde_json::from_slice(&body).unwrap());
+    for query in ["since=yesterday", "until=1e999"] {
+        let (status, _, body) = get(&format!("{base}/worker/profile.json?{query}"));
+        let error: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(status, 400, "{query}: {error}");
+        assert!(error["error"]
+            .as_str()
+            .unwrap()
+            .contains("epoch milliseconds"));
+    }
     let (status, _, body) = get(&format!("{base}/tasks/other/profile.json"));
     assert_eq!(status, 404, "{}", String::from_utf8_lossy(&body));
 

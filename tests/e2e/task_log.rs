@@ -362,3 +362,133 @@ fn a_taskcluster_log_is_added_aligned_by_its_timestamps_to_a_log_or_a_profile() 
     assert_processed_profile(&mozilla);
     assert_eq!(log_markers(&mozilla).len(), logs.len());
 }
+
+/// A log that `record --task-log FILE` wrote: its header, then `body`. The profile
+/// directory it names is gone, as after a task that removed it.
+fn followed_log(sandbox: &Sandbox, file: &std::path::Path, body: Vec<tc_profile_format::Line>) {
+    use tc_profile_format::{encode_line, meta_line, thread_line, MetaInfo};
+    let meta = meta_line(&MetaInfo {
+        start_time: epoch_ms(),
+        interval_ms: 100.0,
+        recorder: "tc-profile test".to_owned(),
+        profile_dir: Some(sandbox.path("gone").to_string_lossy().into_owned()),
+        task_log: Some(file.to_string_lossy().into_owned()),
+        ..MetaInfo::default()
+    });
+    let lines = [meta, thread_line("tc-profile")].into_iter().chain(body);
+    let bytes: Vec<u8> = lines.flat_map(|line| encode_line(&line)).collect();
+    std::fs::write(sandbox.path("task.jsonl"), bytes).unwrap();
+}
+
+/// A batch of the task log's `texts`, as the recorder writes it: its checkpoint says the
+/// file is taken up to `offset` (and `done`), or it has none (the recorder was killed).
+fn log_batch(
+    file: &std::path::Path,
+    texts: &[&str],
+    checkpoint: Option<(u64, bool)>,
+) -> Vec<tc_profile_format::Line> {
+    use std::os::unix::fs::MetadataExt;
+    use tc_profile_format::task_log::{Captured, Placement};
+    use tc_profile_format::{Checkpoint, FileProgress, Ingest, Line};
+    let mut placement = Placement {
+        start_epoch_ms: 0.0,
+        latest: 0.0,
+        fallback: 0.0,
+    };
+    let mut batch = vec![Line::Ingest(Ingest { task_log: true })];
+    for text in texts {
+        let line = Captured::new(text.as_bytes(), text.len());
+        batch.push(Line::Marker(placement.file_marker(&line)));
+    }
+    if let Some((offset, done)) = checkpoint {
+        let metadata = std::fs::metadata(file).unwrap();
+        let files = vec![FileProgress {
+            name: file.to_string_lossy().into_owned(),
+            dev: metadata.dev(),
+            ino: metadata.ino(),
+            handle: None,
+            offset,
+            done,
+        }];
+        batch.push(Line::Checkpoint(Checkpoint { files }));
+    }
+    batch
+}
+
+/// Finalizes `task.jsonl` with `args`; the messages of its Log markers, sorted.
+fn finalized_log_lines(sandbox: &Sandbox, args: &[&str]) -> Vec<String> {
+    let mut all = vec!["finalize", "-o", "p.json"];
+    all.extend_from_slice(args);
+    all.push("task.jsonl");
+    sandbox.run_ok(&all);
+    let profile = read_json(&sandbox.path("p.json"));
+    assert_processed_profile(&profile);
+    let mut messages: Vec<String> = log_markers(&profile).into_iter().map(|m| m.3).collect();
+    messages.sort();
+    messages
+}
+
+fn lines_of(text: &str) -> Vec<String> {
+    text.lines().map(str::to_owned).collect()
+}
+
+#[test]
+fn a_torn_task_log_batch_is_read_again_from_the_file_not_doubled_when_the_profile_dir_is_gone() {
+    let sandbox = Sandbox::new();
+    let file = sandbox.path("live.log");
+    std::fs::write(&file, numbered(1..=3)).unwrap();
+    let mut body = log_batch(&file, &["line-0001"], Some((10, false)));
+    body.extend(log_batch(&file, &["line-0002"], None));
+    followed_log(&sandbox, &file, body);
+    assert_eq!(
+        finalized_log_lines(&sandbox, &["--keep-log"]),
+        lines_of(&numbered(1..=3)),
+        "every line once"
+    );
+    // The file gone, the torn batch is all there is of its line: it is used.
+    std::fs::remove_file(&file).unwrap();
+    assert_eq!(
+        finalized_log_lines(&sandbox, &[]),
+        lines_of(&numbered(1..=2))
+    );
+}
+
+#[test]
+fn finalize_takes_nothing_more_from_a_task_log_read_to_its_end_by_a_recording_that_ended() {
+    use tc_profile_format::{EndReason, Footer, Line};
+    let sandbox = Sandbox::new();
+    let file = sandbox.path("live.log");
+    std::fs::write(&file, numbered(1..=2)).unwrap();
+    let mut body = log_batch(&file, &["line-0001", "line-0002"], Some((20, true)));
+    body.push(Line::Footer(Footer {
+        end_time: 1000.0,
+        reason: EndReason::CommandExited,
+    }));
+    followed_log(&sandbox, &file, body);
+    append(&file, numbered(3..=3).as_bytes()); // after the recording
+    assert_eq!(
+        finalized_log_lines(&sandbox, &[]),
+        lines_of(&numbered(1..=2))
+    );
+}
+
+#[test]
+fn finalize_task_log_knows_the_followed_file_by_its_identity_not_its_spelling() {
+    let sandbox = Sandbox::new();
+    let file = sandbox.path("live.log");
+    std::fs::write(&file, numbered(1..=3)).unwrap();
+    std::fs::create_dir(sandbox.path("sub")).unwrap();
+    std::os::unix::fs::symlink(&file, sandbox.path("link.log")).unwrap();
+    followed_log(
+        &sandbox,
+        &file,
+        log_batch(&file, &["line-0001", "line-0002"], Some((20, false))),
+    );
+    for spelling in ["sub/../live.log", "link.log"] {
+        assert_eq!(
+            finalized_log_lines(&sandbox, &["--keep-log", "--task-log", spelling]),
+            lines_of(&numbered(1..=3)),
+            "{spelling}: every line once"
+        );
+    }
+}

@@ -7,10 +7,9 @@
 mod group;
 mod tables;
 
-use crate::compression::Compression;
 use crate::input::{read_input, InputError};
 use crate::marker_table::ThreadOut;
-use crate::output::write_atomically;
+use crate::output::write_profile;
 use group::{group, Group, Member};
 use serde::Serialize;
 use serde_json::Value;
@@ -80,16 +79,13 @@ pub fn merge(inputs: &[PathBuf], options: &MergeOptions) -> Result<MergeReport, 
         .map(|path| member(path))
         .collect::<Result<Vec<_>, _>>()?;
     let group = group(members);
-    let compression = Compression::for_output(&options.output);
-    let bytes_written = write_atomically(&options.output, |out| {
-        compression.encode(out, |out| {
-            serde_json::to_writer(out, &Document::of(&group)).map_err(io::Error::other)
-        })
-    })
-    .map_err(|source| MergeError::Write {
-        path: options.output.clone(),
-        source,
-    })?;
+    let bytes_written =
+        write_profile(&options.output, &Document::of(&group)).map_err(|source| {
+            MergeError::Write {
+                path: options.output.clone(),
+                source,
+            }
+        })?;
     Ok(MergeReport {
         output: options.output.clone(),
         bytes_written,

@@ -14,26 +14,31 @@ use std::path::{Path, PathBuf};
 
 /// Bytes read at a time.
 const CHUNK_BYTES: usize = 256 << 10;
-/// Bytes of whole lines taken in one read at most, so that a batch stays small; the rest
-/// is taken by the next read.
+/// Bytes read in one read at most, so that a batch stays small; the rest is taken by the
+/// next read.
 const READ_BYTES: u64 = 4 << 20;
 
 /// The file being read.
 struct Current {
     file: File,
-    dev: u64,
-    ino: u64,
-    handle: Option<String>,
-    /// Where its next whole line starts.
+    identity: Identity,
+    /// Where its next whole line starts: the checkpoint's offset.
     offset: u64,
+    /// Where its next unread byte is; the bytes from `offset` to here are in `splitter`
+    /// (a line's head at most), so a line growing without its newline (a progress bar
+    /// drawn with `\r`) is read once, not again from its start at every read.
+    scanned: u64,
+    splitter: LineSplitter,
+    /// Nothing more is read from it: read to its end by a recorder that ended.
+    done: bool,
 }
 
 /// Follows the log file at one path.
 pub struct LogFollower {
     path: PathBuf,
     current: Option<Current>,
-    /// Checkpoints to resume from: that of the file at the path, if any, is used.
-    resume: Vec<FileProgress>,
+    /// The checkpoint to resume from, when it is that of the file at the path.
+    resume: Option<FileProgress>,
     buffer: Vec<u8>,
 }
 
@@ -51,7 +56,7 @@ impl LogFollower {
         LogFollower {
             path: path.to_owned(),
             current: None,
-            resume: Vec::new(),
+            resume: None,
             buffer: vec![0; CHUNK_BYTES],
         }
     }
@@ -61,10 +66,21 @@ impl LogFollower {
         self.path.to_string_lossy().into_owned()
     }
 
-    /// Continues after an earlier reader's checkpoint. Given several (files that were at
-    /// the path in turn), the one of the file at the path when it is first read is used.
-    pub fn resume(&mut self, progress: &FileProgress) {
-        self.resume.push(progress.clone());
+    /// Continues after an earlier reader's checkpoint: of `checkpoints` (files that were at
+    /// the path in turn), that of the file now at the path, known by its device, inode and
+    /// handle whatever the path's spelling. Returns whether one is; a checkpoint `done`
+    /// leaves nothing to read.
+    pub fn resume(&mut self, checkpoints: &[FileProgress]) -> bool {
+        let identity = File::open(&self.path)
+            .ok()
+            .and_then(|file| Identity::of(&file));
+        self.resume = identity.and_then(|identity| {
+            checkpoints
+                .iter()
+                .find(|c| identity.is(&Identity::from(*c)))
+                .cloned()
+        });
+        self.resume.is_some()
     }
 
     /// Reads the whole lines written since the last read, handing each to `emit`; with
@@ -97,21 +113,20 @@ impl LogFollower {
 
     /// Starts following `file`: from the checkpoint when it is the file it names.
     fn open(&mut self, file: File) -> Option<Current> {
-        let metadata = file.metadata().ok()?;
-        let handle = handle_of(&file);
+        let identity = Identity::of(&file)?;
         let mut current = Current {
             file,
-            dev: metadata.dev(),
-            ino: metadata.ino(),
-            handle,
+            identity,
             offset: 0,
+            scanned: 0,
+            splitter: LineSplitter::default(),
+            done: false,
         };
-        let checkpoints = std::mem::take(&mut self.resume);
-        if let Some(checkpoint) = checkpoints
-            .iter()
-            .find(|c| current.is((c.dev, c.ino, c.handle.as_deref())))
-        {
+        let checkpoint = self.resume.take();
+        if let Some(checkpoint) = checkpoint.filter(|c| current.identity.is(&Identity::from(c))) {
             current.offset = checkpoint.offset;
+            current.scanned = checkpoint.offset;
+            current.done = checkpoint.done;
         }
         Some(current)
     }
@@ -120,39 +135,43 @@ impl LogFollower {
         let current = self.current.as_ref()?;
         Some(FileProgress {
             name: self.name(),
-            dev: current.dev,
-            ino: current.ino,
-            handle: current.handle.clone(),
+            dev: current.identity.dev,
+            ino: current.identity.ino,
+            handle: current.identity.handle.clone(),
             offset: current.offset,
-            done: false,
+            done: current.done,
         })
     }
 
-    /// Reads the current file's new whole lines, within the byte budget.
+    /// Reads the current file's new bytes, within the byte budget, handing on the lines
+    /// they end.
     fn take_lines(
         &mut self,
         take_unterminated: bool,
         emit: &mut dyn FnMut(Captured),
         read: &mut FollowRead,
     ) {
-        let Some(current) = &mut self.current else {
+        let Some(current) = self.current.as_mut().filter(|c| !c.done) else {
             return;
         };
         let Ok(size) = current.file.metadata().map(|m| m.len()) else {
             return;
         };
-        if size < current.offset {
-            current.offset = 0; // Truncated: what it holds now was written since.
+        if size < current.scanned {
+            // Truncated: what it holds now was written since.
+            current.offset = 0;
+            current.scanned = 0;
+            current.splitter.discard();
         }
         let start = current.offset;
-        let mut splitter = LineSplitter::default();
+        let first_unread = current.scanned;
         let mut emit_line = |line: Captured, _| emit(line);
-        let mut position = start;
-        while position < size {
-            if current.offset - start >= READ_BYTES {
+        while current.scanned < size {
+            if current.scanned - first_unread >= READ_BYTES {
                 read.more = true;
                 break;
             }
+            let position = current.scanned;
             let want = self.buffer.len().min((size - position) as usize);
             let Ok(got) = current.file.read_at(&mut self.buffer[..want], position) else {
                 break;
@@ -160,17 +179,55 @@ impl LogFollower {
             if got == 0 {
                 break;
             }
-            if let Some(end) = splitter.take(&self.buffer[..got], 0.0, &mut emit_line) {
+            let chunk = &self.buffer[..got];
+            if let Some(end) = current.splitter.take(chunk, 0.0, &mut emit_line) {
                 current.offset = position + end as u64;
             }
-            position += got as u64;
+            current.scanned += got as u64;
         }
-        if take_unterminated && !read.more && position >= size {
-            splitter.finish(&mut emit_line);
-            current.offset = position;
+        if take_unterminated && !read.more && current.scanned >= size {
+            current.splitter.finish(&mut emit_line);
+            current.offset = current.scanned;
+            current.done = true;
         }
-        if current.offset != start {
+        if current.offset != start || current.done {
             read.progress = self.progress();
+        }
+    }
+}
+
+/// A file as checkpoints know it.
+#[derive(Debug, PartialEq)]
+struct Identity {
+    dev: u64,
+    ino: u64,
+    handle: Option<String>,
+}
+
+impl Identity {
+    fn of(file: &File) -> Option<Identity> {
+        let metadata = file.metadata().ok()?;
+        Some(Identity {
+            dev: metadata.dev(),
+            ino: metadata.ino(),
+            handle: handle_of(file),
+        })
+    }
+
+    /// Whether `other` is the same file: only two handles tell files apart (a file system
+    /// may give none), as for marker files.
+    fn is(&self, other: &Identity) -> bool {
+        let handles_differ = matches!((&self.handle, &other.handle), (Some(a), Some(b)) if a != b);
+        (self.dev, self.ino) == (other.dev, other.ino) && !handles_differ
+    }
+}
+
+impl From<&FileProgress> for Identity {
+    fn from(progress: &FileProgress) -> Identity {
+        Identity {
+            dev: progress.dev,
+            ino: progress.ino,
+            handle: progress.handle.clone(),
         }
     }
 }
@@ -178,24 +235,14 @@ impl LogFollower {
 impl Current {
     /// Whether `file` (open at the path now) is the one being read.
     fn is_file(&self, file: &File) -> bool {
-        let Ok(metadata) = file.metadata() else {
-            return true;
-        };
-        self.is((metadata.dev(), metadata.ino(), handle_of(file).as_deref()))
-    }
-
-    /// Whether a file of this device, inode and handle is this one: only two handles tell
-    /// files apart (a file system may give none), as for marker files.
-    fn is(&self, (dev, ino, handle): (u64, u64, Option<&str>)) -> bool {
-        let handles_differ =
-            matches!((self.handle.as_deref(), handle), (Some(a), Some(b)) if a != b);
-        (dev, ino) == (self.dev, self.ino) && !handles_differ
+        Identity::of(file).is_none_or(|identity| self.identity.is(&identity))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::task_log::MAX_LINE_BYTES;
     use std::io::Write;
 
     fn append(path: &Path, text: &str) {
@@ -250,14 +297,73 @@ mod tests {
         let (_, taken) = read(&mut first, false);
         append(&path, "three\n");
         let mut second = LogFollower::new(&path);
-        second.resume(taken.progress.as_ref().unwrap());
+        assert!(second.resume(&[taken.progress.clone().unwrap()]));
         assert_eq!(read(&mut second, true).0, ["three"]);
         std::fs::remove_file(&path).unwrap();
         append(&path, "new file\n");
         let mut third = LogFollower::new(&path);
         let mut gone = taken.progress.unwrap();
         gone.ino += 1; // another file than the checkpoint's
-        third.resume(&gone);
+        assert!(!third.resume(&[gone]));
         assert_eq!(read(&mut third, true).0, ["new file"]);
+    }
+
+    #[test]
+    fn a_line_without_its_newline_is_not_read_again_from_its_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("live.log");
+        append(&path, "done\nprogress 1%");
+        let mut follower = LogFollower::new(&path);
+        assert_eq!(read(&mut follower, false).0, ["done"]);
+        // Bytes already read, changed in place: a follower that read them again would see it.
+        let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        file.write_all_at(b"P", 5).unwrap();
+        append(&path, "\rprogress 100%\n");
+        assert_eq!(read(&mut follower, false).0, ["progress 1%\rprogress 100%"]);
+    }
+
+    #[test]
+    fn a_line_growing_over_many_reads_keeps_its_head_length_and_checkpoint() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("live.log");
+        append(&path, "first\n");
+        let mut follower = LogFollower::new(&path);
+        let (_, taken) = read(&mut follower, false);
+        assert_eq!(taken.progress.unwrap().offset, 6);
+        let step = "\r".to_owned() + &"#".repeat(999);
+        for _ in 0..100 {
+            append(&path, &step);
+            let (lines, taken) = read(&mut follower, false);
+            assert!(
+                lines.is_empty() && taken.progress.is_none(),
+                "no whole line yet"
+            );
+        }
+        append(&path, "\n");
+        let mut lines = Vec::new();
+        let taken = follower.read(false, &mut |line| lines.push(line));
+        assert_eq!(lines.len(), 1);
+        assert_eq!(lines[0].length, 100 * 1000);
+        assert_eq!(lines[0].text.len(), MAX_LINE_BYTES.min(100 * 1000));
+        assert_eq!(taken.progress.unwrap().offset, 6 + 100 * 1000 + 1);
+    }
+
+    #[test]
+    fn the_last_read_marks_the_file_done_and_a_done_checkpoint_leaves_nothing_to_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("live.log");
+        append(&path, "one\n");
+        let mut recorder = LogFollower::new(&path);
+        let (_, taken) = read(&mut recorder, false);
+        assert!(!taken.progress.unwrap().done);
+        append(&path, "two");
+        let (lines, taken) = read(&mut recorder, true);
+        assert_eq!(lines, ["two"]);
+        let last = taken.progress.unwrap();
+        assert!(last.done && last.offset == 7, "{last:?}");
+        append(&path, "\nafter the end\n");
+        let mut finalizer = LogFollower::new(&path);
+        assert!(finalizer.resume(&[last]));
+        assert_eq!(read(&mut finalizer, true).0, Vec::<String>::new());
     }
 }

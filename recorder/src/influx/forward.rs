@@ -10,7 +10,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 use tc_profile_format::line_protocol::{FieldValue, Point, Precision};
-use tc_profile_format::{sanitize_name, sanitize_tag, TASK_TAGS};
+use tc_profile_format::{sanitize_name, sanitize_tag, sorted_tags, TASK_TAGS};
 use tc_profile_influx::{
     write_influx, InfluxTarget, Precision as WritePrecision, Retry, WriteError,
 };
@@ -75,14 +75,9 @@ impl Forwarding {
             .tags
             .iter()
             .map(|(key, value)| sanitize_tag(key, value))
-            .filter(|(key, _)| !key.is_empty() && !TASK_TAGS.contains(&key.as_str()));
-        let mut tags: Vec<(String, String)> = Vec::new();
-        for (key, value) in own.chain(self.task_tags.iter().cloned()) {
-            // A key given twice keeps its last value, as in the profile.
-            tags.retain(|(k, _)| *k != key);
-            tags.push((key, value));
-        }
-        tags.sort();
+            .filter(|(key, _)| !TASK_TAGS.contains(&key.as_str()));
+        // Named as in the profile: a key given twice keeps its last value.
+        let tags = sorted_tags(own.chain(self.task_tags.iter().cloned()));
         let fields = point
             .fields
             .iter()

@@ -2,7 +2,8 @@
 //! connection (answered with `Connection: close`), its head parsed by httparse and bounded,
 //! its body by `Content-Length` only (no chunked encoding: 411), bounded too, and a deadline
 //! for the whole request, so that a slow or hostile client holds a handler for seconds, not
-//! for ever. The daemon's live profiles read their requests here too.
+//! for ever. The daemon's live profiles read their requests and write their answers here
+//! too.
 
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
@@ -164,10 +165,43 @@ impl Head {
     }
 }
 
-/// Writes the answer and closes the connection. An error body is InfluxDB's
-/// `{"error":"..."}`.
-pub(crate) fn respond(stream: &mut TcpStream, status: u16, error: Option<&str>) -> io::Result<()> {
-    let reason = match status {
+/// The content type of JSON bodies.
+pub const JSON: &str = "application/json";
+
+/// An answer: its status, header lines of its own, and a body with its content type.
+pub struct Response<'a> {
+    pub status: u16,
+    pub headers: &'a [(&'a str, &'a str)],
+    pub body: Option<(&'a str, &'a [u8])>,
+}
+
+/// Writes `response` for a connection closed after it (`Connection: close`).
+pub fn write_response(stream: &mut impl Write, response: &Response) -> io::Result<()> {
+    let status = response.status;
+    let mut head = format!(
+        "HTTP/1.1 {status} {}\r\nConnection: close\r\n",
+        reason(status)
+    );
+    for (name, value) in response.headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    let (content_type, body) = response.body.unwrap_or_default();
+    if !content_type.is_empty() {
+        head.push_str(&format!("Content-Type: {content_type}\r\n"));
+    }
+    // A 204 has no body, nor a length for one.
+    if status != 204 {
+        head.push_str(&format!("Content-Length: {}\r\n", body.len()));
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes())?;
+    stream.write_all(body)?;
+    stream.flush()
+}
+
+fn reason(status: u16) -> &'static str {
+    match status {
+        200 => "OK",
         204 => "No Content",
         400 => "Bad Request",
         403 => "Forbidden",
@@ -176,24 +210,27 @@ pub(crate) fn respond(stream: &mut TcpStream, status: u16, error: Option<&str>) 
         411 => "Length Required",
         413 => "Request Entity Too Large",
         431 => "Request Header Fields Too Large",
-        _ => "Service Unavailable",
+        503 => "Service Unavailable",
+        _ => "Internal Server Error",
+    }
+}
+
+/// An error body as InfluxDB writes it: `{"error":"..."}`.
+pub fn error_body(message: &str) -> Vec<u8> {
+    serde_json::json!({ "error": message })
+        .to_string()
+        .into_bytes()
+}
+
+/// Writes the endpoint's answer, as InfluxDB 1.8 answers, for a connection closed after it.
+pub(crate) fn respond(stream: &mut TcpStream, status: u16, error: Option<&str>) -> io::Result<()> {
+    let body = error.map(error_body);
+    let response = Response {
+        status,
+        headers: &[("X-Influxdb-Version", "1.8.10")],
+        body: body.as_deref().map(|body| (JSON, body)),
     };
-    let body = error
-        .map(|message| serde_json::json!({ "error": message }).to_string())
-        .unwrap_or_default();
-    let mut head = format!(
-        "HTTP/1.1 {status} {reason}\r\nConnection: close\r\nX-Influxdb-Version: 1.8.10\r\n"
-    );
-    if !body.is_empty() {
-        head.push_str("Content-Type: application/json\r\n");
-    }
-    if status != 204 {
-        head.push_str(&format!("Content-Length: {}\r\n", body.len()));
-    }
-    head.push_str("\r\n");
-    stream.write_all(head.as_bytes())?;
-    stream.write_all(body.as_bytes())?;
-    stream.flush()
+    write_response(stream, &response)
 }
 
 /// Bytes of an unread body taken (and thrown away) after the answer, at most.
@@ -214,5 +251,40 @@ pub(crate) fn close(mut stream: TcpStream) {
             Ok(read) => drained += read,
             Err(_) => return,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn written(response: &Response) -> String {
+        let mut out = Vec::new();
+        write_response(&mut out, response).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn a_response_has_its_headers_type_and_length_and_a_204_no_length() {
+        let error = error_body("no \"db\"");
+        let response = Response {
+            status: 400,
+            headers: &[("X-Influxdb-Version", "1.8.10")],
+            body: Some((JSON, &error)),
+        };
+        assert_eq!(
+            written(&response),
+            "HTTP/1.1 400 Bad Request\r\nConnection: close\r\nX-Influxdb-Version: 1.8.10\r\n\
+             Content-Type: application/json\r\nContent-Length: 21\r\n\r\n{\"error\":\"no \\\"db\\\"\"}"
+        );
+        let no_content = Response {
+            status: 204,
+            headers: &[],
+            body: None,
+        };
+        assert_eq!(
+            written(&no_content),
+            "HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n"
+        );
     }
 }

@@ -3,7 +3,7 @@
 
 use super::relay::Message;
 use crate::channel::MarkerSink;
-use crate::statsd::parse_line;
+use crate::statsd::record_packet;
 use crossbeam_channel::{Receiver, RecvTimeoutError};
 use serde_json::json;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -107,10 +107,7 @@ impl Consumer {
         let interval = self.interval;
         self.metric_interval
             .get_or_insert_with(|| (now, Instant::now() + interval));
-        match parse_line(statsd) {
-            Ok(sample) => self.metrics.record(sample),
-            Err(why) => self.metrics.malformed(statsd, why),
-        }
+        record_packet(&mut self.metrics, statsd.as_bytes());
     }
 
     fn flush_metrics(&mut self, start: f64) {

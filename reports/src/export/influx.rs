@@ -8,8 +8,7 @@
 //! Every number is written as a float, so a field never changes type between tasks.
 
 use crate::export::report::{Figure, TaskReport};
-use std::fmt::Write;
-use tc_profile_format::line_protocol::escape;
+use tc_profile_format::line_protocol::{FieldValue, Point};
 
 pub const TASK_MEASUREMENT: &str = "tc_profile_task";
 pub const STEP_MEASUREMENT: &str = "tc_profile_step";
@@ -60,28 +59,35 @@ fn line<'a>(
     fields: impl Iterator<Item = (&'a str, Figure)>,
     time_ms: f64,
 ) {
-    let fields: Vec<String> = fields
+    let fields: Vec<(String, FieldValue)> = fields
         .filter_map(|(key, figure)| {
             let value = match figure {
-                Figure::Number(v) if v.is_finite() => format!("{v}"),
+                Figure::Number(v) if v.is_finite() => FieldValue::Float(v),
                 Figure::Number(_) => return None,
-                Figure::Flag(flag) => flag.to_string(),
+                Figure::Flag(flag) => FieldValue::Boolean(flag),
             };
-            Some(format!("{}={value}", escape(key, ",= ")))
+            Some((key.to_owned(), value))
         })
         .collect();
     if fields.is_empty() {
         return;
     }
-    out.push_str(&escape(measurement, ", "));
-    let mut tags: Vec<&(String, String)> = tags.iter().collect();
     // Sorted tags are what InfluxDB stores; a tag without value is a flag, set to true.
+    let mut tags: Vec<(String, String)> = tags
+        .iter()
+        .map(|(key, value)| {
+            let value = if value.is_empty() { "true" } else { value };
+            (key.clone(), value.to_owned())
+        })
+        .collect();
     tags.sort();
-    for (key, value) in tags {
-        let value = if value.is_empty() { "true" } else { value };
-        let _ = write!(out, ",{}={}", escape(key, ",= "), escape(value, ",= "));
-    }
-    let _ = writeln!(out, " {} {}", fields.join(","), time_ms.round() as i64);
+    let point = Point {
+        measurement: measurement.to_owned(),
+        tags,
+        fields,
+        timestamp: Some(time_ms.round() as i64),
+    };
+    point.encode_into(out);
 }
 
 #[cfg(test)]
