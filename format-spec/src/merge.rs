@@ -3,6 +3,8 @@
 //! recorder runs it live; the finalizer runs it on what a killed recorder had not taken.
 
 use crate::aggregate::{BatchAggregator, MetricLimits, Sample, SampleValue};
+use crate::encode_line_into;
+use crate::lines::encode_plain_marker_line_into;
 use crate::marker_file::ValueRules;
 use crate::marker_file::{
     decode_line_or_plain, interval_key, Category, Decoded, FileLine, Limits, Metric, PlainMarker,
@@ -11,12 +13,11 @@ use crate::marker_file::{
 use crate::metric::MetricKind;
 use crate::profile_dir::{DirReader, Item, Scan};
 use crate::schema::{as_task_schema, data_type};
-use crate::{encode_line_into, encode_marker_line_into};
 use crate::{Close, Dropped, Line, Marker, OpenInterval};
-use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use std::collections::{HashMap, HashSet};
 use std::io;
+use std::ops::Range;
 
 /// The log time of a Unix epoch time in milliseconds: milliseconds since `meta.startTime`,
 /// rounded to the microsecond.
@@ -38,6 +39,9 @@ pub struct Merger {
     /// Metric lines, aggregated within each batch: a batch's metrics are in the log with
     /// the batch, before its checkpoint, so they are taken exactly once like markers.
     metrics: Option<BatchAggregator>,
+    /// The lines of the batch under way, copied out of the reader's buffer so that they can
+    /// be decoded borrowed; kept to be reused.
+    batch_text: Vec<u8>,
 }
 
 impl Merger {
@@ -60,6 +64,7 @@ impl Merger {
             value_rules: HashMap::new(),
             next_id,
             metrics: None,
+            batch_text: Vec::new(),
         };
         for schema in schemas.iter().filter_map(Value::as_object) {
             merger.know(schema);
@@ -123,35 +128,65 @@ impl Merger {
     }
 
     /// [`Merger::read_batch`], handing each line to `emit` as it is converted, markers of
-    /// the plain path with their `data` still as text: the recorder encodes them straight
-    /// into the batch's write, building no tree.
+    /// the plain path borrowed, their `data` still as text: the recorder encodes them
+    /// straight into the batch's write, building no tree and allocating nothing per line.
     pub fn read_batch_with(
         &mut self,
         reader: &mut DirReader,
         take_unterminated: bool,
         now_epoch_ms: f64,
-        emit: &mut dyn FnMut(Taken),
+        emit: &mut dyn FnMut(Taken<'_>),
     ) -> io::Result<BatchEnd> {
+        let mut text = std::mem::take(&mut self.batch_text);
+        text.clear();
         let mut files: Vec<String> = Vec::new();
-        let mut decoded: Vec<(usize, Decoded)> = Vec::new();
+        let mut lines: Vec<(usize, Range<usize>)> = Vec::new();
         let mut dropped = DroppedCounts::default();
-        let scan = reader.scan(take_unterminated, &mut |item| match item {
-            Item::Line { file, bytes } => match decode_line_or_plain(bytes, &self.limits) {
-                Ok(line) => {
-                    if files.last().is_none_or(|last| last != file) {
-                        files.push(file.to_owned());
-                    }
-                    decoded.push((files.len() - 1, line));
+        let scanned = reader.scan(take_unterminated, &mut |item| match item {
+            Item::Line { file, bytes } => {
+                if files.last().is_none_or(|last| last != file) {
+                    files.push(file.to_owned());
                 }
-                Err(problem) => dropped.add(file, problem, 1, bytes.len() as u64 + 1),
-            },
+                let start = text.len();
+                text.extend_from_slice(bytes);
+                lines.push((files.len() - 1, start..text.len()));
+            }
             Item::Problem {
                 file,
                 problem,
                 count,
                 bytes,
             } => dropped.add(file, problem, count, bytes),
-        })?;
+        });
+        if scanned.is_ok() {
+            self.convert(&text, &files, lines, &mut dropped, now_epoch_ms, emit);
+        }
+        self.batch_text = text;
+        Ok(BatchEnd {
+            dropped: dropped.into_lines(),
+            scan: scanned?,
+        })
+    }
+
+    /// Decodes a batch's lines (ranges of `text`, each of a file of `files`) and hands the
+    /// log lines they make to `emit`, in time order.
+    fn convert(
+        &mut self,
+        text: &[u8],
+        files: &[String],
+        lines: Vec<(usize, Range<usize>)>,
+        dropped: &mut DroppedCounts,
+        now_epoch_ms: f64,
+        emit: &mut dyn FnMut(Taken<'_>),
+    ) {
+        let mut decoded: Vec<(usize, Decoded)> = Vec::with_capacity(lines.len());
+        for (file, range) in lines {
+            let bytes = range.len() as u64 + 1;
+            match decode_line_or_plain(&text[range], &self.limits) {
+                Ok(line) => decoded.push((file, line)),
+                Err(problem) => dropped.add(&files[file], problem, 1, bytes),
+            }
+        }
         // An end in one file may follow a begin in another that was listed after it.
         decoded.sort_by(|a, b| time_of(&a.1).total_cmp(&time_of(&b.1)));
         let mut samples = Vec::new();
@@ -185,19 +220,16 @@ impl Merger {
                 emit(Taken::Line(Line::Marker(marker)));
             }
         }
-        Ok(BatchEnd {
-            dropped: dropped.into_lines(),
-            scan,
-        })
     }
 
     /// [`Merger::take`] of a plain marker: the same checks, in the same order.
-    fn take_plain(&self, marker: PlainMarker, now_epoch_ms: f64) -> Result<TakenMarker, Problem> {
-        if let Some(rules) = marker
-            .data_type()
-            .and_then(|kind| self.value_rules.get(kind))
-        {
-            let data = serde_json::from_str(marker.data.get()).map_err(|_| Problem::WrongFields)?;
+    fn take_plain<'a>(
+        &self,
+        marker: PlainMarker<'a>,
+        now_epoch_ms: f64,
+    ) -> Result<TakenMarker<'a>, Problem> {
+        if let Some(rules) = marker.data_type.and_then(|kind| self.value_rules.get(kind)) {
+            let data = serde_json::from_str(marker.data).map_err(|_| Problem::WrongFields)?;
             rules.check(&data)?;
         }
         let time = |epoch_ms: f64| self.to_log_time(epoch_ms, now_epoch_ms);
@@ -363,13 +395,13 @@ fn time_of(line: &Decoded) -> f64 {
 
 /// A log line of a batch, as [`Merger::read_batch_with`] hands it over.
 #[derive(Debug)]
-pub enum Taken {
+pub enum Taken<'a> {
     Line(Line),
     /// A marker of the plain path, its `data` still the text its file held.
-    Marker(TakenMarker),
+    Marker(TakenMarker<'a>),
 }
 
-impl Taken {
+impl Taken<'_> {
     pub fn into_line(self) -> Line {
         match self {
             Taken::Line(line) => line,
@@ -381,13 +413,13 @@ impl Taken {
     pub fn encode_into(&self, bytes: &mut Vec<u8>) {
         match self {
             Taken::Line(line) => encode_line_into(bytes, line),
-            Taken::Marker(marker) => encode_marker_line_into(
+            Taken::Marker(marker) => encode_plain_marker_line_into(
                 bytes,
-                &marker.name,
+                marker.name,
                 marker.start_time,
                 marker.end_time,
                 marker.category,
-                &marker.data,
+                marker.data,
             ),
         }
     }
@@ -403,26 +435,27 @@ impl Taken {
     }
 }
 
-/// A marker of the plain path, its times on the log's time base.
+/// A marker of the plain path, borrowed from its line, its times on the log's time base.
 #[derive(Debug)]
-pub struct TakenMarker {
-    pub name: String,
+pub struct TakenMarker<'a> {
+    /// Holds nothing that needs an escape in JSON.
+    pub name: &'a str,
     pub start_time: f64,
     pub end_time: Option<f64>,
     pub category: u32,
     /// A compact JSON object, as the marker file held it.
-    pub data: Box<RawValue>,
+    pub data: &'a str,
 }
 
-impl TakenMarker {
+impl TakenMarker<'_> {
     fn into_line(self) -> Line {
         Line::Marker(Marker {
-            name: self.name,
+            name: self.name.to_owned(),
             start_time: self.start_time,
             end_time: self.end_time,
             category: Some(self.category),
             // Valid JSON, an object: the plain path checked it.
-            data: serde_json::from_str(self.data.get()).ok(),
+            data: serde_json::from_str(self.data).ok(),
             open_id: None,
         })
     }
@@ -518,17 +551,30 @@ mod tests {
     fn both_ways(merger: &mut Merger, text: &str) -> (Option<TakeResult>, TakeResult) {
         let now = START + 60_000.0;
         let plain = match decode_line_or_plain(text.as_bytes(), &Limits::default()) {
-            Ok(Decoded::Plain(marker)) => Some(
-                merger
-                    .take_plain(marker, now)
-                    .map(|marker| Some(Taken::Marker(marker).into_line())),
-            ),
+            Ok(Decoded::Plain(marker)) => Some(merger.take_plain(marker, now).map(|marker| {
+                let taken = Taken::Marker(marker);
+                let mut bytes = Vec::new();
+                taken.encode_into(&mut bytes);
+                let line = taken.into_line();
+                let decoded = crate::decode_line(bytes.trim_ascii_end()).ok();
+                assert_eq!(decoded.as_ref(), Some(&line), "{text}: as encoded");
+                Some(line)
+            })),
             _ => None,
         };
         (plain, take(merger, "1.jsonl", text))
     }
 
     type TakeResult = Result<Option<Line>, Problem>;
+
+    /// A `data` object nested `depth` deep, itself included.
+    fn nested(depth: usize) -> String {
+        format!(
+            "{}{}",
+            r#"{"a":"#.repeat(depth - 1) + "{",
+            "}".repeat(depth)
+        )
+    }
 
     #[test]
     fn the_plain_way_takes_and_refuses_what_the_general_way_does() {
@@ -550,6 +596,8 @@ mod tests {
             marker("", r#"{"type":"CPU"}"#),
             marker("", r#"{"type":"M","v":"3"}"#),
             format!(r#"{{"type":"marker","name":"a","startTime":1,"data":{{"t":1}}}}"#),
+            marker("", &nested(15)),
+            marker("", &nested(16)),
         ];
         for text in &plain {
             match both_ways(&mut merger, text) {
@@ -562,14 +610,16 @@ mod tests {
             .filter(|t| both_ways(&mut merger, t).0.is_some());
         assert_eq!(
             taken_plain.count(),
-            5,
-            "all but the end before the start and the reserved type"
+            6,
+            "all but the end before the start, the reserved type and the line too deep"
         );
         for general_only in [
             marker("", r#"{"type": "Text"}"#),
             marker("", r#"{"text":"\u0041"}"#),
             marker("", r#"{"v":1e3}"#),
             marker("", r#"["Text"]"#),
+            marker(r#""extra":[[1]],"#, r#"{"type":"Text"}"#),
+            marker(r#""name":"b","#, r#"{"type":"Text"}"#),
         ] {
             assert!(
                 both_ways(&mut merger, &general_only).0.is_none(),
