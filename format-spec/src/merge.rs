@@ -628,6 +628,55 @@ mod tests {
         }
     }
 
+    /// Pieces of marker lines, good and bad, that the plain way reads itself.
+    const PIECES: &[&str] = &[
+        r#""name":"a""#,
+        r#""name":"é ∑""#,
+        r#""name":"q\"x""#,
+        r#""name":"""#,
+        r#""name":5"#,
+        r#""startTime":1800000001000"#,
+        r#""startTime":1800000001000.123456789"#,
+        r#""startTime":1.800000001e12"#,
+        r#""startTime":18000000010005E-1"#,
+        r#""startTime":-0"#,
+        r#""startTime":01800000001000"#,
+        r#""endTime":null"#,
+        r#""endTime":1800000002000.25"#,
+        r#""endTime":1800000000500"#,
+        r#""endTime":"x""#,
+        r#""category":"task""#,
+        r#""category":"root""#,
+        r#""category":null"#,
+        r#""data":{"type":"Text","text":"x, y"}"#,
+        r#""data":{"type":"M","v":3}"#,
+        r#""data":{"type":"M","v":"3"}"#,
+        r#""data":{"a":[1,-2.5,{"b":null}],"c":true,"d":{}}"#,
+        r#""data":{"a":01}"#,
+        r#""data":{"a":1e5}"#,
+        r#""data":{"a":[1,]}"#,
+        r#""data":[]"#,
+        r#""data":{"type":"CPU"}"#,
+        r#""data":{"type":"Text" }"#,
+        r#""data":{"type":7}"#,
+        r#""extra":1"#,
+        r#""type":"marker""#,
+    ];
+
+    proptest::proptest! {
+        #[test]
+        fn the_plain_way_agrees_with_the_general_way_on_any_mix_of_pieces(
+            picked in proptest::collection::vec(0..PIECES.len(), 0..7),
+        ) {
+            let fields: Vec<&str> = picked.iter().map(|&i| PIECES[i]).collect();
+            let text = format!(r#"{{"type":"marker",{}}}"#, fields.join(","));
+            let mut merger = merger();
+            if let (Some(plain), general) = both_ways(&mut merger, &text) {
+                proptest::prop_assert_eq!(plain, general, "{}", text);
+            }
+        }
+    }
+
     #[test]
     fn times_become_milliseconds_since_the_start() {
         let line = take(
