@@ -2,10 +2,12 @@
 
 use crate::marker_file::{starts_with_type, Problem};
 use serde::{Deserialize, Serialize};
-use serde_json::ser::{CompactFormatter, Formatter};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use std::borrow::Cow;
+
+mod plain_marker;
+pub(crate) use plain_marker::encode_plain_marker_line_into;
 
 /// One line of a log. Serialization puts `type` first, as the profiler requires.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -251,54 +253,6 @@ pub fn encode_marker_line_into<D: Serialize>(
     encode_into(bytes, &marker);
 }
 
-/// [`encode_marker_line_into`] of a marker whose `data` is the text of a compact JSON
-/// object, checked already (a marker file's, on the plain path), written as it is; the same
-/// bytes, without serde's per-key work (a third of ingesting a marker).
-pub(crate) fn encode_plain_marker_line_into(
-    bytes: &mut Vec<u8>,
-    name: &str,
-    start_time: f64,
-    end_time: Option<f64>,
-    category: u32,
-    data: &str,
-) {
-    bytes.extend_from_slice(br#"{"type":"marker","name":"#);
-    write_str(bytes, name);
-    bytes.extend_from_slice(br#","startTime":"#);
-    write_f64(bytes, start_time);
-    bytes.extend_from_slice(br#","endTime":"#);
-    match end_time {
-        Some(time) => write_f64(bytes, time),
-        None => bytes.extend_from_slice(b"null"),
-    }
-    bytes.extend_from_slice(br#","category":"#);
-    // Writing into a Vec cannot fail.
-    let _ = CompactFormatter.write_u32(bytes, category);
-    bytes.extend_from_slice(br#","data":"#);
-    bytes.extend_from_slice(data.as_bytes());
-    bytes.extend_from_slice(b"}\n");
-}
-
-/// A JSON string as serde_json writes it: as it is unless it holds a byte to escape.
-fn write_str(bytes: &mut Vec<u8>, text: &str) {
-    if text.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\') {
-        let _ = serde_json::to_writer(&mut *bytes, text);
-    } else {
-        bytes.push(b'"');
-        bytes.extend_from_slice(text.as_bytes());
-        bytes.push(b'"');
-    }
-}
-
-/// A number as serde_json writes it (`null` when not finite).
-fn write_f64(bytes: &mut Vec<u8>, value: f64) {
-    if value.is_finite() {
-        let _ = CompactFormatter.write_f64(bytes, value);
-    } else {
-        bytes.extend_from_slice(b"null");
-    }
-}
-
 fn encode_into(bytes: &mut Vec<u8>, line: &impl Serialize) {
     // Lines hold only strings, numbers and JSON values: serializing them cannot fail.
     serde_json::to_writer(&mut *bytes, line).unwrap_or_else(|e| unreachable!("encode: {e}"));
@@ -363,44 +317,6 @@ pub fn decode_marker_raw(bytes: &[u8]) -> Option<Result<RawMarker<'_>, DecodeErr
 mod tests {
     use super::*;
     use serde_json::json;
-
-    #[test]
-    fn a_plain_marker_encodes_as_serde_encodes_it() {
-        let data = r#"{"type":"Text","text":"é, \"q\""}"#;
-        let raw = RawValue::from_string(data.to_owned()).unwrap();
-        let names = [
-            "bench",
-            "é ∑ 😀",
-            "quote \" here",
-            "back\\slash",
-            "tab\t\u{1}",
-            "",
-        ];
-        let times = [
-            0.0,
-            1.5,
-            -3.25,
-            1e-7,
-            123456789.123,
-            1e21,
-            f64::MAX,
-            f64::NAN,
-        ];
-        for name in names {
-            for (start, end) in times.iter().zip(times.iter().rev()) {
-                for end_time in [None, Some(*end)] {
-                    let mut ours = Vec::new();
-                    encode_plain_marker_line_into(&mut ours, name, *start, end_time, 7, data);
-                    let mut serde = Vec::new();
-                    encode_marker_line_into(&mut serde, name, *start, end_time, 7, &raw);
-                    assert_eq!(
-                        String::from_utf8(ours).unwrap(),
-                        String::from_utf8(serde).unwrap()
-                    );
-                }
-            }
-        }
-    }
 
     #[test]
     fn instant_marker_encodes_as_the_profiler_reads_it() {
