@@ -6,6 +6,9 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use std::borrow::Cow;
 
+mod plain_marker;
+pub(crate) use plain_marker::encode_plain_marker_line_into;
+
 /// One line of a log. Serialization puts `type` first, as the profiler requires.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(tag = "type", rename_all = "lowercase")]

@@ -47,19 +47,20 @@ pub fn decode_file_line(bytes: &[u8], limits: &Limits) -> Result<FileLine, Probl
 
 /// A line decoded by [`decode_line_or_plain`].
 #[derive(Debug)]
-pub enum Decoded {
+pub enum Decoded<'a> {
     /// A marker that took the plain path ([`PlainMarker`]): the same checks, no tree.
-    Plain(PlainMarker),
+    Plain(PlainMarker<'a>),
     Line(FileLine),
 }
 
 /// [`decode_file_line`], with the commonest marker lines taken on the plain path.
-pub fn decode_line_or_plain(bytes: &[u8], limits: &Limits) -> Result<Decoded, Problem> {
-    if let Ok(text) = std::str::from_utf8(bytes) {
-        if starts_with_type(bytes, "marker") && rules::nesting_depth(bytes) <= limits.depth {
-            if let Some(marker) = plain::decode(text) {
-                return Ok(Decoded::Plain(marker));
-            }
+pub fn decode_line_or_plain<'a>(bytes: &'a [u8], limits: &Limits) -> Result<Decoded<'a>, Problem> {
+    if starts_with_type(bytes, "marker") {
+        if let Some(marker) = std::str::from_utf8(bytes)
+            .ok()
+            .and_then(|text| plain::decode(text, limits.depth))
+        {
+            return Ok(Decoded::Plain(marker));
         }
     }
     decode_file_line(bytes, limits).map(Decoded::Line)

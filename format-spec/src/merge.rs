@@ -11,12 +11,14 @@ use crate::marker_file::{
 use crate::metric::MetricKind;
 use crate::profile_dir::{DirReader, Item, Scan};
 use crate::schema::{as_task_schema, data_type};
-use crate::{encode_line_into, encode_marker_line_into};
 use crate::{Close, Dropped, Line, Marker, OpenInterval};
-use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use std::collections::{HashMap, HashSet};
 use std::io;
+use std::ops::Range;
+
+mod taken;
+pub use taken::{Taken, TakenMarker};
 
 /// The log time of a Unix epoch time in milliseconds: milliseconds since `meta.startTime`,
 /// rounded to the microsecond.
@@ -38,6 +40,9 @@ pub struct Merger {
     /// Metric lines, aggregated within each batch: a batch's metrics are in the log with
     /// the batch, before its checkpoint, so they are taken exactly once like markers.
     metrics: Option<BatchAggregator>,
+    /// The lines of the batch under way, copied out of the reader's buffer so that they can
+    /// be decoded borrowed; kept to be reused.
+    batch_text: Vec<u8>,
 }
 
 impl Merger {
@@ -60,6 +65,7 @@ impl Merger {
             value_rules: HashMap::new(),
             next_id,
             metrics: None,
+            batch_text: Vec::new(),
         };
         for schema in schemas.iter().filter_map(Value::as_object) {
             merger.know(schema);
@@ -123,35 +129,65 @@ impl Merger {
     }
 
     /// [`Merger::read_batch`], handing each line to `emit` as it is converted, markers of
-    /// the plain path with their `data` still as text: the recorder encodes them straight
-    /// into the batch's write, building no tree.
+    /// the plain path borrowed, their `data` still as text: the recorder encodes them
+    /// straight into the batch's write, building no tree and allocating nothing per line.
     pub fn read_batch_with(
         &mut self,
         reader: &mut DirReader,
         take_unterminated: bool,
         now_epoch_ms: f64,
-        emit: &mut dyn FnMut(Taken),
+        emit: &mut dyn FnMut(Taken<'_>),
     ) -> io::Result<BatchEnd> {
+        let mut text = std::mem::take(&mut self.batch_text);
+        text.clear();
         let mut files: Vec<String> = Vec::new();
-        let mut decoded: Vec<(usize, Decoded)> = Vec::new();
+        let mut lines: Vec<(usize, Range<usize>)> = Vec::new();
         let mut dropped = DroppedCounts::default();
-        let scan = reader.scan(take_unterminated, &mut |item| match item {
-            Item::Line { file, bytes } => match decode_line_or_plain(bytes, &self.limits) {
-                Ok(line) => {
-                    if files.last().is_none_or(|last| last != file) {
-                        files.push(file.to_owned());
-                    }
-                    decoded.push((files.len() - 1, line));
+        let scanned = reader.scan(take_unterminated, &mut |item| match item {
+            Item::Line { file, bytes } => {
+                if files.last().is_none_or(|last| last != file) {
+                    files.push(file.to_owned());
                 }
-                Err(problem) => dropped.add(file, problem, 1, bytes.len() as u64 + 1),
-            },
+                let start = text.len();
+                text.extend_from_slice(bytes);
+                lines.push((files.len() - 1, start..text.len()));
+            }
             Item::Problem {
                 file,
                 problem,
                 count,
                 bytes,
             } => dropped.add(file, problem, count, bytes),
-        })?;
+        });
+        if scanned.is_ok() {
+            self.convert(&text, &files, lines, &mut dropped, now_epoch_ms, emit);
+        }
+        self.batch_text = text;
+        Ok(BatchEnd {
+            dropped: dropped.into_lines(),
+            scan: scanned?,
+        })
+    }
+
+    /// Decodes a batch's lines (ranges of `text`, each of a file of `files`) and hands the
+    /// log lines they make to `emit`, in time order.
+    fn convert(
+        &mut self,
+        text: &[u8],
+        files: &[String],
+        lines: Vec<(usize, Range<usize>)>,
+        dropped: &mut DroppedCounts,
+        now_epoch_ms: f64,
+        emit: &mut dyn FnMut(Taken<'_>),
+    ) {
+        let mut decoded: Vec<(usize, Decoded)> = Vec::with_capacity(lines.len());
+        for (file, range) in lines {
+            let bytes = range.len() as u64 + 1;
+            match decode_line_or_plain(&text[range], &self.limits) {
+                Ok(line) => decoded.push((file, line)),
+                Err(problem) => dropped.add(&files[file], problem, 1, bytes),
+            }
+        }
         // An end in one file may follow a begin in another that was listed after it.
         decoded.sort_by(|a, b| time_of(&a.1).total_cmp(&time_of(&b.1)));
         let mut samples = Vec::new();
@@ -185,19 +221,16 @@ impl Merger {
                 emit(Taken::Line(Line::Marker(marker)));
             }
         }
-        Ok(BatchEnd {
-            dropped: dropped.into_lines(),
-            scan,
-        })
     }
 
     /// [`Merger::take`] of a plain marker: the same checks, in the same order.
-    fn take_plain(&self, marker: PlainMarker, now_epoch_ms: f64) -> Result<TakenMarker, Problem> {
-        if let Some(rules) = marker
-            .data_type()
-            .and_then(|kind| self.value_rules.get(kind))
-        {
-            let data = serde_json::from_str(marker.data.get()).map_err(|_| Problem::WrongFields)?;
+    fn take_plain<'a>(
+        &self,
+        marker: PlainMarker<'a>,
+        now_epoch_ms: f64,
+    ) -> Result<TakenMarker<'a>, Problem> {
+        if let Some(rules) = marker.data_type.and_then(|kind| self.value_rules.get(kind)) {
+            let data = serde_json::from_str(marker.data).map_err(|_| Problem::WrongFields)?;
             rules.check(&data)?;
         }
         let time = |epoch_ms: f64| self.to_log_time(epoch_ms, now_epoch_ms);
@@ -361,73 +394,6 @@ fn time_of(line: &Decoded) -> f64 {
     }
 }
 
-/// A log line of a batch, as [`Merger::read_batch_with`] hands it over.
-#[derive(Debug)]
-pub enum Taken {
-    Line(Line),
-    /// A marker of the plain path, its `data` still the text its file held.
-    Marker(TakenMarker),
-}
-
-impl Taken {
-    pub fn into_line(self) -> Line {
-        match self {
-            Taken::Line(line) => line,
-            Taken::Marker(marker) => marker.into_line(),
-        }
-    }
-
-    /// Appends its log line, newline included.
-    pub fn encode_into(&self, bytes: &mut Vec<u8>) {
-        match self {
-            Taken::Line(line) => encode_line_into(bytes, line),
-            Taken::Marker(marker) => encode_marker_line_into(
-                bytes,
-                &marker.name,
-                marker.start_time,
-                marker.end_time,
-                marker.category,
-                &marker.data,
-            ),
-        }
-    }
-
-    /// The category of a marker or an `open` line.
-    pub fn category(&self) -> Option<u32> {
-        match self {
-            Taken::Line(Line::Marker(marker)) => marker.category,
-            Taken::Line(Line::Open(open)) => open.category,
-            Taken::Line(_) => None,
-            Taken::Marker(marker) => Some(marker.category),
-        }
-    }
-}
-
-/// A marker of the plain path, its times on the log's time base.
-#[derive(Debug)]
-pub struct TakenMarker {
-    pub name: String,
-    pub start_time: f64,
-    pub end_time: Option<f64>,
-    pub category: u32,
-    /// A compact JSON object, as the marker file held it.
-    pub data: Box<RawValue>,
-}
-
-impl TakenMarker {
-    fn into_line(self) -> Line {
-        Line::Marker(Marker {
-            name: self.name,
-            start_time: self.start_time,
-            end_time: self.end_time,
-            category: Some(self.category),
-            // Valid JSON, an object: the plain path checked it.
-            data: serde_json::from_str(self.data.get()).ok(),
-            open_id: None,
-        })
-    }
-}
-
 /// What one [`Merger::read_batch_with`] found besides its lines.
 #[derive(Debug, Default)]
 pub struct BatchEnd {
@@ -484,278 +450,4 @@ fn sample(metric: &Metric) -> Sample {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::marker_file::decode_file_line;
-    use serde_json::json;
-
-    const START: f64 = 1_800_000_000_000.0;
-
-    fn merger() -> Merger {
-        let mut id = 0;
-        Merger::new(
-            START,
-            Limits::default(),
-            &[json!({"name": "Text"}), meta_graph_schema()],
-            Box::new(move || {
-                id += 1;
-                id
-            }),
-        )
-    }
-
-    /// A task schema with a graph declared in the meta line (`--schema`).
-    fn meta_graph_schema() -> Value {
-        json!({"name": "M", "graphs": [{"key": "v", "type": "bar", "color": "red"}]})
-    }
-
-    fn take(merger: &mut Merger, file: &str, text: &str) -> Result<Option<Line>, Problem> {
-        let line = decode_file_line(text.as_bytes(), &Limits::default())?;
-        merger.take(file, line, START + 60_000.0)
-    }
-
-    /// A line taken the plain way (None when it does not take it) and the general way.
-    fn both_ways(merger: &mut Merger, text: &str) -> (Option<TakeResult>, TakeResult) {
-        let now = START + 60_000.0;
-        let plain = match decode_line_or_plain(text.as_bytes(), &Limits::default()) {
-            Ok(Decoded::Plain(marker)) => Some(
-                merger
-                    .take_plain(marker, now)
-                    .map(|marker| Some(Taken::Marker(marker).into_line())),
-            ),
-            _ => None,
-        };
-        (plain, take(merger, "1.jsonl", text))
-    }
-
-    type TakeResult = Result<Option<Line>, Problem>;
-
-    #[test]
-    fn the_plain_way_takes_and_refuses_what_the_general_way_does() {
-        let mut merger = merger();
-        let marker = |end: &str, data: &str| {
-            format!(
-                r#"{{"type":"marker","name":"a","startTime":{},{end}"data":{data}}}"#,
-                START + 1000.0
-            )
-        };
-        let plain = [
-            marker("", r#"{"type":"Text","text":"x, y"}"#),
-            marker(
-                &format!(r#""endTime":{},"#, START + 2000.0),
-                r#"{"z":[1,2.5,{"a":null}]}"#,
-            ),
-            marker("", r#"{"type":"M","v":3}"#),
-            marker(r#""endTime":1,"#, r#"{"type":"Text"}"#),
-            marker("", r#"{"type":"CPU"}"#),
-            marker("", r#"{"type":"M","v":"3"}"#),
-            format!(r#"{{"type":"marker","name":"a","startTime":1,"data":{{"t":1}}}}"#),
-        ];
-        for text in &plain {
-            match both_ways(&mut merger, text) {
-                (Some(plain), general) => assert_eq!(plain, general, "{text}"),
-                (None, general) => assert!(general.is_err(), "{text}: refused either way"),
-            }
-        }
-        let taken_plain = plain
-            .iter()
-            .filter(|t| both_ways(&mut merger, t).0.is_some());
-        assert_eq!(
-            taken_plain.count(),
-            5,
-            "all but the end before the start and the reserved type"
-        );
-        for general_only in [
-            marker("", r#"{"type": "Text"}"#),
-            marker("", r#"{"text":"\u0041"}"#),
-            marker("", r#"{"v":1e3}"#),
-            marker("", r#"["Text"]"#),
-        ] {
-            assert!(
-                both_ways(&mut merger, &general_only).0.is_none(),
-                "{general_only}"
-            );
-        }
-    }
-
-    #[test]
-    fn times_become_milliseconds_since_the_start() {
-        let line = take(
-            &mut merger(),
-            "1.jsonl",
-            r#"{"type":"marker","name":"a","startTime":1800000001000.5,"endTime":1800000002000}"#,
-        );
-        match line.unwrap().unwrap() {
-            Line::Marker(m) => {
-                assert_eq!((m.start_time, m.end_time), (1000.5, Some(2000.0)));
-                assert_eq!(m.category, Some(crate::schema::category::USER));
-            }
-            other => panic!("{other:?}"),
-        }
-    }
-
-    #[test]
-    fn times_far_outside_the_recording_are_refused() {
-        let mut merger = merger();
-        for time in ["1", "1800000000000e3", "-5"] {
-            let text = format!(r#"{{"type":"marker","name":"a","startTime":{time}}}"#);
-            assert_eq!(take(&mut merger, "1.jsonl", &text), Err(Problem::BadTime));
-        }
-    }
-
-    #[test]
-    fn nested_begins_end_in_reverse_order_and_ids_match_across_files() {
-        let mut merger = merger();
-        let begin = |name: &str, t: u32| {
-            format!(
-                r#"{{"type":"begin","name":"{name}","time":{}}}"#,
-                START + t as f64
-            )
-        };
-        let end = |name: &str, t: u32| {
-            format!(
-                r#"{{"type":"end","name":"{name}","time":{}}}"#,
-                START + t as f64
-            )
-        };
-        let mut opened = Vec::new();
-        for text in [begin("a", 1), begin("a", 2)] {
-            match take(&mut merger, "1.jsonl", &text).unwrap().unwrap() {
-                Line::Open(open) => opened.push(open.id),
-                other => panic!("{other:?}"),
-            }
-        }
-        let ends: Vec<(Option<u64>, f64)> = [end("a", 3), end("a", 4)]
-            .iter()
-            .map(
-                |text| match take(&mut merger, "1.jsonl", text).unwrap().unwrap() {
-                    Line::Marker(m) => (m.open_id, m.start_time),
-                    other => panic!("{other:?}"),
-                },
-            )
-            .collect();
-        assert_eq!(ends, [(Some(opened[1]), 2.0), (Some(opened[0]), 1.0)]);
-
-        let by_id = r#"{"type":"begin","name":"x","id":"j","time":1800000000001}"#;
-        take(&mut merger, "1.jsonl", by_id).unwrap();
-        let end_elsewhere = r#"{"type":"end","name":"x","id":"j","time":1800000000002}"#;
-        assert!(matches!(
-            take(&mut merger, "2.jsonl", end_elsewhere),
-            Ok(Some(Line::Marker(_)))
-        ));
-    }
-
-    #[test]
-    fn an_end_by_name_prefers_its_own_file_then_any_file() {
-        let mut merger = merger();
-        let begin = |t: u32| {
-            format!(
-                r#"{{"type":"begin","name":"b","time":{}}}"#,
-                START + t as f64
-            )
-        };
-        let end = r#"{"type":"end","name":"b","time":1800000000009}"#;
-        let id_of = |line: Result<Option<Line>, Problem>| match line.unwrap().unwrap() {
-            Line::Open(open) => open.id,
-            Line::Marker(marker) => marker.open_id.unwrap(),
-            other => panic!("{other:?}"),
-        };
-        let in_1 = id_of(take(&mut merger, "1.jsonl", &begin(1)));
-        let in_2 = id_of(take(&mut merger, "2.jsonl", &begin(2)));
-        assert_eq!(id_of(take(&mut merger, "1.jsonl", end)), in_1);
-        assert_eq!(id_of(take(&mut merger, "3.jsonl", end)), in_2);
-        let line = take(&mut merger, "3.jsonl", end);
-        assert!(matches!(line, Ok(Some(Line::Close(c))) if c.key == "file:3.jsonl:b"));
-    }
-
-    #[test]
-    fn ours_and_the_first_declaration_of_a_schema_win() {
-        let mut merger = merger();
-        let schema =
-            |name: &str| format!(r#"{{"type":"schema","name":"{name}","display":[],"data":[]}}"#);
-        assert_eq!(take(&mut merger, "1.jsonl", &schema("Text")), Ok(None));
-        assert!(matches!(
-            take(&mut merger, "1.jsonl", &schema("Test")),
-            Ok(Some(Line::Schema(_)))
-        ));
-        assert_eq!(take(&mut merger, "2.jsonl", &schema("Test")), Ok(None));
-    }
-
-    #[test]
-    fn a_schema_named_like_ours_is_ignored_even_when_this_log_does_not_declare_it() {
-        let schema = r#"{"type":"schema","name":"CgroupMem","display":[],"data":[]}"#;
-        assert_eq!(take(&mut merger(), "1.jsonl", schema), Ok(None));
-    }
-
-    #[test]
-    fn a_task_graph_schema_takes_numbers_only_once_declared() {
-        let mut merger = merger();
-        let with = |kind: &str, value: &str| {
-            format!(
-                r#"{{"type":"{kind}","name":"t","time":1800000000001,"startTime":1800000000001,"data":{{"type":"T","v":{value},"note":"x"}}}}"#
-            )
-        };
-        let before = take(&mut merger, "1.jsonl", &with("marker", r#""1GB""#));
-        assert!(matches!(before, Ok(Some(Line::Marker(_)))));
-        let schema = r#"{"type":"schema","name":"T","display":[],"data":[],"graphs":[{"key":"v","type":"bar","color":"red"}]}"#;
-        assert!(take(&mut merger, "2.jsonl", schema).unwrap().is_some());
-        for kind in ["marker", "begin", "end"] {
-            assert_eq!(
-                take(&mut merger, "1.jsonl", &with(kind, r#""1GB""#)),
-                Err(Problem::NonNumericGraphValue),
-                "{kind}"
-            );
-            assert!(
-                take(&mut merger, "1.jsonl", &with(kind, "1")).is_ok(),
-                "{kind}"
-            );
-        }
-        let without_the_key =
-            r#"{"type":"marker","name":"t","startTime":1800000000001,"data":{"type":"T"}}"#;
-        assert_eq!(
-            take(&mut merger, "1.jsonl", without_the_key),
-            Err(Problem::NonNumericGraphValue)
-        );
-    }
-
-    #[test]
-    fn a_graph_schema_of_the_meta_line_takes_numbers_only() {
-        let marker = |v: &str| {
-            format!(
-                r#"{{"type":"marker","name":"m","startTime":1800000000001,"data":{{"type":"M","v":{v}}}}}"#
-            )
-        };
-        let mut merger = merger();
-        assert_eq!(
-            take(&mut merger, "1.jsonl", &marker(r#""x""#)),
-            Err(Problem::NonNumericGraphValue)
-        );
-        assert!(take(&mut merger, "1.jsonl", &marker("1")).is_ok());
-    }
-
-    #[test]
-    fn an_adopted_schema_keeps_its_graph_rule() {
-        let mut merger = merger();
-        let schema = json!({"name": "T", "graphs": [{"key": "v", "type": "bar", "color": "red"}]});
-        merger.adopt_schema(schema.as_object().unwrap());
-        let marker =
-            r#"{"type":"marker","name":"t","startTime":1800000000001,"data":{"type":"T","v":[1]}}"#;
-        assert_eq!(
-            take(&mut merger, "1.jsonl", marker),
-            Err(Problem::NonNumericGraphValue)
-        );
-    }
-
-    #[test]
-    fn open_intervals_are_capped() {
-        let mut merger = merger();
-        merger.limits.open_intervals = 2;
-        let begin = r#"{"type":"begin","name":"b","time":1800000000001}"#;
-        take(&mut merger, "1.jsonl", begin).unwrap();
-        take(&mut merger, "1.jsonl", begin).unwrap();
-        assert_eq!(
-            take(&mut merger, "1.jsonl", begin),
-            Err(Problem::TooManyOpen)
-        );
-    }
-}
+mod tests;

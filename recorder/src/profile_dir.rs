@@ -1,14 +1,13 @@
 //! The profile-directory source: follows the marker files that task and worker processes
 //! write to `$TASKCLUSTER_PROFILE_DIR` and appends their new whole lines to the log as
 //! batches that end in a checkpoint (SPEC.md, "Marker files", "Exactly once"). Woken by
-//! inotify (the `notify` crate), with a rescan every second; every poll interval where
-//! inotify is not available.
+//! inotify (a thread of its own reading the events), with a rescan every second; every poll
+//! interval where inotify is not available.
 
 use crate::channel::MarkerSink;
 use crate::error::{spawn, RecorderError};
 use crossbeam_channel::{bounded, select, Receiver, Sender};
-use notify::event::{AccessKind, AccessMode};
-use notify::{EventKind, RecursiveMode, Watcher};
+use inotify::{EventMask, Inotify, WatchDescriptor, WatchMask, Watches};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
@@ -28,6 +27,11 @@ const RESCAN_WITH_EVENTS: Duration = Duration::from_secs(1);
 /// the memory while the disk is slow.
 const BACKLOG_BATCHES: usize = 8;
 const BATCH_WAIT: Duration = Duration::from_secs(10);
+/// The least time from one scan's start to the next one's. Under a burst of writes inotify
+/// wakes the source at every line, and each scan costs a directory listing and a few system
+/// calls a file: a burst's lines gather into batches a few hundred lines long instead of a
+/// few dozen, for a millisecond more between a line's write and the log at most.
+const SCAN_GAP: Duration = Duration::from_millis(1);
 
 /// Where the marker files are, and how to read them.
 #[derive(Clone, Debug)]
@@ -83,7 +87,7 @@ pub(crate) struct Ingester {
 /// pending work, which kept the log locked for 10 to 70 ms after a SIGKILL (1 ms with the
 /// log above it; SPEC.md, "Locking and recovery").
 pub(crate) struct DirWatch {
-    watcher: Option<notify::RecommendedWatcher>,
+    watcher: Option<Watcher>,
     woken: Receiver<()>,
 }
 
@@ -92,6 +96,18 @@ impl DirWatch {
         let (wake, woken) = bounded(1);
         let watcher = config.watch.then(|| watch(&config.path, wake)).flatten();
         DirWatch { watcher, woken }
+    }
+}
+
+/// The watch of a running [`watch`]; dropping it removes the watch, which ends its thread.
+struct Watcher {
+    watches: Watches,
+    descriptor: WatchDescriptor,
+}
+
+impl Drop for Watcher {
+    fn drop(&mut self) {
+        let _ = self.watches.remove(self.descriptor.clone());
     }
 }
 
@@ -152,27 +168,46 @@ impl Ingester {
     }
 }
 
-/// An inotify watch that wakes the source; `None` where inotify is not available.
-fn watch(path: &Path, wake: Sender<()>) -> Option<notify::RecommendedWatcher> {
-    let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-        // An error (an overflowing event queue) may hide new lines: rescan. A wake-up
-        // already pending covers this event too.
-        if event.map_or(true, |event| may_add_lines(&event.kind)) {
-            let _ = wake.try_send(());
-        }
-    })
-    .ok()?;
-    watcher.watch(path, RecursiveMode::NonRecursive).ok()?;
-    Some(watcher)
-}
+/// The events that can mean lines to take. Not the opens, reads and closes after reading
+/// that the source's own scans cause: waking on those, it would scan for ever. An
+/// overflowing queue (which may hide new lines) is reported whatever the mask.
+const LINE_EVENTS: WatchMask = WatchMask::CREATE
+    .union(WatchMask::MODIFY)
+    .union(WatchMask::CLOSE_WRITE)
+    .union(WatchMask::MOVED_TO)
+    .union(WatchMask::MOVED_FROM)
+    .union(WatchMask::DELETE)
+    .union(WatchMask::ATTRIB);
+/// The events one read takes at most (about 32 bytes each).
+const EVENT_BUFFER: usize = 64 << 10;
 
-/// Whether an event can mean lines to take. Not the opens, reads and closes after reading
-/// that the source's own scans cause: waking on those, it would scan for ever.
-fn may_add_lines(kind: &EventKind) -> bool {
-    match kind {
-        EventKind::Access(access) => *access == AccessKind::Close(AccessMode::Write),
-        _ => true,
-    }
+/// An inotify watch whose thread wakes the source; `None` where inotify is not available.
+/// The thread reads what is queued, wakes the source, then waits [`SCAN_GAP`]: a burst's
+/// thousands of events (one a write) cost a read a millisecond, not a wake-up each.
+fn watch(path: &Path, wake: Sender<()>) -> Option<Watcher> {
+    let mut inotify = Inotify::init().ok()?;
+    let mut watches = inotify.watches();
+    let descriptor = watches.add(path, LINE_EVENTS).ok()?;
+    let thread = move || {
+        let mut buffer = vec![0; EVENT_BUFFER];
+        // A failed read (the descriptor gone) ends the thread, as the watch's removal does.
+        while let Ok(events) = inotify.read_events_blocking(&mut buffer) {
+            let mut removed = false;
+            for event in events {
+                removed |= event.mask.contains(EventMask::IGNORED);
+            }
+            // A wake-up already pending covers these events too.
+            if removed || wake.try_send(()).is_err_and(|e| e.is_disconnected()) {
+                return;
+            }
+            std::thread::sleep(SCAN_GAP);
+        }
+    };
+    spawn("tc-profile-inotify", thread).ok()?;
+    Some(Watcher {
+        watches,
+        descriptor,
+    })
 }
 
 struct Source {
@@ -188,12 +223,17 @@ impl Source {
     fn run(&mut self, woken: &Receiver<()>, period: Duration) {
         let stopped = self.stopped.clone();
         while self.deadline.is_none() {
+            let scanned = Instant::now();
             self.take_all();
             select! {
                 recv(stopped) -> deadline => {
                     self.deadline = Some(deadline.unwrap_or_else(|_| Instant::now()));
                 }
-                recv(woken) -> _ => {}
+                recv(woken) -> _ => {
+                    if let Ok(deadline) = stopped.recv_deadline(scanned + SCAN_GAP) {
+                        self.deadline = Some(deadline);
+                    }
+                }
                 default(period) => {}
             }
         }
@@ -275,24 +315,27 @@ pub(crate) fn now_epoch_ms() -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use notify::event::{CreateKind, DataChange, ModifyKind, RenameMode};
+    use crossbeam_channel::RecvTimeoutError;
 
     #[test]
-    fn the_sources_own_reads_do_not_wake_it() {
-        for kind in [
-            AccessKind::Open(AccessMode::Read),
-            AccessKind::Read,
-            AccessKind::Close(AccessMode::Read),
-        ] {
-            assert!(!may_add_lines(&EventKind::Access(kind)), "{kind:?}");
-        }
-        for kind in [
-            EventKind::Create(CreateKind::File),
-            EventKind::Modify(ModifyKind::Data(DataChange::Any)),
-            EventKind::Modify(ModifyKind::Name(RenameMode::To)),
-            EventKind::Access(AccessKind::Close(AccessMode::Write)),
-        ] {
-            assert!(may_add_lines(&kind), "{kind:?}");
-        }
+    fn a_write_wakes_the_source_its_own_reads_do_not_and_removing_the_watch_ends_the_thread() {
+        let dir = tempfile::tempdir().unwrap();
+        let (wake, woken) = bounded(1);
+        let watcher = watch(dir.path(), wake).expect("inotify");
+        let file = dir.path().join("1.jsonl");
+        std::fs::write(&file, "{}\n").unwrap();
+        assert_eq!(woken.recv_timeout(Duration::from_secs(10)), Ok(()));
+        std::thread::sleep(Duration::from_millis(50));
+        let _ = woken.try_recv(); // the write's later events, if read apart
+        std::fs::read(&file).unwrap();
+        assert_eq!(
+            woken.recv_timeout(Duration::from_millis(200)),
+            Err(RecvTimeoutError::Timeout),
+            "woken by its own read"
+        );
+        drop(watcher);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while woken.recv_deadline(deadline) == Ok(()) {}
+        assert!(woken.recv_timeout(Duration::ZERO) == Err(RecvTimeoutError::Disconnected));
     }
 }

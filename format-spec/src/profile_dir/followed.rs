@@ -3,6 +3,7 @@
 //! reported once and ends its reading; the directory side decides which files to follow.
 
 use crate::marker_file::{Limits, Problem};
+use memchr::{memchr, memchr_iter};
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 
@@ -134,7 +135,7 @@ impl Reading<'_> {
     ) -> u64 {
         let mut position = 0;
         if followed.skipping {
-            match chunk.iter().position(|&b| b == b'\n') {
+            match memchr(b'\n', chunk) {
                 Some(newline) => {
                     followed.skipping = false;
                     position = newline + 1;
@@ -142,9 +143,10 @@ impl Reading<'_> {
                 None => return chunk.len() as u64,
             }
         }
-        while let Some(length) = chunk[position..].iter().position(|&b| b == b'\n') {
-            self.line(&chunk[position..position + length], visit);
-            position += length + 1;
+        let first = position;
+        for newline in memchr_iter(b'\n', &chunk[first..]).map(|at| first + at) {
+            self.line(&chunk[position..newline], visit);
+            position = newline + 1;
         }
         let rest = &chunk[position..];
         if rest.len() > self.limits.line_bytes {
