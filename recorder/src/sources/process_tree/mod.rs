@@ -157,11 +157,49 @@ impl ProcessTree {
             owed_ticks: 0,
         };
         tree.read_own_reaped_ticks()?;
-        if let Follow::Pid(root) = *follow {
-            tree.candidates.push((root, None));
-            tree.admit_candidates(clock.now_ms(), |_| true);
+        match *follow {
+            Follow::Pid(root) => {
+                tree.candidates.push((root, None));
+                tree.admit_candidates(clock.now_ms(), |_| true);
+            }
+            Follow::Children => tree.list_before_children(clock.now_ms(), machine),
+            Follow::Cgroup(_) => {}
         }
         Some(tree)
+    }
+
+    /// Lists /proc once before the recorder has children (`run` starts its command after
+    /// the probe): every process listed is then another's, for good (a process's parent
+    /// changes only to an ancestor of it that reaps orphans), and is not read. The first
+    /// listing would otherwise read the stat of every process on the machine, the costliest
+    /// part of a short recording's start. With children already, they are read as at a tick.
+    fn list_before_children(&mut self, now: f64, machine: &Machine) {
+        self.list_unknown_processes(now, machine.load.map(|load| load.last_pid));
+        // Asked after the listing: a child started during it is among those found here.
+        if self.has_no_children() {
+            let tick = self.tick;
+            for (pid, inode) in std::mem::take(&mut self.candidates) {
+                if let Some(inode) = inode {
+                    self.others.insert(pid, (inode, tick));
+                }
+            }
+        } else {
+            let own_pid = self.own_pid;
+            self.admit_candidates(now, |parent| parent == own_pid);
+        }
+    }
+
+    /// Whether no thread of the recorder's process has a child (/proc/PID/task/TID/children);
+    /// false when that cannot be told.
+    fn has_no_children(&mut self) -> bool {
+        let tasks = self.proc_root.join(self.own_pid.to_string()).join("task");
+        let Ok(entries) = fs::read_dir(tasks) else {
+            return false;
+        };
+        entries.flatten().all(|entry| {
+            let children = self.buffer.read_path(&entry.path().join("children"));
+            children.is_ok_and(|text| text.iter().all(u8::is_ascii_whitespace))
+        })
     }
 
     fn read_own_reaped_ticks(&mut self) -> Option<u64> {
