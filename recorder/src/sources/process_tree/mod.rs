@@ -34,9 +34,11 @@ const PIDS_READ_ONE_BY_ONE: u32 = 256;
 /// second took 3 % of a core.
 const BIG_TREE: usize = 64;
 const BIG_TREE_PACE_MS: f64 = 1000.0;
-/// /proc is listed whole at most this often while pids are read one by one, to find what
-/// that missed: a process whose pid was given out before it could be opened.
-const LISTING_PACE_MS: f64 = 1000.0;
+/// /proc is listed whole once in this many of the tree's ticks while pids are read one by
+/// one, to find what that missed: a process whose pid was given out before it could be
+/// opened (found late, its CPU time is not lost). Counted in the tree's own ticks, so that
+/// a big tree's 1 s pace or a 1 s interval does not make every tick a listing.
+const LISTING_EVERY_TICKS: f64 = 10.0;
 
 /// Which processes are the task's.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -284,7 +286,7 @@ impl ProcessTree {
         let previous = std::mem::replace(&mut self.listed_at_pid, last_pid);
         if let (Some(from), Some(to)) = (previous, last_pid) {
             let few = from < to && to - from <= PIDS_READ_ONE_BY_ONE;
-            if few && now - self.listed_at < LISTING_PACE_MS {
+            if few && now - self.listed_at < self.listing_pace_ms() {
                 let known = &self.processes;
                 let new = (from + 1..=to).filter(|pid| !known.contains_key(pid));
                 self.candidates.extend(new.map(|pid| (pid, None)));
@@ -315,6 +317,11 @@ impl ProcessTree {
         }
         let tick = self.tick;
         self.others.retain(|_, (_, listed)| *listed == tick);
+    }
+
+    /// How long pids are read one by one before /proc is listed whole again.
+    fn listing_pace_ms(&self) -> f64 {
+        LISTING_EVERY_TICKS * self.interval_ms.max(self.pace_ms())
     }
 
     /// Reads the candidates and admits those whose parent is in the tree (or, by

@@ -232,8 +232,11 @@ fn new_pids_are_read_one_by_one_between_listings_and_threads_are_left_out() {
     );
     assert_eq!(tree.tick, listings, "found without listing /proc");
     fs::write(root.path().join("loadavg"), "0.10 0.20 0.30 1/101 5003\n").unwrap();
-    tick_markers_under(&mut tree, start + 100.0 + LISTING_PACE_MS, root.path());
-    assert_eq!(tree.tick, listings + 1, "listed whole once a second");
+    tick_markers_under(&mut tree, start + 900.0, root.path());
+    assert_eq!(tree.tick, listings, "not listed within ten ticks");
+    fs::write(root.path().join("loadavg"), "0.10 0.20 0.30 1/101 5004\n").unwrap();
+    tick_markers_under(&mut tree, start + 1000.0, root.path());
+    assert_eq!(tree.tick, listings + 1, "listed whole once in ten ticks");
 }
 
 #[test]
@@ -245,6 +248,11 @@ fn a_big_tree_is_sampled_once_a_second() {
         .collect();
     tick_of(&mut tree, &rows, &[]);
     assert_eq!(tree.pace_ms(), BIG_TREE_PACE_MS);
+    assert_eq!(
+        tree.listing_pace_ms(),
+        10.0 * BIG_TREE_PACE_MS,
+        "not listed at each of its ticks"
+    );
 }
 
 /// A fake /proc where pid 77's stat names the recorder its parent, and the recorder's one
