@@ -3,6 +3,8 @@
 use super::*;
 use crate::sources::machine::machine_of;
 use crate::sources::{tick_markers, tick_markers_under};
+use process::Stat;
+use std::fs;
 
 const STAT: &[u8] = b"4242 (a (b) c) Z 17 4242 17 0 -1 4194560 100 0 0 0 250 50 7 3 20 0 1 0 123456 5000000 300 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0 0 0 0 0 0 0 0 9\n";
 
