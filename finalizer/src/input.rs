@@ -112,7 +112,14 @@ pub(crate) fn decoded<'a>(
         size,
         progress,
     };
-    decompressed(BufReader::with_capacity(1 << 20, counted))
+    // A BufReader zeroes its whole buffer at the first read: no more than the file needs
+    // (a short recording's log is a few kB; `run` finalizes it in-process at its peak
+    // RSS). A size of 0 is unknown.
+    let capacity = match size {
+        0 => 1 << 20,
+        size => size.clamp(8 << 10, 1 << 20) as usize,
+    };
+    decompressed(BufReader::with_capacity(capacity, counted))
 }
 
 fn open_error(path: &Path, source: io::Error) -> InputError {

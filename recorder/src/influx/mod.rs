@@ -3,7 +3,9 @@
 //! `curl` and the InfluxDB client libraries write metrics as they already do (SPEC.md,
 //! "InfluxDB endpoint"). A request is one batch: its points are aggregated per interval
 //! like marker-file metrics, and its lines go to the writer in one message before the
-//! answer. A few handler threads accept in turn: concurrency is bounded by their number.
+//! answer. Handler threads accept in turn, one at first and more as connections overlap,
+//! up to a few: concurrency is bounded by their number, and a task that never writes
+//! costs one thread.
 //! With an InfluxDB to forward to, the points of each request answered 204 are queued
 //! for `forward`.
 
@@ -19,7 +21,7 @@ use crate::error::{spawn, RecorderError};
 use http::{ReadError, Request};
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -57,8 +59,18 @@ pub(crate) fn info(listener: &TcpListener, limits: &MetricLimits) -> io::Result<
 /// The handler threads, and how to stop them.
 pub(crate) struct InfluxThreads {
     address: SocketAddr,
-    stop: Arc<AtomicBool>,
-    handles: Vec<JoinHandle<()>>,
+    pool: Arc<Pool>,
+}
+
+/// What the handlers share besides the endpoint: the listener, and the threads started so
+/// far, behind a lock that also orders a start against the stop.
+struct Pool {
+    listener: TcpListener,
+    endpoint: Endpoint,
+    stop: AtomicBool,
+    /// Handlers blocked in accept.
+    idle: AtomicUsize,
+    handles: Mutex<Vec<JoinHandle<()>>>,
 }
 
 impl InfluxThreads {
@@ -74,7 +86,7 @@ impl InfluxThreads {
         forwarding: Option<Forwarding>,
     ) -> Result<InfluxThreads, RecorderError> {
         let address = listener.local_addr().map_err(RecorderError::Influx)?;
-        let endpoint = Arc::new(Endpoint {
+        let endpoint = Endpoint {
             scopes: limits.scopes.clone(),
             batches: Mutex::new(BatchAggregator::new(
                 limits,
@@ -83,21 +95,16 @@ impl InfluxThreads {
             markers: markers.clone(),
             time_slack_ms,
             forwarding,
+        };
+        let pool = Arc::new(Pool {
+            listener,
+            endpoint,
+            stop: AtomicBool::new(false),
+            idle: AtomicUsize::new(0),
+            handles: Mutex::new(Vec::with_capacity(HANDLERS)),
         });
-        let stop = Arc::new(AtomicBool::new(false));
-        let mut handles = Vec::with_capacity(HANDLERS);
-        for _ in 0..HANDLERS {
-            let listener = listener.try_clone().map_err(RecorderError::Influx)?;
-            let (endpoint, stop) = (Arc::clone(&endpoint), Arc::clone(&stop));
-            handles.push(spawn("tc-profile-influx", move || {
-                serve(&listener, &endpoint, &stop)
-            })?);
-        }
-        Ok(InfluxThreads {
-            address,
-            stop,
-            handles,
-        })
+        Pool::add_handler(&pool)?;
+        Ok(InfluxThreads { address, pool })
     }
 
     pub(crate) fn url(&self) -> String {
@@ -106,24 +113,57 @@ impl InfluxThreads {
 
     /// Stops the handlers once each has answered the request it is serving.
     pub(crate) fn stop(self) {
-        self.stop.store(true, Ordering::Release);
-        for _ in &self.handles {
+        let handles = {
+            let mut handles = self.pool.lock_handles();
+            // Under the lock: no handler starts another after this.
+            self.pool.stop.store(true, Ordering::Release);
+            std::mem::take(&mut *handles)
+        };
+        for _ in &handles {
             // Each connection wakes one handler blocked in accept.
             let _ = TcpStream::connect_timeout(&self.address, Duration::from_secs(1));
         }
-        for handle in self.handles {
+        for handle in handles {
             let _ = handle.join();
         }
     }
 }
 
-fn serve(listener: &TcpListener, endpoint: &Endpoint, stop: &AtomicBool) {
-    while !stop.load(Ordering::Acquire) {
-        match listener.accept() {
-            Ok((stream, _)) if !stop.load(Ordering::Acquire) => endpoint.handle(stream),
-            Ok(_) => return,
-            // Out of file descriptors, or a connection reset before it was taken.
-            Err(_) => std::thread::sleep(Duration::from_millis(10)),
+impl Pool {
+    fn lock_handles(&self) -> std::sync::MutexGuard<'_, Vec<JoinHandle<()>>> {
+        self.handles
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Starts one more handler, unless stopping or at [`HANDLERS`].
+    fn add_handler(pool: &Arc<Pool>) -> Result<(), RecorderError> {
+        let mut handles = pool.lock_handles();
+        if pool.stop.load(Ordering::Acquire) || handles.len() >= HANDLERS {
+            return Ok(());
+        }
+        let serving = Arc::clone(pool);
+        handles.push(spawn("tc-profile-influx", move || serving.serve())?);
+        Ok(())
+    }
+
+    fn serve(self: Arc<Pool>) {
+        while !self.stop.load(Ordering::Acquire) {
+            self.idle.fetch_add(1, Ordering::AcqRel);
+            let accepted = self.listener.accept();
+            let others_idle = self.idle.fetch_sub(1, Ordering::AcqRel) > 1;
+            match accepted {
+                Ok((stream, _)) if !self.stop.load(Ordering::Acquire) => {
+                    if !others_idle {
+                        // A thread that cannot start leaves the others serving.
+                        let _ = Pool::add_handler(&self);
+                    }
+                    self.endpoint.handle(stream);
+                }
+                Ok(_) => return,
+                // Out of file descriptors, or a connection reset before it was taken.
+                Err(_) => std::thread::sleep(Duration::from_millis(10)),
+            }
         }
     }
 }

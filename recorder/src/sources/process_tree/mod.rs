@@ -11,17 +11,17 @@
 //! it among the reaped children's time (cutime, cstime) once it has been waited for.
 
 pub(crate) mod command_line;
+mod discovery;
 pub(crate) mod process;
 
 use crate::clock::Clock;
 use crate::sources::machine::{CpuTimes, Machine};
 use crate::sources::procfs::ReadBuffer;
 use crate::sources::{fraction, Lines, Percent, Source};
-use process::{describe_status, open_files_max, parse_stat, stat_path, Process, Stat, StatUnits};
+use process::{describe_status, open_files_max, parse_stat, stat_path, Process, StatUnits};
 use serde::Serialize;
 use std::collections::HashMap;
-use std::fs::{self, File};
-use std::os::unix::fs::DirEntryExt;
+use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use tc_profile_format::schema::{data_type, source, track};
@@ -34,9 +34,11 @@ const PIDS_READ_ONE_BY_ONE: u32 = 256;
 /// second took 3 % of a core.
 const BIG_TREE: usize = 64;
 const BIG_TREE_PACE_MS: f64 = 1000.0;
-/// /proc is listed whole at most this often while pids are read one by one, to find what
-/// that missed: a process whose pid was given out before it could be opened.
-const LISTING_PACE_MS: f64 = 1000.0;
+/// /proc is listed whole once in this many of the tree's ticks while pids are read one by
+/// one, to find what that missed: a process whose pid was given out before it could be
+/// opened (found late, its CPU time is not lost). Counted in the tree's own ticks, so that
+/// a big tree's 1 s pace or a 1 s interval does not make every tick a listing.
+const LISTING_EVERY_TICKS: f64 = 10.0;
 
 /// Which processes are the task's.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -157,9 +159,13 @@ impl ProcessTree {
             owed_ticks: 0,
         };
         tree.read_own_reaped_ticks()?;
-        if let Follow::Pid(root) = *follow {
-            tree.candidates.push((root, None));
-            tree.admit_candidates(clock.now_ms(), |_| true);
+        match *follow {
+            Follow::Pid(root) => {
+                tree.candidates.push((root, None));
+                tree.admit_candidates(clock.now_ms(), |_| true);
+            }
+            Follow::Children => tree.list_before_children(clock.now_ms(), machine),
+            Follow::Cgroup(_) => {}
         }
         Some(tree)
     }
@@ -213,142 +219,6 @@ impl ProcessTree {
             }
         }
         gone
-    }
-
-    /// Finds the processes that joined the tree since the previous tick.
-    fn discover(&mut self, now: f64, last_pid: Option<u32>) {
-        match &self.follow {
-            Follow::Cgroup(path) => {
-                let procs = path.join("cgroup.procs");
-                if let Some(text) = self.buffer.read_text(&procs) {
-                    let listed = text.lines().filter_map(|l| l.trim().parse().ok());
-                    let known = &self.processes;
-                    let new = listed.filter(|pid| !known.contains_key(pid));
-                    self.candidates.extend(new.map(|pid| (pid, None)));
-                }
-                self.admit_candidates(now, |_| true);
-            }
-            Follow::Children | Follow::Pid(_) => {
-                self.list_unknown_processes(now, last_pid);
-                let own_pid = self.own_pid;
-                let children = self.follow == Follow::Children;
-                self.admit_candidates(now, |parent| children && parent == own_pid);
-            }
-        }
-    }
-
-    /// Puts into `candidates` the processes that are neither in the tree nor known to be
-    /// outside it: the pids given out since the last look, or every listed process.
-    fn list_unknown_processes(&mut self, now: f64, last_pid: Option<u32>) {
-        if last_pid.is_some() && last_pid == self.listed_at_pid {
-            return;
-        }
-        let previous = std::mem::replace(&mut self.listed_at_pid, last_pid);
-        if let (Some(from), Some(to)) = (previous, last_pid) {
-            let few = from < to && to - from <= PIDS_READ_ONE_BY_ONE;
-            if few && now - self.listed_at < LISTING_PACE_MS {
-                let known = &self.processes;
-                let new = (from + 1..=to).filter(|pid| !known.contains_key(pid));
-                self.candidates.extend(new.map(|pid| (pid, None)));
-                return;
-            }
-        }
-        self.listed_at = now;
-        self.tick += 1;
-        let Ok(entries) = fs::read_dir(&self.proc_root) else {
-            return;
-        };
-        for entry in entries.flatten() {
-            let Some(pid) = entry
-                .file_name()
-                .to_str()
-                .and_then(|n| n.parse::<u32>().ok())
-            else {
-                continue;
-            };
-            let inode = entry.ino();
-            if self.processes.contains_key(&pid) {
-                continue;
-            }
-            match self.others.get_mut(&pid) {
-                Some((known, listed)) if *known == inode => *listed = self.tick,
-                _ => self.candidates.push((pid, Some(inode))),
-            }
-        }
-        let tick = self.tick;
-        self.others.retain(|_, (_, listed)| *listed == tick);
-    }
-
-    /// Reads the candidates and admits those whose parent is in the tree (or, by
-    /// `is_root_parent`, is the tree's root), until no more join; the rest are others.
-    fn admit_candidates(&mut self, now: f64, is_root_parent: impl Fn(u32) -> bool) {
-        // A v1 cgroup.procs may list a pid twice.
-        self.candidates.sort_unstable();
-        self.candidates.dedup_by_key(|&mut (pid, _)| pid);
-        // Files are closed once read: the first listing reads every process of the machine.
-        let mut read: Vec<(u32, Option<u64>, Stat, Vec<u8>)> = Vec::new();
-        for (pid, inode) in std::mem::take(&mut self.candidates) {
-            let Ok(file) = File::open(stat_path(&self.proc_root, pid)) else {
-                continue; // a pid read one by one: given to a process that ended, or to none
-            };
-            match self.buffer.head_of(&file).and_then(parse_stat) {
-                Some((stat, comm)) if !stat.thread => {
-                    read.push((pid, inode, stat, comm.to_owned()))
-                }
-                _ => {}
-            }
-        }
-        let whole_list = !matches!(self.follow, Follow::Children | Follow::Pid(_));
-        loop {
-            let joining: Vec<usize> = (0..read.len())
-                .filter(|&i| {
-                    let ppid = read[i].2.ppid;
-                    whole_list || is_root_parent(ppid) || self.processes.contains_key(&ppid)
-                })
-                .collect();
-            if joining.is_empty() {
-                break;
-            }
-            for i in joining.into_iter().rev() {
-                let (pid, _, stat, comm) = read.swap_remove(i);
-                self.admit(pid, stat, comm, now);
-            }
-        }
-        // Only a listing forgets others, so only a listing's are remembered: a pid read one
-        // by one is not read again that way, and remembering it would grow without end.
-        for (pid, inode, ..) in read {
-            if let Some(inode) = inode {
-                self.others.insert(pid, (inode, self.tick));
-            }
-        }
-    }
-
-    fn admit(&mut self, pid: u32, stat: Stat, comm: Vec<u8>, now: f64) {
-        let file = (self.open_files < self.open_files_max)
-            .then(|| File::open(stat_path(&self.proc_root, pid)).ok())
-            .flatten();
-        self.open_files += u64::from(file.is_some());
-        // Time used before the first tick is before the recording: not counted.
-        let counted_ticks = if self.previous.is_none() {
-            stat.total_ticks()
-        } else {
-            0
-        };
-        let process = Process {
-            file,
-            stat,
-            counted_ticks,
-            reaped_increase: 0,
-            peak_rss_pages: stat.rss_pages,
-            last_seen: now,
-            comm,
-            name: String::new(),
-            command: String::new(),
-            command_known: false,
-            ended: false,
-        };
-        let process = self.processes.entry(pid).insert_entry(process).into_mut();
-        process.describe(&mut self.buffer, &self.proc_root.join(pid.to_string()));
     }
 
     /// The tree's CPU ticks since the previous tick. A process that ended was counted up

@@ -3,6 +3,8 @@
 use super::*;
 use crate::sources::machine::machine_of;
 use crate::sources::{tick_markers, tick_markers_under};
+use process::Stat;
+use std::fs;
 
 const STAT: &[u8] = b"4242 (a (b) c) Z 17 4242 17 0 -1 4194560 100 0 0 0 250 50 7 3 20 0 1 0 123456 5000000 300 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0 0 0 0 0 0 0 0 9\n";
 
@@ -205,7 +207,7 @@ fn children_are_found_and_a_finished_child_gets_a_marker() {
 #[test]
 fn new_pids_are_read_one_by_one_between_listings_and_threads_are_left_out() {
     let (mut tree, root) = fresh_tree();
-    let start = 1000.0;
+    let start = tree.listed_at;
     tick_markers_under(&mut tree, start, root.path());
     let listings = tree.tick;
     // Fields 5 to 37 and 39 to 52 are zeros; field 38 is the exit signal.
@@ -232,8 +234,11 @@ fn new_pids_are_read_one_by_one_between_listings_and_threads_are_left_out() {
     );
     assert_eq!(tree.tick, listings, "found without listing /proc");
     fs::write(root.path().join("loadavg"), "0.10 0.20 0.30 1/101 5003\n").unwrap();
-    tick_markers_under(&mut tree, start + 100.0 + LISTING_PACE_MS, root.path());
-    assert_eq!(tree.tick, listings + 1, "listed whole once a second");
+    tick_markers_under(&mut tree, start + 900.0, root.path());
+    assert_eq!(tree.tick, listings, "not listed within ten ticks");
+    fs::write(root.path().join("loadavg"), "0.10 0.20 0.30 1/101 5004\n").unwrap();
+    tick_markers_under(&mut tree, start + 1000.0, root.path());
+    assert_eq!(tree.tick, listings + 1, "listed whole once in ten ticks");
 }
 
 #[test]
@@ -245,4 +250,49 @@ fn a_big_tree_is_sampled_once_a_second() {
         .collect();
     tick_of(&mut tree, &rows, &[]);
     assert_eq!(tree.pace_ms(), BIG_TREE_PACE_MS);
+    assert_eq!(
+        tree.listing_pace_ms(),
+        10.0 * BIG_TREE_PACE_MS,
+        "not listed at each of its ticks"
+    );
+}
+
+/// A fake /proc where pid 77's stat names the recorder its parent, and the recorder's one
+/// thread lists `children`.
+fn proc_with_children(children: &str) -> tempfile::TempDir {
+    let root = fake_proc("0.10 0.20 0.30 1/100 5000\n");
+    let own = std::process::id();
+    let stat = format!("77 (x) S {own}{} 17{}\n", " 0".repeat(33), " 0".repeat(14));
+    let path = stat_path(root.path(), 77);
+    fs::create_dir(path.parent().unwrap()).unwrap();
+    fs::write(&path, stat).unwrap();
+    let task = root.path().join(format!("{own}/task/{own}"));
+    fs::create_dir_all(&task).unwrap();
+    fs::write(task.join("children"), children).unwrap();
+    root
+}
+
+fn probed(root: &Path) -> ProcessTree {
+    let interval = Duration::from_millis(100);
+    let (clock, machine) = (Clock::start(), machine_of(root));
+    ProcessTree::probe(root, &Follow::Children, interval, clock, &machine).unwrap()
+}
+
+#[test]
+fn without_children_at_the_probe_the_processes_listed_are_others_unread() {
+    let root = proc_with_children("");
+    let mut tree = probed(root.path());
+    assert!(tree.others.contains_key(&77), "listed at the probe");
+    tick_markers_under(&mut tree, 100.0, root.path());
+    assert!(
+        tree.processes.is_empty(),
+        "not read: a process that was there before any child is not the task's"
+    );
+}
+
+#[test]
+fn with_children_at_the_probe_the_processes_listed_are_read() {
+    let root = proc_with_children("77 ");
+    let tree = probed(root.path());
+    assert!(tree.processes.contains_key(&77));
 }
