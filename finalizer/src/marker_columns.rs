@@ -72,7 +72,9 @@ impl Markers {
         &self.names
     }
 
-    pub fn push(&mut self, marker: MarkerRef<'_>) {
+    /// Adds a marker whose payload is JSON text (as every `MarkerRef` a column or a
+    /// `RawValue` gives): it is written out as it is.
+    pub(crate) fn push(&mut self, marker: MarkerRef<'_>) {
         let kind = self.kind_id(marker.name, marker.category);
         if let Some(order) = &mut self.order {
             order.push(next_id(&self.kind));
@@ -114,11 +116,13 @@ impl Markers {
         if kept.iter().all(|&k| k) {
             return;
         }
-        *self = self
-            .iter()
-            .zip(kept)
-            .filter_map(|(marker, keep)| keep.then_some(marker))
-            .collect();
+        let mut kept_markers = Markers::default();
+        for (marker, keep) in self.iter().zip(kept) {
+            if keep {
+                kept_markers.push(marker);
+            }
+        }
+        *self = kept_markers;
     }
 
     /// Sorts by start time, keeping the order of equal starts.
@@ -148,22 +152,6 @@ impl Markers {
 /// byte of memory.
 fn next_id<T>(items: &[T]) -> u32 {
     u32::try_from(items.len()).unwrap_or_else(|_| unreachable!("4 G markers"))
-}
-
-impl<'a> FromIterator<MarkerRef<'a>> for Markers {
-    fn from_iter<I: IntoIterator<Item = MarkerRef<'a>>>(markers: I) -> Markers {
-        let mut columns = Markers::default();
-        columns.extend(markers);
-        columns
-    }
-}
-
-impl<'a> Extend<MarkerRef<'a>> for Markers {
-    fn extend<I: IntoIterator<Item = MarkerRef<'a>>>(&mut self, markers: I) {
-        for marker in markers {
-            self.push(marker);
-        }
-    }
 }
 
 impl FromIterator<ProfileMarker> for Markers {
@@ -206,6 +194,14 @@ mod tests {
         }
     }
 
+    fn columns(markers: &[MarkerRef]) -> Markers {
+        let mut columns = Markers::default();
+        for &marker in markers {
+            columns.push(marker);
+        }
+        columns
+    }
+
     #[test]
     fn markers_come_back_as_they_went_in() {
         let added = [
@@ -213,21 +209,19 @@ mod tests {
             marker("b", 1.0, None),
             marker("a", 2.0, Some("[1]")),
         ];
-        let markers: Markers = added.iter().copied().collect();
+        let markers = columns(&added);
         assert_eq!(markers.iter().collect::<Vec<_>>(), added);
         assert_eq!(markers.names().len(), 2);
     }
 
     #[test]
     fn sorting_is_stable_and_retain_keeps_the_order() {
-        let mut markers: Markers = [
+        let mut markers = columns(&[
             marker("late", 5.0, Some("1")),
             marker("first", 0.0, None),
             marker("tie", 5.0, Some("2")),
             marker("middle", 2.5, Some("3")),
-        ]
-        .into_iter()
-        .collect();
+        ]);
         markers.sort_by_start();
         let names: Vec<&str> = markers.iter().map(|m| m.name).collect();
         assert_eq!(names, ["first", "middle", "late", "tie"]);
@@ -238,9 +232,7 @@ mod tests {
 
     #[test]
     fn a_marker_added_after_sorting_is_last_until_sorted_again() {
-        let mut markers: Markers = [marker("b", 2.0, None), marker("a", 1.0, None)]
-            .into_iter()
-            .collect();
+        let mut markers = columns(&[marker("b", 2.0, None), marker("a", 1.0, None)]);
         markers.sort_by_start();
         markers.push(marker("c", 0.5, Some("{}")));
         let names = |markers: &Markers| {

@@ -64,7 +64,7 @@ impl<'a> From<&'a RawMarker<'a>> for MarkerRef<'a> {
             start_time: marker.start_time,
             end_time: marker.end_time,
             category: marker.category,
-            data: marker.data.map(RawValue::get),
+            data: marker.data,
         }
     }
 }
@@ -100,10 +100,14 @@ impl<'a> MarkerRef<'a> {
         serde_json::from_str(self.data?).ok()
     }
 
-    /// The payload as the profile's JSON writer takes it. Every payload is JSON text when
-    /// it goes into a column, so this fails only on a bug.
+    /// The payload as the profile's JSON writer takes it, without parsing it again (which
+    /// was a third of the time of writing a profile).
     pub(crate) fn raw_data(self) -> Option<&'a RawValue> {
-        serde_json::from_str(self.data?).ok()
+        // SAFETY: `RawValue` is `#[repr(transparent)]` over `str` (serde_json casts the
+        // same way in `RawValue::from_borrowed`); a payload in columns is always the text
+        // of a `RawValue` (`Markers::push`), so it stays one JSON value.
+        self.data
+            .map(|data| unsafe { std::mem::transmute::<&'a str, &'a RawValue>(data) })
     }
 
     /// The payload's `type` when it is its first key, as the recorder writes payloads:
