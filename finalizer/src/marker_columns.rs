@@ -39,17 +39,35 @@ impl Markers {
     /// The marker at `position`; panics past the end, as a slice does.
     pub fn get(&self, position: usize) -> MarkerRef<'_> {
         let index = self.index(position);
-        let data_start = index.checked_sub(1).map_or(0, |i| self.data_end[i]);
-        let data = &self.arena[data_start..self.data_end[index]];
-        let end = self.end[index];
         let (name, category) = self.kinds[self.kind[index] as usize];
         MarkerRef {
             name: &self.names[name as usize],
             start_time: self.start[index],
-            end_time: (!end.is_nan()).then_some(end),
+            end_time: self.end_time(position),
             category,
-            data: (!data.is_empty()).then_some(data),
+            data: self.data(position),
         }
+    }
+
+    /// The start of the marker at `position`: one column, for the profile's writer.
+    pub(crate) fn start_time(&self, position: usize) -> f64 {
+        self.start[self.index(position)]
+    }
+
+    pub(crate) fn end_time(&self, position: usize) -> Option<f64> {
+        let end = self.end[self.index(position)];
+        (!end.is_nan()).then_some(end)
+    }
+
+    pub(crate) fn data(&self, position: usize) -> Option<&str> {
+        let index = self.index(position);
+        let data_start = index.checked_sub(1).map_or(0, |i| self.data_end[i]);
+        let data = &self.arena[data_start..self.data_end[index]];
+        (!data.is_empty()).then_some(data)
+    }
+
+    pub(crate) fn category(&self, position: usize) -> Option<u32> {
+        self.kinds[self.kind[self.index(position)] as usize].1
     }
 
     fn index(&self, position: usize) -> usize {

@@ -100,16 +100,6 @@ impl<'a> MarkerRef<'a> {
         serde_json::from_str(self.data?).ok()
     }
 
-    /// The payload as the profile's JSON writer takes it, without parsing it again (which
-    /// was a third of the time of writing a profile).
-    pub(crate) fn raw_data(self) -> Option<&'a RawValue> {
-        // SAFETY: `RawValue` is `#[repr(transparent)]` over `str` (serde_json casts the
-        // same way in `RawValue::from_borrowed`); a payload in columns is always the text
-        // of a `RawValue` (`Markers::push`), so it stays one JSON value.
-        self.data
-            .map(|data| unsafe { std::mem::transmute::<&'a str, &'a RawValue>(data) })
-    }
-
     /// The payload's `type` when it is its first key, as the recorder writes payloads:
     /// found without parsing the rest. None when the payload starts otherwise.
     pub fn leading_type(self) -> Option<&'a str> {
