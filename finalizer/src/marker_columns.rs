@@ -146,7 +146,7 @@ impl Markers {
     /// Sorts by start time, keeping the order of equal starts.
     pub(crate) fn sort_by_start(&mut self) {
         let sorted = (1..self.len()).all(|i| {
-            let (before, after) = (self.get(i - 1).start_time, self.get(i).start_time);
+            let (before, after) = (self.start_time(i - 1), self.start_time(i));
             before.total_cmp(&after).is_le()
         });
         if sorted {

@@ -33,6 +33,10 @@ impl UniqueStrings {
         UniqueStrings(keyed.collect())
     }
 
+    pub(crate) fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
     /// The payload of `marker` with each `unique-string` value replaced by what `map` makes
     /// of it (None leaves the key out); None when its schema has no such field.
     pub(crate) fn rewrite(
@@ -104,15 +108,20 @@ impl Serialize for ThreadOut<'_> {
         let mut strings = StringTable::default();
         let mut name_index = vec![None; markers.names().len()];
         let mut rewritten = HashMap::new();
-        for (i, marker) in markers.iter().enumerate() {
+        for i in 0..count {
             let id = markers.name_id(i) as usize;
             if name_index[id].is_none() {
-                name_index[id] = Some(strings.index(marker.name));
+                name_index[id] = Some(strings.index(&markers.names()[id]));
             }
-            let interned = self.unique_strings.rewrite(marker, |value| match value {
-                Value::String(text) => Some(Value::from(strings.index(text))),
-                _ => None,
-            });
+            if self.unique_strings.is_empty() {
+                continue;
+            }
+            let interned = self
+                .unique_strings
+                .rewrite(markers.get(i), |value| match value {
+                    Value::String(text) => Some(Value::from(strings.index(text))),
+                    _ => None,
+                });
             if let Some(data) = interned {
                 rewritten.insert(i, data);
             }
