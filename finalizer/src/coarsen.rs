@@ -5,6 +5,7 @@
 //! is the time-weighted mean with its highest busy share in `peak`, metrics keep what the
 //! task sent (counts add up), any other graph the time-weighted mean.
 
+use crate::marker_columns::Markers;
 use crate::profile_marker::{busy_share, ProfileMarker};
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -27,31 +28,36 @@ const KEEP_HIGHEST: [(&str, &str); 4] = [
 
 /// Merges the samples of each graph track in `markers` down to about `max`; returns how
 /// many samples went into merged ones.
-pub(crate) fn bound_tracks(
-    markers: &mut Vec<ProfileMarker>,
-    meta: &Map<String, Value>,
-    max: usize,
-) -> usize {
+pub(crate) fn bound_tracks(markers: &mut Markers, meta: &Map<String, Value>, max: usize) -> usize {
     let graph_types = graph_types(meta);
+    if graph_types.is_empty() {
+        return 0;
+    }
     // A track is the intervals of one name whose payload has a graph's type: only names
     // with more than `max` intervals can need merging, and only their payloads are read.
+    // A payload that leads with another type is none (a million text markers, say).
     let mut intervals: HashMap<&str, usize> = HashMap::new();
-    for marker in markers.iter().filter(|m| m.end_time.is_some()) {
-        *intervals.entry(&marker.name).or_default() += 1;
+    let samples = markers.iter().filter(|m| {
+        m.end_time.is_some()
+            && m.leading_type()
+                .is_none_or(|kind| graph_types.contains(kind))
+    });
+    for marker in samples {
+        *intervals.entry(marker.name).or_default() += 1;
     }
     let crowded: HashSet<String> = intervals
         .into_iter()
         .filter(|&(_, count)| count > max)
         .map(|(name, _)| name.to_owned())
         .collect();
-    if graph_types.is_empty() || crowded.is_empty() {
+    if crowded.is_empty() {
         return 0;
     }
     // Kept as read: a payload is parsed only while its stretch is merged, so that a day of
     // samples never sits in memory as JSON trees.
     let mut tracks: BTreeMap<(String, String), Vec<ProfileMarker>> = BTreeMap::new();
     let mut others = Vec::with_capacity(markers.len());
-    for marker in markers.drain(..) {
+    for marker in markers.to_vec() {
         let track = crowded
             .contains(&marker.name)
             .then(|| track_of(&marker, &graph_types))
@@ -75,7 +81,7 @@ pub(crate) fn bound_tracks(
             others.extend(samples);
         }
     }
-    *markers = others;
+    *markers = others.into_iter().collect();
     merged
 }
 
@@ -97,7 +103,7 @@ fn graph_types(meta: &Map<String, Value>) -> HashSet<String> {
 /// (marker name, data type) of a sample of a graph track.
 fn track_of(marker: &ProfileMarker, graph_types: &HashSet<String>) -> Option<(String, String)> {
     marker.end_time?;
-    let figures = marker.figures();
+    let figures = marker.as_ref().figures();
     let kind = figures.kind?;
     graph_types
         .contains(kind.as_ref())
@@ -119,7 +125,7 @@ fn merge_track(samples: &[ProfileMarker], max: usize) -> Vec<Marker> {
         if i == samples.len() || stretch(&samples[i]) != stretch(&samples[group_start]) {
             let group: Vec<Marker> = samples[group_start..i]
                 .iter()
-                .map(ProfileMarker::to_marker)
+                .map(|sample| sample.as_ref().to_marker())
                 .collect();
             merged.push(merge(&group));
             group_start = i;
@@ -353,11 +359,11 @@ mod tests {
 
     /// Bounds the tracks of `markers`: how many samples were merged, and the markers after.
     fn bound(markers: Vec<Marker>, max: usize) -> (usize, Vec<Marker>) {
-        let mut markers: Vec<ProfileMarker> = markers.into_iter().map(Into::into).collect();
+        let mut markers: Markers = markers.into_iter().map(ProfileMarker::from).collect();
         let merged = bound_tracks(&mut markers, &meta(), max);
         (
             merged,
-            markers.iter().map(ProfileMarker::to_marker).collect(),
+            markers.iter().map(|marker| marker.to_marker()).collect(),
         )
     }
 

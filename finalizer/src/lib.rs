@@ -35,6 +35,7 @@ mod compression;
 mod finalize;
 mod input;
 mod lock_holder;
+mod marker_columns;
 mod marker_table;
 mod markers;
 mod merge;
@@ -55,6 +56,7 @@ pub use finalize::{
 };
 pub use input::{read_input, Input, InputError, ProgressFn};
 pub use lock_holder::LockHolder;
+pub use marker_columns::Markers;
 pub use markers::{merge_profile_dir, profile_dir_of};
 pub use merge::{merge, MergeError, MergeOptions, MergeReport};
 pub use output::{write_atomically, write_profile};
@@ -62,7 +64,7 @@ pub use problems::{ProblemCount, Problems};
 pub use profile::{
     compact, Compaction, Profile, ProfileError, DATA_MISSING, ENDED_EARLY, LOG_DAMAGE, MARKER_FILES,
 };
-pub use profile_marker::{busy_share, Figures, Number, ProfileMarker};
+pub use profile_marker::{busy_share, Figures, MarkerRef, Number, ProfileMarker};
 pub use reader::{read_log, Damage, DropReason, Read, ReadError, Recording};
 pub use recover::{recover, Recovery};
 pub use span::{compact_span, uncovered, Span, SpanLogs};

@@ -3,9 +3,10 @@
 //! flagged, notes about damage and an early end, and `meta.profilingEndTime`.
 
 use crate::coarsen::{bound_tracks, MAX_SAMPLES_PER_TRACK};
+use crate::marker_columns::Markers;
 use crate::marker_table::{ThreadOut, UniqueStrings};
 use crate::problems::Problems;
-use crate::profile_marker::ProfileMarker;
+use crate::profile_marker::{MarkerRef, ProfileMarker};
 use crate::reader::Recording;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -50,7 +51,7 @@ pub struct Profile {
     pub(crate) meta: Map<String, Value>,
     /// Every field of the thread but its markers and strings.
     pub(crate) thread: Map<String, Value>,
-    pub(crate) markers: Vec<ProfileMarker>,
+    pub(crate) markers: Markers,
     /// A processed input's counters (the profile's own tracks, drawn from samples), as
     /// they were read; a log has none.
     pub(crate) counters: Vec<Map<String, Value>>,
@@ -59,7 +60,7 @@ pub struct Profile {
 }
 
 impl Profile {
-    pub fn markers(&self) -> &[ProfileMarker] {
+    pub fn markers(&self) -> &Markers {
         &self.markers
     }
 
@@ -85,8 +86,7 @@ impl Profile {
     /// markers sorted by start time.
     pub(crate) fn add_markers(&mut self, markers: impl IntoIterator<Item = ProfileMarker>) {
         self.markers.extend(markers);
-        self.markers
-            .sort_by(|a, b| a.start_time.total_cmp(&b.start_time));
+        self.markers.sort_by_start();
     }
 
     /// Parses a processed profile (ours, Mozilla's resource monitor's, or any with a marker
@@ -127,7 +127,7 @@ impl Profile {
             .into_iter()
             .next()
             .ok_or(ProfileError::Shape("it has no thread"))?;
-        let mut table: MarkerTable = serde_json::from_value(
+        let table: MarkerTable = serde_json::from_value(
             thread
                 .remove("markers")
                 .ok_or(ProfileError::Shape("its thread has no marker table"))?,
@@ -151,7 +151,8 @@ impl Profile {
                 "its marker table has columns of different lengths",
             ));
         }
-        let mut markers = Vec::with_capacity(length);
+        let unique_strings = UniqueStrings::of(&document.meta);
+        let mut markers = Markers::default();
         for (i, name) in table.name.iter().enumerate() {
             let name = strings.get(*name).ok_or(ProfileError::Shape(
                 "a marker name is not in the string table",
@@ -164,13 +165,20 @@ impl Profile {
                 3 => (end.or(start).unwrap_or(0.0), None),
                 _ => (start.or(end).unwrap_or(0.0), None),
             };
-            markers.push(ProfileMarker {
-                name: name.clone(),
+            let marker = MarkerRef {
+                name,
                 start_time: start,
                 end_time: end,
                 category: Some(table.category[i]),
-                data: table.data[i].take(),
-            });
+                data: table.data[i].as_deref().map(RawValue::get),
+            };
+            match unique_strings.resolve(marker, &strings) {
+                Some(data) => markers.push(MarkerRef {
+                    data: Some(data.get()),
+                    ..marker
+                }),
+                None => markers.push(marker),
+            }
         }
         if thread
             .get("samples")
@@ -180,7 +188,6 @@ impl Profile {
         {
             left_out.push("samples");
         }
-        UniqueStrings::of(&document.meta).resolve(&mut markers, &strings);
         Ok(Profile {
             meta: document.meta,
             thread,
@@ -215,7 +222,7 @@ pub fn compact(mut recording: Recording) -> (Profile, Compaction) {
     for open in std::mem::take(&mut recording.open).into_values() {
         let mut marker = open.close(end_time, None);
         flag_cut_off(&mut marker);
-        markers.push(marker.into());
+        markers.push(ProfileMarker::from(marker).as_ref());
     }
     drop_values_the_profiler_cannot_show(&mut markers, &recording.schemas, &mut recording.problems);
     let ended_early = recording.footer.is_none();
@@ -224,7 +231,7 @@ pub fn compact(mut recording: Recording) -> (Profile, Compaction) {
             "No clean-end footer: the recorder stopped at {end_time:.3} ms without finishing \
              (killed, crashed, or still running); {cut_off} open intervals were cut off there."
         );
-        markers.push(note(ENDED_EARLY, end_time, notes, text));
+        markers.push(note(ENDED_EARLY, end_time, notes, text).as_ref());
     }
     let data_missing = recording.gaps.len();
     for gap in std::mem::take(&mut recording.gaps) {
@@ -233,25 +240,23 @@ pub fn compact(mut recording: Recording) -> (Profile, Compaction) {
         } else {
             format!("{} lines lost: {}", gap.lines, gap.reason)
         };
-        markers.push(
-            Marker::interval(DATA_MISSING, gap.start_time, gap.end_time)
-                .with_category(notes)
-                .with_data(json!({"type": data_type::TEXT, "text": text}))
-                .into(),
-        );
+        let missing = Marker::interval(DATA_MISSING, gap.start_time, gap.end_time)
+            .with_category(notes)
+            .with_data(json!({"type": data_type::TEXT, "text": text}));
+        markers.push(ProfileMarker::from(missing).as_ref());
     }
     if !recording.damage.is_empty() {
         let text = recording.damage.summary();
-        markers.push(note(LOG_DAMAGE, end_time, notes, text));
+        markers.push(note(LOG_DAMAGE, end_time, notes, text).as_ref());
     }
     if !recording.problems.is_empty() {
         let text = recording.problems.summary();
-        markers.push(note(MARKER_FILES, end_time, notes, text));
+        markers.push(note(MARKER_FILES, end_time, notes, text).as_ref());
     }
     meta.insert("profilingEndTime".to_owned(), json!(end_time));
     add_schemas(&mut meta, recording.schemas);
     let merged_samples = bound_tracks(&mut markers, &meta, MAX_SAMPLES_PER_TRACK);
-    markers.sort_by(|a, b| a.start_time.total_cmp(&b.start_time));
+    markers.sort_by_start();
     let mut thread = recording.thread;
     thread.remove("markers");
     thread.remove("stringArray");
@@ -275,7 +280,7 @@ pub fn compact(mut recording: Recording) -> (Profile, Compaction) {
 
 /// Ends, with each `close` in time order, the latest open interval of its key begun at or
 /// before it; a close without one is counted as an end without its begin.
-fn match_closes(recording: &mut Recording, markers: &mut Vec<ProfileMarker>) {
+fn match_closes(recording: &mut Recording, markers: &mut Markers) {
     let mut closes = std::mem::take(&mut recording.closes);
     closes.sort_by(|a, b| a.time.total_cmp(&b.time));
     for close in closes {
@@ -294,7 +299,9 @@ fn match_closes(recording: &mut Recording, markers: &mut Vec<ProfileMarker>) {
         };
         let begun = latest(&same_key).or_else(|| latest(&same_name));
         match begun.and_then(|id| recording.open.remove(&id)) {
-            Some(open) => markers.push(open.close(close.time, close.data).into()),
+            Some(open) => {
+                markers.push(ProfileMarker::from(open.close(close.time, close.data)).as_ref())
+            }
             None => recording.problems.add(&Dropped {
                 file: close.key,
                 problem: Problem::EndWithoutBegin,
@@ -309,7 +316,7 @@ fn match_closes(recording: &mut Recording, markers: &mut Vec<ProfileMarker>) {
 /// ([`ValueRules`]: a string under a graph key would make it refuse the profile). Those
 /// were logged before their schema, so the merger could not check them.
 fn drop_values_the_profiler_cannot_show(
-    markers: &mut Vec<ProfileMarker>,
+    markers: &mut Markers,
     schemas: &[Map<String, Value>],
     problems: &mut Problems,
 ) {
@@ -436,6 +443,6 @@ mod tests {
         let problems = &compaction.marker_problems;
         assert_eq!(problems.count(Problem::NonNumericGraphValue), 1);
         let note = profile.markers().iter().find(|m| m.name == MARKER_FILES);
-        assert!(note.is_some_and(|n| n.data.as_ref().unwrap().get().contains("not a number")));
+        assert!(note.is_some_and(|n| n.data.unwrap().contains("not a number")));
     }
 }

@@ -1,7 +1,8 @@
-//! The markers of a profile as the finalizer holds them: the payload kept as the JSON text
-//! it was read as, and parsed only where a figure is needed (a summary, merging a long
-//! track). Parsing every payload into a tree, writing it out again and freeing it took most
-//! of the time and memory of finalizing.
+//! A marker with its payload kept as the JSON text it was read as, and parsed only where a
+//! figure is needed (a summary, merging a long track): owned ([`ProfileMarker`], for the
+//! few markers made or edited one by one) or borrowed from columns ([`MarkerRef`]).
+//! Parsing every payload into a tree, writing it out again and freeing it took most of the
+//! time and memory of finalizing.
 
 use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
@@ -25,21 +26,67 @@ pub struct ProfileMarker {
     pub data: Option<Box<RawValue>>,
 }
 
+/// One marker, borrowed from its columns.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MarkerRef<'a> {
+    pub name: &'a str,
+    /// Milliseconds since `meta.startTime`.
+    pub start_time: f64,
+    /// None for an instant.
+    pub end_time: Option<f64>,
+    /// Index into `meta.categories`; 0 when absent.
+    pub category: Option<u32>,
+    /// The payload, as JSON text.
+    pub data: Option<&'a str>,
+}
+
 impl ProfileMarker {
+    /// A marker-file line's marker, kept until its batch's checkpoint.
     pub fn from_raw(marker: &RawMarker) -> ProfileMarker {
-        ProfileMarker {
-            name: marker.name.clone().into_owned(),
+        MarkerRef::from(marker).owned()
+    }
+
+    pub fn as_ref(&self) -> MarkerRef<'_> {
+        MarkerRef {
+            name: &self.name,
+            start_time: self.start_time,
+            end_time: self.end_time,
+            category: self.category,
+            data: self.data.as_deref().map(RawValue::get),
+        }
+    }
+}
+
+impl<'a> From<&'a RawMarker<'a>> for MarkerRef<'a> {
+    fn from(marker: &'a RawMarker<'a>) -> MarkerRef<'a> {
+        MarkerRef {
+            name: &marker.name,
             start_time: marker.start_time,
             end_time: marker.end_time,
             category: marker.category,
-            data: marker.data.map(ToOwned::to_owned),
+            data: marker.data,
+        }
+    }
+}
+
+impl<'a> MarkerRef<'a> {
+    pub fn owned(self) -> ProfileMarker {
+        ProfileMarker {
+            name: self.name.to_owned(),
+            start_time: self.start_time,
+            end_time: self.end_time,
+            category: self.category,
+            // Text from a column was JSON when it went in.
+            data: self
+                .data
+                .and_then(|data| RawValue::from_string(data.to_owned()).ok()),
         }
     }
 
     /// The marker with its payload parsed.
-    pub fn to_marker(&self) -> Marker {
+    pub fn to_marker(self) -> Marker {
         Marker {
-            name: self.name.clone(),
+            name: self.name.to_owned(),
             start_time: self.start_time,
             end_time: self.end_time,
             category: self.category,
@@ -49,24 +96,23 @@ impl ProfileMarker {
     }
 
     /// The payload parsed.
-    pub fn data_value(&self) -> Option<Value> {
-        serde_json::from_str(self.data.as_ref()?.get()).ok()
+    pub fn data_value(self) -> Option<Value> {
+        serde_json::from_str(self.data?).ok()
     }
 
     /// The payload's `type` when it is its first key, as the recorder writes payloads:
     /// found without parsing the rest. None when the payload starts otherwise.
-    pub fn leading_type(&self) -> Option<&str> {
-        let rest = self.data.as_ref()?.get().strip_prefix(r#"{"type":""#)?;
+    pub fn leading_type(self) -> Option<&'a str> {
+        let rest = self.data?.strip_prefix(r#"{"type":""#)?;
         let kind = &rest[..rest.find('"')?];
         // An escaped character: left to a parser.
         (!kind.contains('\\')).then_some(kind)
     }
 
     /// The payload's `type` and numbers, read without building a tree.
-    pub fn figures(&self) -> Figures<'_> {
+    pub fn figures(self) -> Figures<'a> {
         self.data
-            .as_ref()
-            .and_then(|data| serde_json::from_str(data.get()).ok())
+            .and_then(|data| serde_json::from_str(data).ok())
             .unwrap_or_default()
     }
 }
@@ -223,7 +269,7 @@ mod tests {
             "type": "CPU", "user": 0.5, "system": 1, "cpuPercent": "50.0%",
             "nice": "not a number", "steal": null, "iowait": [1], "softirq": {"x": 2},
         })));
-        let figures = marker.figures();
+        let figures = marker.as_ref().figures();
         assert_eq!(figures.kind.as_deref(), Some("CPU"));
         assert_eq!(
             (figures.get("user"), figures.get("system")),
@@ -241,12 +287,15 @@ mod tests {
             ..ProfileMarker::from(Marker::instant("m", 0.0))
         };
         assert_eq!(
-            marker(r#"{"type":"CPU","user":1}"#).leading_type(),
+            marker(r#"{"type":"CPU","user":1}"#).as_ref().leading_type(),
             Some("CPU")
         );
-        assert_eq!(marker(r#"{"user":1,"type":"CPU"}"#).leading_type(), None);
-        assert_eq!(marker(r#"{"type": "CPU"}"#).leading_type(), None);
-        assert_eq!(marker(r#"{"type":"C\"PU"}"#).leading_type(), None);
+        assert_eq!(
+            marker(r#"{"user":1,"type":"CPU"}"#).as_ref().leading_type(),
+            None
+        );
+        assert_eq!(marker(r#"{"type": "CPU"}"#).as_ref().leading_type(), None);
+        assert_eq!(marker(r#"{"type":"C\"PU"}"#).as_ref().leading_type(), None);
     }
 
     #[test]

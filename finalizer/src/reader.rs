@@ -3,14 +3,15 @@
 //! reason, and reading resumes at the next newline. Only a log without a whole meta line
 //! and thread line cannot be read.
 
+use crate::marker_columns::Markers;
 use crate::problems::Problems;
-use crate::profile_marker::ProfileMarker;
+use crate::profile_marker::{MarkerRef, ProfileMarker};
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, HashMap};
 use std::io::{self, BufRead};
 use tc_profile_format::{
     decode_line, decode_marker_raw, Close, DecodeError, FileProgress, Footer, Gap, Line,
-    OpenInterval, META_PREFIX,
+    OpenInterval, RawMarker, META_PREFIX,
 };
 
 /// Why bytes of a log were not used.
@@ -88,7 +89,7 @@ impl Damage {
 pub struct Recording {
     pub meta: Map<String, Value>,
     pub thread: Map<String, Value>,
-    pub markers: Vec<ProfileMarker>,
+    pub markers: Markers,
     /// Intervals opened and never ended, by id.
     pub open: BTreeMap<u64, OpenInterval>,
     pub footer: Option<Footer>,
@@ -183,8 +184,8 @@ pub fn read_log(mut input: impl BufRead) -> Result<Recording, ReadError> {
     Ok(recording)
 }
 
-/// A line as read: a marker with its payload left as text (nearly every line), or any
-/// other line decoded.
+/// A line of a batch, kept until its checkpoint: a marker with its payload left as text,
+/// or any other line decoded.
 #[derive(Debug)]
 pub enum Read {
     Marker {
@@ -194,21 +195,37 @@ pub enum Read {
     Line(Line),
 }
 
-fn decode(bytes: &[u8]) -> Result<Read, DecodeError> {
+/// A line as decoded: a marker borrowed from the line (nearly every line), or any other.
+enum Decoded<'a> {
+    Marker(RawMarker<'a>),
+    Line(Line),
+}
+
+fn decode(bytes: &[u8]) -> Result<Decoded<'_>, DecodeError> {
     match decode_marker_raw(bytes) {
-        Some(raw) => raw.map(|raw| Read::Marker {
-            marker: ProfileMarker::from_raw(&raw),
-            open_id: raw.open_id,
-        }),
-        None => decode_line(bytes).map(Read::Line),
+        Some(raw) => raw.map(Decoded::Marker),
+        None => decode_line(bytes).map(Decoded::Line),
     }
 }
 
 impl Recording {
     /// Takes a line in log order: lines of a batch wait for its checkpoint.
-    fn take(&mut self, read: Read) -> Result<(), DropReason> {
-        match read {
-            Read::Line(Line::Ingest(ingest)) => {
+    fn take(&mut self, decoded: Decoded) -> Result<(), DropReason> {
+        let line = match decoded {
+            Decoded::Marker(raw) => {
+                match self.open_batch() {
+                    Some(batch) => batch.push(Read::Marker {
+                        marker: ProfileMarker::from_raw(&raw),
+                        open_id: raw.open_id,
+                    }),
+                    None => self.add_marker(MarkerRef::from(&raw), raw.open_id),
+                }
+                return Ok(());
+            }
+            Decoded::Line(line) => line,
+        };
+        match line {
+            Line::Ingest(ingest) => {
                 // A batch never checkpointed (its write failed) is not used.
                 self.unfinished_batch = None;
                 self.unfinished_task_log_batch = None;
@@ -218,7 +235,7 @@ impl Recording {
                 };
                 *batch = Some(Vec::new());
             }
-            Read::Line(Line::Checkpoint(checkpoint)) => {
+            Line::Checkpoint(checkpoint) => {
                 let batch = self
                     .unfinished_batch
                     .take()
@@ -230,18 +247,19 @@ impl Recording {
                     self.progress.insert((file.dev, file.ino), file);
                 }
             }
-            read => {
-                match self
-                    .unfinished_batch
-                    .as_mut()
-                    .or(self.unfinished_task_log_batch.as_mut())
-                {
-                    Some(batch) => batch.push(read),
-                    None => self.apply_read(read)?,
-                }
-            }
+            line => match self.open_batch() {
+                Some(batch) => batch.push(Read::Line(line)),
+                None => self.apply(line)?,
+            },
         }
         Ok(())
+    }
+
+    /// The batch waiting for its checkpoint, if one is open.
+    fn open_batch(&mut self) -> Option<&mut Vec<Read>> {
+        self.unfinished_batch
+            .as_mut()
+            .or(self.unfinished_task_log_batch.as_mut())
     }
 
     /// Uses the lines of the batch that has no checkpoint, when its marker files cannot
@@ -268,14 +286,14 @@ impl Recording {
     fn apply_read(&mut self, read: Read) -> Result<(), DropReason> {
         match read {
             Read::Marker { marker, open_id } => {
-                self.add_marker(marker, open_id);
+                self.add_marker(marker.as_ref(), open_id);
                 Ok(())
             }
             Read::Line(line) => self.apply(line),
         }
     }
 
-    fn add_marker(&mut self, marker: ProfileMarker, open_id: Option<u64>) {
+    fn add_marker(&mut self, marker: MarkerRef, open_id: Option<u64>) {
         if let Some(id) = open_id {
             self.open.remove(&id);
             self.max_open_id = self.max_open_id.max(id);
@@ -290,7 +308,7 @@ impl Recording {
         match line {
             Line::Marker(marker) => {
                 let open_id = marker.open_id;
-                self.add_marker(marker.into(), open_id);
+                self.add_marker(ProfileMarker::from(marker).as_ref(), open_id);
             }
             Line::Open(open) => {
                 self.see(open.start_time);
@@ -380,7 +398,7 @@ mod tests {
     }
 
     fn names(recording: &Recording) -> Vec<&str> {
-        recording.markers.iter().map(|m| m.name.as_str()).collect()
+        recording.markers.iter().map(|m| m.name).collect()
     }
 
     #[test]

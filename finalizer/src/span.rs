@@ -3,6 +3,7 @@
 //! machine's markers cut to the span, and every stretch of the span that no machine log
 //! covers drawn as "Data missing" (the machine was not being recorded).
 
+use crate::marker_columns::Markers;
 use crate::profile::{compact, Profile, DATA_MISSING, ENDED_EARLY};
 use crate::profile_marker::ProfileMarker;
 use crate::reader::Recording;
@@ -55,7 +56,7 @@ pub fn compact_span(logs: SpanLogs, span: Span) -> Profile {
             shortest_gap = shortest_gap.max(2.5 * interval);
             covered.push((offset, offset + compaction.end_time));
         }
-        for mut marker in profile.markers.iter().cloned() {
+        for mut marker in profile.markers.to_vec() {
             if marker.name == ENDED_EARLY {
                 continue;
             }
@@ -85,6 +86,7 @@ pub fn compact_span(logs: SpanLogs, span: Span) -> Profile {
         markers.push(marker);
     }
     markers.sort_by(|a, b| a.start_time.total_cmp(&b.start_time));
+    let markers = markers.into_iter().collect();
     profile
         .meta
         .insert("startTime".to_owned(), json!(span.start));
@@ -184,7 +186,7 @@ fn empty_profile() -> Profile {
     Profile {
         meta,
         thread,
-        markers: Vec::new(),
+        markers: Markers::default(),
         counters: Vec::new(),
         left_out: Vec::new(),
     }

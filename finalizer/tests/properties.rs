@@ -7,9 +7,7 @@
 
 use proptest::prelude::*;
 use serde_json::json;
-use tc_profile_finalizer::{
-    compact, read_log, ProfileMarker, ENDED_EARLY, LOG_DAMAGE, MARKER_FILES,
-};
+use tc_profile_finalizer::{compact, read_log, MarkerRef, ENDED_EARLY, LOG_DAMAGE, MARKER_FILES};
 use tc_profile_format::marker_file::Problem;
 use tc_profile_format::{
     encode_line, meta_line, thread_line, Checkpoint, Dropped, EndReason, FileProgress, Footer, Gap,
@@ -162,15 +160,15 @@ fn log(events: &[(u16, Event)], footer: bool) -> (Vec<u8>, usize) {
 }
 
 /// A marker as compared: name, start, and (unless it was cut off) end and payload.
-fn describe(marker: &ProfileMarker) -> (String, u64, Option<(Option<u64>, String)>) {
-    let data = marker.data.as_ref().map_or("", |d| d.get());
+fn describe(marker: MarkerRef) -> (String, u64, Option<(Option<u64>, String)>) {
+    let data = marker.data.unwrap_or_default();
     let whole = (!data.contains("\"cutOff\""))
         .then(|| (marker.end_time.map(f64::to_bits), data.to_owned()));
-    (marker.name.clone(), marker.start_time.to_bits(), whole)
+    (marker.name.to_owned(), marker.start_time.to_bits(), whole)
 }
 
-fn is_note(marker: &ProfileMarker) -> bool {
-    [ENDED_EARLY, LOG_DAMAGE, MARKER_FILES].contains(&marker.name.as_str())
+fn is_note(marker: &MarkerRef) -> bool {
+    [ENDED_EARLY, LOG_DAMAGE, MARKER_FILES].contains(&marker.name)
 }
 
 proptest! {

@@ -24,6 +24,7 @@
 //! ```
 
 mod aggregate;
+mod compact_json;
 pub mod line_protocol;
 mod lines;
 pub mod marker_file;

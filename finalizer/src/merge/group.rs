@@ -5,6 +5,7 @@
 //! mixes with another's.
 
 use super::tables::{Categories, Schemas};
+use crate::marker_columns::Markers;
 use crate::marker_table::UniqueStrings;
 use crate::profile::Profile;
 use crate::profile_marker::ProfileMarker;
@@ -27,7 +28,7 @@ pub(crate) struct Member {
 /// The merged profile: one meta, a thread (fields and markers) per member.
 pub(crate) struct Group {
     pub meta: Map<String, Value>,
-    pub threads: Vec<(Map<String, Value>, Vec<ProfileMarker>)>,
+    pub threads: Vec<(Map<String, Value>, Markers)>,
     /// Schemas kept under a name of their own, as `OLD -> NEW`.
     pub renamed: Vec<String>,
     /// Every member's counters, each under its process.
@@ -57,7 +58,7 @@ pub(crate) fn group(members: Vec<Member>) -> Group {
 struct Builder {
     categories: Categories,
     schemas: Schemas,
-    threads: Vec<(Map<String, Value>, Vec<ProfileMarker>)>,
+    threads: Vec<(Map<String, Value>, Markers)>,
     /// `meta.tcProfile.group`.
     processes: Vec<Value>,
     renamed: Vec<String>,
@@ -80,7 +81,7 @@ impl Builder {
             time_keys: time_keys(&own_schemas),
             offset,
         };
-        let mut markers = member.profile.markers;
+        let mut markers = member.profile.markers.to_vec();
         for marker in &mut markers {
             retarget.apply(marker);
             let category = marker.category.unwrap_or(0) as usize;
@@ -101,7 +102,7 @@ impl Builder {
         self.processes
             .push(json!({"pid": thread["pid"], "name": name,
             "source": member.source, "offset": offset, "meta": meta}));
-        self.threads.push((thread, markers));
+        self.threads.push((thread, markers.into_iter().collect()));
     }
 
     fn finish(mut self, start: f64, interval: f64) -> Group {
@@ -243,12 +244,12 @@ impl Retarget {
             return;
         }
         // The recorder's payloads lead with their type: most are passed over unparsed.
-        if marker.leading_type().is_some_and(|kind| {
+        if marker.as_ref().leading_type().is_some_and(|kind| {
             !self.renamed.contains_key(kind) && !self.time_keys.contains_key(kind)
         }) {
             return;
         }
-        let Some(Value::Object(mut data)) = marker.data_value() else {
+        let Some(Value::Object(mut data)) = marker.as_ref().data_value() else {
             return;
         };
         let Some(kind) = data.get("type").and_then(Value::as_str).map(str::to_owned) else {
@@ -321,12 +322,12 @@ mod tests {
         assert_eq!(thread["pid"], "2");
         assert_eq!(thread["processName"], "b.json");
         assert_eq!(thread["registerTime"], 250.5);
-        let marker = &markers[0];
+        let marker = markers.get(0);
         assert_eq!((marker.start_time, marker.end_time), (260.5, Some(270.5)));
         assert_eq!(marker.category, Some(2), "Log, after Other and Task");
         let data = marker.data_value().unwrap();
         assert_eq!(data, json!({"type": "Step (2)", "at": 262.5}));
-        let first_data = group.threads[0].1[0].data_value().unwrap();
+        let first_data = group.threads[0].1.get(0).data_value().unwrap();
         assert_eq!(first_data, json!({"type": "Step", "at": 12}), "unmoved");
         assert_eq!(group.renamed, ["Step -> Step (2)"]);
     }

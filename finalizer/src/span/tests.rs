@@ -1,4 +1,5 @@
 use super::*;
+use crate::profile_marker::MarkerRef;
 use crate::reader::read_log;
 
 fn log(start: f64, schema: &str, lines: &[&str]) -> Recording {
@@ -17,7 +18,7 @@ fn marker(name: &str, start: f64, end: f64) -> String {
     format!(r#"{{"type":"marker","name":"{name}","startTime":{start},"endTime":{end}}}"#)
 }
 
-fn named<'a>(profile: &'a Profile, name: &str) -> Vec<&'a ProfileMarker> {
+fn named<'a>(profile: &'a Profile, name: &str) -> Vec<MarkerRef<'a>> {
     profile.markers.iter().filter(|m| m.name == name).collect()
 }
 

@@ -160,7 +160,7 @@ fn metric_series(profile: &Profile, start_time: f64) -> Vec<SeriesReport> {
             .map(|key| Some((*key, data[*key].as_f64()?)))
             .collect();
         let Some(values) = values else { continue };
-        let at = *index.entry(marker.name.as_str()).or_insert_with(|| {
+        let at = *index.entry(marker.name).or_insert_with(|| {
             series.push(SeriesReport {
                 metric: name.to_owned(),
                 kind,

@@ -4,17 +4,13 @@
 use crate::summary::model::Step;
 use crate::summary::tracks::{overlapping, Sample, Tracks};
 use serde_json::{Map, Value};
-use tc_profile_finalizer::ProfileMarker;
+use tc_profile_finalizer::Markers;
 use tc_profile_format::schema::data_type::PROCESS;
 
 /// Categories whose intervals are steps: ours, and Mozilla's resource monitor's phases.
 const STEP_CATEGORIES: [&str; 3] = ["Worker", "Task", "Phases"];
 
-pub(super) fn steps(
-    meta: &Map<String, Value>,
-    markers: &[ProfileMarker],
-    tracks: &Tracks,
-) -> Vec<Step> {
+pub(super) fn steps(meta: &Map<String, Value>, markers: &Markers, tracks: &Tracks) -> Vec<Step> {
     let categories: Vec<&str> = meta
         .get("categories")
         .and_then(Value::as_array)
@@ -46,7 +42,7 @@ pub(super) fn steps(
                 overlapping(&tracks.cpu, marker.start_time, end).collect();
             let weight: f64 = cpu.iter().map(|(_, w)| w).sum();
             Some(Step {
-                name: marker.name.clone(),
+                name: marker.name.to_owned(),
                 detail: text("command")
                     .or_else(|| text("phase"))
                     .or_else(|| text("text")),

@@ -7,9 +7,7 @@ use crate::summary::steps::steps;
 use crate::summary::tracks::Tracks;
 use crate::summary::usage::{cpu_use, memory_use};
 use serde_json::Value;
-use tc_profile_finalizer::{
-    Profile, ProfileMarker, DATA_MISSING, ENDED_EARLY, LOG_DAMAGE, MARKER_FILES,
-};
+use tc_profile_finalizer::{Markers, Profile, DATA_MISSING, ENDED_EARLY, LOG_DAMAGE, MARKER_FILES};
 
 /// Markers that say what was lost or dropped, and why.
 const DROP_NOTES: [&str; 3] = [DATA_MISSING, LOG_DAMAGE, MARKER_FILES];
@@ -75,19 +73,19 @@ pub fn summarize(profile: &Profile) -> Summary {
     }
 }
 
-fn last_time(markers: &[ProfileMarker]) -> f64 {
+fn last_time(markers: &Markers) -> f64 {
     markers
         .iter()
         .map(|m| m.end_time.unwrap_or(m.start_time))
         .fold(0.0, f64::max)
 }
 
-fn dropped(markers: &[ProfileMarker]) -> Vec<Dropped> {
+fn dropped(markers: &Markers) -> Vec<Dropped> {
     markers
         .iter()
-        .filter(|m| DROP_NOTES.contains(&m.name.as_str()))
+        .filter(|m| DROP_NOTES.contains(&m.name))
         .map(|m| Dropped {
-            what: m.name.clone(),
+            what: m.name.to_owned(),
             text: m
                 .data_value()
                 .as_ref()

@@ -3,7 +3,7 @@
 
 use crate::summary::model::{DiskUse, NetworkUse, ProcessUse};
 use serde_json::Value;
-use tc_profile_finalizer::{busy_share, ProfileMarker};
+use tc_profile_finalizer::{busy_share, MarkerRef, Markers};
 use tc_profile_format::schema::{data_type, track};
 
 // Schemas of the task's process tree against the rest (SPEC.md, "Categories and schemas"):
@@ -79,7 +79,7 @@ pub(super) struct Tracks {
 impl Tracks {
     /// The system-wide tracks by name and schema (a per-disk `IO sda` is not counted
     /// twice), the task's tree against the rest by schema, and the process markers.
-    pub(super) fn collect(markers: &[ProfileMarker]) -> Tracks {
+    pub(super) fn collect(markers: &Markers) -> Tracks {
         let mut tracks = Tracks::default();
         for marker in markers {
             let (Some(end), Some(_)) = (marker.end_time, &marker.data) else {
@@ -104,7 +104,7 @@ impl Tracks {
                 peak: number("peak").unwrap_or(value),
             };
             let kind = figures.kind.as_deref().unwrap_or("");
-            match (marker.name.as_str(), kind) {
+            match (marker.name, kind) {
                 (track::CPU, data_type::CPU) => {
                     if let Some(busy) = busy_share(number) {
                         tracks.cpu.push(sample(busy));
@@ -148,10 +148,10 @@ impl Tracks {
 }
 
 /// A process of the task, from its marker's payload.
-fn process_use(marker: &ProfileMarker, end: f64) -> ProcessUse {
+fn process_use(marker: MarkerRef, end: f64) -> ProcessUse {
     let data = marker.data_value().unwrap_or_default();
     ProcessUse {
-        name: marker.name.clone(),
+        name: marker.name.to_owned(),
         command: data
             .get("command")
             .and_then(Value::as_str)

@@ -1,0 +1,265 @@
+//! The markers of a recording or a profile, held as columns: times as numbers, each
+//! (name, category) pair interned, every payload's JSON text in one arena. A marker takes
+//! 28 bytes besides its payload (32 once sorting moved any), and none is an allocation of
+//! its own: a marker as a struct of strings took about 150.
+
+use crate::profile_marker::{MarkerRef, ProfileMarker};
+use std::collections::HashMap;
+
+/// Markers in columns, in the order they were added until [`Markers::sort_by_start`].
+#[derive(Clone, Debug, Default)]
+pub struct Markers {
+    names: Vec<Box<str>>,
+    name_ids: HashMap<Box<str>, u32>,
+    /// The (name, category) pairs: a marker holds one index for both, as few pairs recur.
+    kinds: Vec<(u32, Option<u32>)>,
+    kind_ids: HashMap<(u32, Option<u32>), u32>,
+    kind: Vec<u32>,
+    start: Vec<f64>,
+    /// NaN for an instant: JSON has no NaN, so no marker read ends at one.
+    end: Vec<f64>,
+    /// Where each payload ends in `arena`; it starts where the one before ends, and an
+    /// empty one is none (no JSON value is empty).
+    data_end: Vec<usize>,
+    arena: String,
+    /// The column index of the marker at each position, once sorting moved any: a
+    /// permutation costs 4 bytes a marker, columns moved would cost twice them all.
+    order: Option<Vec<u32>>,
+}
+
+impl Markers {
+    pub fn len(&self) -> usize {
+        self.kind.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.kind.is_empty()
+    }
+
+    /// The marker at `position`; panics past the end, as a slice does.
+    pub fn get(&self, position: usize) -> MarkerRef<'_> {
+        let index = self.index(position);
+        let (name, category) = self.kinds[self.kind[index] as usize];
+        MarkerRef {
+            name: &self.names[name as usize],
+            start_time: self.start[index],
+            end_time: self.end_time(position),
+            category,
+            data: self.data(position),
+        }
+    }
+
+    /// The start of the marker at `position`: one column, for the profile's writer.
+    pub(crate) fn start_time(&self, position: usize) -> f64 {
+        self.start[self.index(position)]
+    }
+
+    pub(crate) fn end_time(&self, position: usize) -> Option<f64> {
+        let end = self.end[self.index(position)];
+        (!end.is_nan()).then_some(end)
+    }
+
+    pub(crate) fn data(&self, position: usize) -> Option<&str> {
+        let index = self.index(position);
+        let data_start = index.checked_sub(1).map_or(0, |i| self.data_end[i]);
+        let data = &self.arena[data_start..self.data_end[index]];
+        (!data.is_empty()).then_some(data)
+    }
+
+    pub(crate) fn category(&self, position: usize) -> Option<u32> {
+        self.kinds[self.kind[self.index(position)] as usize].1
+    }
+
+    fn index(&self, position: usize) -> usize {
+        self.order
+            .as_ref()
+            .map_or(position, |order| order[position] as usize)
+    }
+
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = MarkerRef<'_>> + '_ {
+        (0..self.len()).map(|i| self.get(i))
+    }
+
+    /// The index in [`Markers::names`] of the name of the marker at `position`.
+    pub(crate) fn name_id(&self, position: usize) -> u32 {
+        self.kinds[self.kind[self.index(position)] as usize].0
+    }
+
+    /// The distinct names.
+    pub(crate) fn names(&self) -> &[Box<str>] {
+        &self.names
+    }
+
+    /// Adds a marker whose payload is JSON text (as every `MarkerRef` a column or a
+    /// `RawValue` gives): it is written out as it is.
+    pub(crate) fn push(&mut self, marker: MarkerRef<'_>) {
+        let kind = self.kind_id(marker.name, marker.category);
+        if let Some(order) = &mut self.order {
+            order.push(next_id(&self.kind));
+        }
+        self.kind.push(kind);
+        self.start.push(marker.start_time);
+        self.end.push(marker.end_time.unwrap_or(f64::NAN));
+        self.arena.push_str(marker.data.unwrap_or_default());
+        self.data_end.push(self.arena.len());
+    }
+
+    fn kind_id(&mut self, name: &str, category: Option<u32>) -> u32 {
+        // Markers of a kind come in runs: the last one's is tried before hashing.
+        if let Some(&last) = self.kind.last() {
+            let (last_name, last_category) = self.kinds[last as usize];
+            if last_category == category && &*self.names[last_name as usize] == name {
+                return last;
+            }
+        }
+        let name = match self.name_ids.get(name) {
+            Some(&id) => id,
+            None => {
+                let id = next_id(&self.names);
+                self.names.push(name.into());
+                self.name_ids.insert(name.into(), id);
+                id
+            }
+        };
+        *self.kind_ids.entry((name, category)).or_insert_with(|| {
+            let id = next_id(&self.kinds);
+            self.kinds.push((name, category));
+            id
+        })
+    }
+
+    /// Keeps the markers that `keep` says to, in their order.
+    pub(crate) fn retain(&mut self, mut keep: impl FnMut(MarkerRef<'_>) -> bool) {
+        let kept: Vec<bool> = self.iter().map(&mut keep).collect();
+        if kept.iter().all(|&k| k) {
+            return;
+        }
+        let mut kept_markers = Markers::default();
+        for (marker, keep) in self.iter().zip(kept) {
+            if keep {
+                kept_markers.push(marker);
+            }
+        }
+        *self = kept_markers;
+    }
+
+    /// Sorts by start time, keeping the order of equal starts.
+    pub(crate) fn sort_by_start(&mut self) {
+        let sorted = (1..self.len()).all(|i| {
+            let (before, after) = (self.start_time(i - 1), self.start_time(i));
+            before.total_cmp(&after).is_le()
+        });
+        if sorted {
+            return;
+        }
+        let mut order = self
+            .order
+            .take()
+            .unwrap_or_else(|| (0..next_id(&self.kind)).collect());
+        order.sort_by(|&a, &b| self.start[a as usize].total_cmp(&self.start[b as usize]));
+        self.order = Some(order);
+    }
+
+    /// The markers as owned values, for the few paths that edit them one by one.
+    pub(crate) fn to_vec(&self) -> Vec<ProfileMarker> {
+        self.iter().map(|marker| marker.owned()).collect()
+    }
+}
+
+/// The index the next item of `items` will have: below 4 G, as a marker takes more than a
+/// byte of memory.
+fn next_id<T>(items: &[T]) -> u32 {
+    u32::try_from(items.len()).unwrap_or_else(|_| unreachable!("4 G markers"))
+}
+
+impl FromIterator<ProfileMarker> for Markers {
+    fn from_iter<I: IntoIterator<Item = ProfileMarker>>(markers: I) -> Markers {
+        let mut columns = Markers::default();
+        columns.extend(markers);
+        columns
+    }
+}
+
+impl Extend<ProfileMarker> for Markers {
+    fn extend<I: IntoIterator<Item = ProfileMarker>>(&mut self, markers: I) {
+        for marker in markers {
+            self.push(marker.as_ref());
+        }
+    }
+}
+
+impl<'a> IntoIterator for &'a Markers {
+    type Item = MarkerRef<'a>;
+    type IntoIter = Box<dyn ExactSizeIterator<Item = MarkerRef<'a>> + 'a>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        Box::new(self.iter())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn marker(name: &str, start: f64, data: Option<&'static str>) -> MarkerRef<'static> {
+        let name: &'static str = Box::leak(name.to_owned().into_boxed_str());
+        MarkerRef {
+            name,
+            start_time: start,
+            end_time: (start > 1.0).then_some(start + 1.0),
+            category: (start > 2.0).then_some(3),
+            data,
+        }
+    }
+
+    fn columns(markers: &[MarkerRef]) -> Markers {
+        let mut columns = Markers::default();
+        for &marker in markers {
+            columns.push(marker);
+        }
+        columns
+    }
+
+    #[test]
+    fn markers_come_back_as_they_went_in() {
+        let added = [
+            marker("a", 3.0, Some(r#"{"type":"Text"}"#)),
+            marker("b", 1.0, None),
+            marker("a", 2.0, Some("[1]")),
+        ];
+        let markers = columns(&added);
+        assert_eq!(markers.iter().collect::<Vec<_>>(), added);
+        assert_eq!(markers.names().len(), 2);
+    }
+
+    #[test]
+    fn sorting_is_stable_and_retain_keeps_the_order() {
+        let mut markers = columns(&[
+            marker("late", 5.0, Some("1")),
+            marker("first", 0.0, None),
+            marker("tie", 5.0, Some("2")),
+            marker("middle", 2.5, Some("3")),
+        ]);
+        markers.sort_by_start();
+        let names: Vec<&str> = markers.iter().map(|m| m.name).collect();
+        assert_eq!(names, ["first", "middle", "late", "tie"]);
+        markers.retain(|m| m.data != Some("1"));
+        let data: Vec<_> = markers.iter().map(|m| m.data).collect();
+        assert_eq!(data, [None, Some("3"), Some("2")]);
+    }
+
+    #[test]
+    fn a_marker_added_after_sorting_is_last_until_sorted_again() {
+        let mut markers = columns(&[marker("b", 2.0, None), marker("a", 1.0, None)]);
+        markers.sort_by_start();
+        markers.push(marker("c", 0.5, Some("{}")));
+        let names = |markers: &Markers| {
+            let names: Vec<String> = markers.iter().map(|m| m.name.to_owned()).collect();
+            names
+        };
+        assert_eq!(names(&markers), ["a", "b", "c"]);
+        markers.sort_by_start();
+        assert_eq!(names(&markers), ["c", "a", "b"]);
+        assert_eq!(markers.get(0).data, Some("{}"));
+    }
+}
