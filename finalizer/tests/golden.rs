@@ -122,7 +122,7 @@ fn every_line_log() -> Vec<u8> {
         lines: 7,
         reason: "No space left on device (os error 28)".into(),
     })));
-    log.extend(encode_line(&Line::Ingest));
+    log.extend(encode_line(&Line::Ingest(Default::default())));
     log.extend(marker(
         Marker::instant("from a file", 40.0).with_category(1),
     ));
@@ -169,7 +169,7 @@ fn every_line_log() -> Vec<u8> {
     ));
     log.extend(headers(json!([])));
     log.extend(marker(Marker::instant("late but early", 0.5)));
-    log.extend(encode_line(&Line::Ingest));
+    log.extend(encode_line(&Line::Ingest(Default::default())));
     log.extend(marker(Marker::instant("batch never checkpointed", 50.0)));
     log.extend(br#"{"type":"marker","name":"torn","#);
     log
