@@ -9,8 +9,12 @@ use crate::scope::MetricScopes;
 use crate::Marker;
 use serde_json::{json, Map, Value};
 use std::collections::hash_map::{DefaultHasher, Entry};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::hash::{Hash, Hasher};
+
+mod names;
+use names::sanitize_tags;
+pub use names::{sanitize_name, sanitize_tag, sorted_tags};
 
 /// The longest series name, prefix excluded, after sanitizing.
 pub const MAX_NAME_BYTES: usize = 200;
@@ -433,73 +437,6 @@ fn round(value: f64) -> f64 {
     } else {
         value
     }
-}
-
-/// A series name the task cannot use to leave its prefix: ASCII letters, digits, `_` and
-/// `-` kept, `.` separating non-empty segments, everything else turned into `_`. None when
-/// nothing is left or the result is longer than [`MAX_NAME_BYTES`].
-pub fn sanitize_name(name: &str) -> Option<String> {
-    let cleaned: String = name
-        .chars()
-        .map(|c| match c {
-            'a'..='z' | 'A'..='Z' | '0'..='9' | '_' | '-' | '.' => c,
-            _ => '_',
-        })
-        .collect();
-    let joined = cleaned
-        .split('.')
-        .filter(|segment| !segment.is_empty())
-        .collect::<Vec<_>>()
-        .join(".");
-    (!joined.is_empty() && joined.len() <= MAX_NAME_BYTES).then_some(joined)
-}
-
-/// Tags as `key:value` pairs sorted by key, joined by commas; a key given twice keeps its
-/// last value. Keys keep ASCII letters, digits, `_ - . /`; values any printable ASCII but
-/// `,` and space; everything else becomes `_`. None when over [`MAX_TAGS`] or
-/// [`MAX_TAG_BYTES`].
-fn sanitize_tags(tags: &[(String, String)]) -> Option<String> {
-    let too_long = |(key, value): &(String, String)| key.len() + value.len() + 1 > MAX_TAG_BYTES;
-    if tags.len() > MAX_TAGS || tags.iter().any(too_long) {
-        return None;
-    }
-    let sanitized = tags.iter().map(|(key, value)| sanitize_tag(key, value));
-    Some(metric::join_tags(&sorted_tags(sanitized)))
-}
-
-/// Tags sorted by key, a key given twice keeping its last value, a tag whose key is empty
-/// (nothing of it was left by [`sanitize_tag`]) left out.
-pub fn sorted_tags(tags: impl IntoIterator<Item = (String, String)>) -> Vec<(String, String)> {
-    let by_key: BTreeMap<String, String> = tags
-        .into_iter()
-        .filter(|(key, _)| !key.is_empty())
-        .collect();
-    by_key.into_iter().collect()
-}
-
-/// One tag as [`sanitize_tags`] keeps it (the key may come out empty: such a tag is left
-/// out).
-pub fn sanitize_tag(key: &str, value: &str) -> (String, String) {
-    let key = key
-        .chars()
-        .map(|c| match c {
-            'a'..='z' | 'A'..='Z' | '0'..='9' | '_' | '-' | '.' | '/' => c,
-            _ => '_',
-        })
-        .collect();
-    // No backslash: InfluxDB 1.x refuses a tag value ending in one, even escaped, and
-    // the profile's tags are what the export and the forwarding send.
-    let value = value
-        .chars()
-        .map(|c| {
-            if c.is_ascii_graphic() && c != ',' && c != '\\' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    (key, value)
 }
 
 #[cfg(test)]
