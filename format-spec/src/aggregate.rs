@@ -14,14 +14,10 @@ use std::hash::{Hash, Hasher};
 
 mod names;
 use names::sanitize_tags;
-pub use names::{sanitize_name, sanitize_tag, sorted_tags};
+pub use names::{
+    sanitize_name, sanitize_tag, sorted_tags, MAX_NAME_BYTES, MAX_TAGS, MAX_TAG_BYTES,
+};
 
-/// The longest series name, prefix excluded, after sanitizing.
-pub const MAX_NAME_BYTES: usize = 200;
-/// Tags per metric at most.
-pub const MAX_TAGS: usize = 16;
-/// The longest tag (`key:value`).
-pub const MAX_TAG_BYTES: usize = 200;
 /// Distinct set members kept per interval, over all sets: bounds the memory of sets.
 pub const MAX_SET_MEMBERS: usize = 100_000;
 /// Characters of a malformed line quoted in the "Metrics dropped" marker.

@@ -1,9 +1,15 @@
 //! The names and tags of metric series, sanitized so that a task cannot leave its prefix
 //! or send a line InfluxDB refuses (SPEC.md, "Metric tracks").
 
-use super::{MAX_NAME_BYTES, MAX_TAGS, MAX_TAG_BYTES};
 use crate::metric;
 use std::collections::BTreeMap;
+
+/// The longest series name, prefix excluded, after sanitizing.
+pub const MAX_NAME_BYTES: usize = 200;
+/// Tags per metric at most.
+pub const MAX_TAGS: usize = 16;
+/// The longest tag (`key:value`).
+pub const MAX_TAG_BYTES: usize = 200;
 
 /// A series name the task cannot use to leave its prefix: ASCII letters, digits, `_` and
 /// `-` kept, `.` separating non-empty segments, everything else turned into `_`. None when
