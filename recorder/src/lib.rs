@@ -129,6 +129,9 @@ pub struct Recorder {
 /// The statsd listener's thread, and how to stop it.
 struct StatsdThread {
     address: SocketAddr,
+    /// The listener's own socket, cloned at start, so that waking it needs no new socket
+    /// (which the stop could fail to open, out of descriptors, and then wait for ever).
+    waker: UdpSocket,
     stop: Sender<()>,
     handle: JoinHandle<()>,
 }
@@ -141,11 +144,13 @@ impl StatsdThread {
         interval: Duration,
     ) -> Result<StatsdThread, RecorderError> {
         let address = socket.local_addr().map_err(RecorderError::Statsd)?;
+        let waker = socket.try_clone().map_err(RecorderError::Statsd)?;
         let (stop, stopped) = bounded(1);
         let listener = statsd::Listener::new(socket, limits, markers.clone(), interval);
         let handle = spawn("tc-profile-statsd", move || listener.run(stopped))?;
         Ok(StatsdThread {
             address,
+            waker,
             stop,
             handle,
         })
@@ -342,7 +347,7 @@ impl Recorder {
         }
         if let Some(statsd) = self.statsd.take() {
             let _ = statsd.stop.send(());
-            statsd::wake(statsd.address);
+            statsd::wake(&statsd.waker, statsd.address);
             let _ = statsd.handle.join();
         }
         if let Some(influx) = self.influx.take() {

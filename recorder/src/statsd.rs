@@ -12,8 +12,6 @@ use std::time::{Duration, Instant};
 use tc_profile_format::metric::MetricKind;
 use tc_profile_format::{Aggregator, Malformed, MetricLimits, Sample, SampleValue, StatsdInfo};
 
-/// The longest sleep without packets, in case the stop's wake-up packet is lost.
-const IDLE_WAIT: Duration = Duration::from_secs(1);
 /// Packets longer than this are dropped whole. Far above the 1,432 bytes that statsd
 /// clients put in one packet, and short enough that a packet never costs much to parse.
 pub const MAX_PACKET_BYTES: usize = 8192;
@@ -133,12 +131,11 @@ pub(crate) fn info(socket: &UdpSocket, limits: &MetricLimits) -> io::Result<Stat
     })
 }
 
-/// Wakes the listener thread so that it sees the stop request without waiting out its
-/// timeout.
-pub(crate) fn wake(address: SocketAddr) {
-    if let Ok(socket) = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)) {
-        let _ = socket.send_to(&[], address);
-    }
+/// Wakes the listener thread so that it sees the stop request: an empty datagram from its
+/// own socket to itself. Were it dropped by a full receive buffer, the packets filling the
+/// buffer wake the thread, which checks the stop after each.
+pub(crate) fn wake(waker: &UdpSocket, address: SocketAddr) {
+    let _ = waker.send_to(&[], address);
 }
 
 /// The listener thread's state.
@@ -181,13 +178,13 @@ impl Listener {
                     interval = None;
                 }
             }
-            let timeout = match interval {
-                Some((_, flush_at)) => flush_at
+            // Without an interval to flush, it sleeps until a packet or the stop's [`wake`].
+            let timeout = interval.map(|(_, flush_at)| {
+                flush_at
                     .saturating_duration_since(Instant::now())
-                    .max(Duration::from_micros(100)),
-                None => IDLE_WAIT,
-            };
-            let _ = self.socket.set_read_timeout(Some(timeout));
+                    .max(Duration::from_micros(100))
+            });
+            let _ = self.socket.set_read_timeout(timeout);
             // A packet received together with the stop is still taken.
             if let Ok(length) = self.socket.recv(&mut buffer) {
                 let period = self.interval;

@@ -17,8 +17,6 @@ use tc_profile_format::{Aggregator, Marker, MetricLimits};
 pub(crate) const LINES_PER_SECOND: f64 = 1000.0;
 /// Lines kept in a burst above the rate.
 pub(crate) const BURST_LINES: f64 = 20_000.0;
-/// The longest wait without lines, so that a due metric interval is flushed.
-const IDLE_WAIT: Duration = Duration::from_secs(1);
 
 pub(crate) struct Consumer {
     markers: MarkerSink,
@@ -59,11 +57,14 @@ impl Consumer {
     /// dropped.
     pub(crate) fn run(mut self, messages: Receiver<Message>) {
         loop {
-            let timeout = match self.metric_interval {
-                Some((_, flush_at)) => flush_at.saturating_duration_since(Instant::now()),
-                None => IDLE_WAIT,
+            // Without a metric interval due there is nothing to wake for: Stop is a message.
+            let message = match self.metric_interval {
+                Some((_, flush_at)) => {
+                    messages.recv_timeout(flush_at.saturating_duration_since(Instant::now()))
+                }
+                None => messages.recv().map_err(|_| RecvTimeoutError::Disconnected),
             };
-            match messages.recv_timeout(timeout) {
+            match message {
                 Ok(Message::Lines { stream, lines }) => {
                     for (line, arrival) in lines {
                         self.take(&line, stream, arrival);
