@@ -137,9 +137,14 @@ impl PlaceWatch {
         self.next_check
     }
 
-    /// Checks the log's place once it is due, warning when the log was deleted.
-    pub(super) fn check_if_due(&mut self, sink: &mut impl LogSink, length: u64) -> io::Result<()> {
-        if Instant::now() < self.next_check {
+    /// Checks the log's place once it is due by `soon`, warning when the log was deleted.
+    pub(super) fn check_if_due(
+        &mut self,
+        sink: &mut impl LogSink,
+        length: u64,
+        soon: Instant,
+    ) -> io::Result<()> {
+        if soon < self.next_check {
             return Ok(());
         }
         self.next_check = Instant::now() + PLACE_CHECK_PERIOD;

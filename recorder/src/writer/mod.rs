@@ -35,6 +35,10 @@ pub enum SyncPolicy {
 /// The shortest period of the interval policy. An fdatasync costs 0.1 to 0.2 ms of CPU on
 /// a virtual disk: ten a second would cost more than all the sampling.
 pub const MIN_SYNC_PERIOD: Duration = Duration::from_secs(1);
+/// Timed work (the sync, the log's place check) this close to due is done at a wake-up for
+/// lines rather than at one of its own: a tick's lines come about when both fall due, and
+/// a wake-up costs more than the work. Syncing early only makes lines durable sooner.
+const DUE_SOON: Duration = Duration::from_millis(50);
 
 impl SyncPolicy {
     /// The default policy for a sampling interval: sync at most once per interval, and at
@@ -257,14 +261,18 @@ impl<S: LogSink> Writer<S> {
         match self.policy {
             SyncPolicy::Always => true,
             SyncPolicy::Never => false,
-            SyncPolicy::Interval(period) => urgent || self.last_sync.elapsed() >= period,
+            SyncPolicy::Interval(period) => {
+                urgent || self.last_sync + period <= Instant::now() + DUE_SOON
+            }
         }
     }
 
     /// When the writer must wake without a line: to sync unsynced lines under the interval
     /// policy, or to check the log's place.
     fn wake_deadline(&self) -> Instant {
-        let next_place_check = self.place.next_check();
+        // The place check may wait a little, so that a tick's wake-up takes it first; the
+        // sync may not (it bounds durability).
+        let next_place_check = self.place.next_check() + DUE_SOON;
         match self.policy {
             SyncPolicy::Interval(period) if self.dirty => {
                 (self.last_sync + period).min(next_place_check)
@@ -273,13 +281,13 @@ impl<S: LogSink> Writer<S> {
         }
     }
 
-    /// Work that is due by time rather than by lines.
+    /// Work that is due by time rather than by lines, or soon due: see [`DUE_SOON`].
     fn on_timer(&mut self) {
-        if let Err(error) = self.place.check_if_due(&mut self.sink, self.length) {
+        let soon = Instant::now() + DUE_SOON;
+        if let Err(error) = self.place.check_if_due(&mut self.sink, self.length, soon) {
             self.record_error(&error);
         }
-        if matches!(self.policy, SyncPolicy::Interval(period) if self.last_sync.elapsed() >= period)
-        {
+        if matches!(self.policy, SyncPolicy::Interval(period) if self.last_sync + period <= soon) {
             self.sync();
         }
     }
