@@ -112,7 +112,8 @@ impl<'a> Cursor<'a> {
         self.with_text(|cursor| cursor.skip_value(depth, numbers))
     }
 
-    fn skip_value(&mut self, depth: usize, numbers: Numbers) -> Option<()> {
+    /// [`Cursor::value`], its text left alone.
+    pub(crate) fn skip_value(&mut self, depth: usize, numbers: Numbers) -> Option<()> {
         match self.peek()? {
             b'{' => {
                 let inner = depth.checked_sub(1)?;
@@ -127,7 +128,7 @@ impl<'a> Cursor<'a> {
             b't' => self.literal("true"),
             b'f' => self.literal("false"),
             b'n' => self.literal("null"),
-            _ => self.number(numbers).map(drop),
+            _ => self.skip_number(numbers),
         }
     }
 
@@ -171,31 +172,33 @@ impl<'a> Cursor<'a> {
 
     /// A number of the grammar `numbers` names; its text.
     pub(crate) fn number(&mut self, numbers: Numbers) -> Option<&'a str> {
+        self.with_text(|cursor| cursor.skip_number(numbers))
+    }
+
+    fn skip_number(&mut self, numbers: Numbers) -> Option<()> {
         let most = match numbers {
             Numbers::Any => usize::MAX,
             Numbers::InRange => DIGITS_MAX,
         };
-        self.with_text(|cursor| {
-            if cursor.peek() == Some(b'-') {
-                cursor.at += 1;
+        if self.peek() == Some(b'-') {
+            self.at += 1;
+        }
+        let first = self.peek();
+        if self.digits(most)? > 1 && first == Some(b'0') {
+            return None;
+        }
+        if self.peek() == Some(b'.') {
+            self.at += 1;
+            self.digits(most)?;
+        }
+        if matches!(numbers, Numbers::Any) && matches!(self.peek(), Some(b'e' | b'E')) {
+            self.at += 1;
+            if matches!(self.peek(), Some(b'+' | b'-')) {
+                self.at += 1;
             }
-            let first = cursor.peek();
-            if cursor.digits(most)? > 1 && first == Some(b'0') {
-                return None;
-            }
-            if cursor.peek() == Some(b'.') {
-                cursor.at += 1;
-                cursor.digits(most)?;
-            }
-            if matches!(numbers, Numbers::Any) && matches!(cursor.peek(), Some(b'e' | b'E')) {
-                cursor.at += 1;
-                if matches!(cursor.peek(), Some(b'+' | b'-')) {
-                    cursor.at += 1;
-                }
-                cursor.digits(most)?;
-            }
-            Some(())
-        })
+            self.digits(most)?;
+        }
+        Some(())
     }
 
     /// One digit or more, `most` at most; how many.

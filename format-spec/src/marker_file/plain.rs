@@ -121,7 +121,7 @@ fn data<'a>(line: &mut Cursor<'a>, depth: usize) -> Option<(&'a str, Option<&'a 
                 data_type = Some(line.string()?);
                 Some(())
             }
-            _ => line.value(inner, Numbers::InRange).map(drop),
+            _ => line.skip_value(inner, Numbers::InRange),
         })
     })?;
     Some((text, data_type))
