@@ -1,11 +1,17 @@
-//! A scanner for compact JSON text, as the encoder writes it: no whitespace, no escapes. It
-//! finds the fields of an object and the ends of values without building anything, and
-//! refuses (None) whatever it does not know to be JSON that serde_json reads the same way,
-//! so a caller sends those bytes to serde_json instead. Reading a log's marker lines
-//! through serde_json's derive took most of the time of finalizing.
+//! The one scanner of compact JSON text (no whitespace, no escapes), as the encoder writes
+//! it and most marker files do. A [`Cursor`] reads it forward, finding fields and the ends
+//! of values without building anything, and refuses (None) whatever it does not know to be
+//! JSON that serde_json reads the same way, so a caller sends those bytes to serde_json
+//! instead. Two fast paths stand on it: a log's marker lines ([`each_field`], for
+//! `lines.rs`: reading them through serde_json's derive took most of the time of
+//! finalizing) and plain marker-file lines (`marker_file/plain.rs`).
 
-/// Nesting deeper than this is left to serde_json (which refuses past 128).
-const DEPTH_MAX: usize = 32;
+/// Nesting of a field's value deeper than this is left to serde_json (which refuses past
+/// 128).
+const FIELD_DEPTH_MAX: usize = 32;
+/// Longest run of digits in a [`Numbers::InRange`] number: a longer one could overflow an
+/// f64.
+const DIGITS_MAX: usize = 300;
 
 /// Calls `field` with each key and value text of the object that is all of `text`;
 /// None when `text` is not such an object or `field` returns None.
@@ -13,28 +19,9 @@ pub(crate) fn each_field<'a>(
     text: &'a str,
     mut field: impl FnMut(&'a str, &'a str) -> Option<()>,
 ) -> Option<()> {
-    let bytes = text.as_bytes();
-    let mut at = 1;
-    if bytes.first() != Some(&b'{') {
-        return None;
-    }
-    if bytes.get(1) == Some(&b'}') {
-        return (bytes.len() == 2).then_some(());
-    }
-    loop {
-        let key_end = string_end(bytes, at)?;
-        let key = &text[at + 1..key_end - 1];
-        if bytes.get(key_end) != Some(&b':') {
-            return None;
-        }
-        let value_end = value_end(bytes, key_end + 1, 0)?;
-        field(key, &text[key_end + 1..value_end])?;
-        match bytes.get(value_end) {
-            Some(b',') => at = value_end + 1,
-            Some(b'}') => return (value_end + 1 == bytes.len()).then_some(()),
-            _ => return None,
-        }
-    }
+    let mut cursor = Cursor::new(text);
+    cursor.object(|cursor, key| field(key, cursor.value(FIELD_DEPTH_MAX, Numbers::Any)?))?;
+    cursor.at_end().then_some(())
 }
 
 /// The text of a string value without its quotes.
@@ -56,92 +43,172 @@ pub(crate) fn unsigned<T: std::str::FromStr>(text: &str) -> Option<T> {
     text.parse().ok()
 }
 
-/// Where the value that starts at `at` ends.
-fn value_end(bytes: &[u8], at: usize, depth: usize) -> Option<usize> {
-    match *bytes.get(at)? {
-        b'"' => string_end(bytes, at),
-        b'{' => container_end(bytes, at, depth, b'}', true),
-        b'[' => container_end(bytes, at, depth, b']', false),
-        b't' => literal_end(bytes, at, b"true"),
-        b'f' => literal_end(bytes, at, b"false"),
-        b'n' => literal_end(bytes, at, b"null"),
-        b'-' | b'0'..=b'9' => number_end(bytes, at),
-        _ => None,
-    }
+/// The numbers a value may hold.
+#[derive(Clone, Copy)]
+pub(crate) enum Numbers {
+    /// JSON's number: `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`.
+    Any,
+    /// Without exponent, each run of digits [`DIGITS_MAX`] long at most: none overflows an
+    /// f64.
+    InRange,
 }
 
-fn container_end(bytes: &[u8], at: usize, depth: usize, close: u8, keyed: bool) -> Option<usize> {
-    if depth >= DEPTH_MAX {
-        return None;
+/// Reads a text forward; each step is None where the text is not compact JSON of the
+/// shape asked for.
+pub(crate) struct Cursor<'a> {
+    text: &'a str,
+    at: usize,
+}
+
+impl<'a> Cursor<'a> {
+    pub(crate) fn new(text: &'a str) -> Self {
+        Cursor { text, at: 0 }
     }
-    let mut at = at + 1;
-    if bytes.get(at) == Some(&close) {
-        return Some(at + 1);
+
+    pub(crate) fn at_end(&self) -> bool {
+        self.at == self.text.len()
     }
-    loop {
-        if keyed {
-            at = string_end(bytes, at)?;
-            if bytes.get(at) != Some(&b':') {
-                return None;
+
+    pub(crate) fn peek(&self) -> Option<u8> {
+        self.text.as_bytes().get(self.at).copied()
+    }
+
+    fn next(&mut self) -> Option<u8> {
+        let byte = self.peek()?;
+        self.at += 1;
+        Some(byte)
+    }
+
+    fn eat(&mut self, byte: u8) -> Option<()> {
+        (self.next()? == byte).then_some(())
+    }
+
+    /// The text that `read` reads.
+    pub(crate) fn with_text(
+        &mut self,
+        read: impl FnOnce(&mut Self) -> Option<()>,
+    ) -> Option<&'a str> {
+        let start = self.at;
+        read(self)?;
+        Some(&self.text[start..self.at])
+    }
+
+    /// An object, each field's value read by `field`, given the cursor at the value and
+    /// the key.
+    pub(crate) fn object(
+        &mut self,
+        mut field: impl FnMut(&mut Self, &'a str) -> Option<()>,
+    ) -> Option<()> {
+        self.eat(b'{')?;
+        self.items(b'}', |cursor| {
+            let key = cursor.string()?;
+            cursor.eat(b':')?;
+            field(cursor, key)
+        })
+    }
+
+    /// Any value, containers `depth` levels deep at most; its text.
+    pub(crate) fn value(&mut self, depth: usize, numbers: Numbers) -> Option<&'a str> {
+        self.with_text(|cursor| cursor.skip_value(depth, numbers))
+    }
+
+    /// [`Cursor::value`], its text left alone.
+    pub(crate) fn skip_value(&mut self, depth: usize, numbers: Numbers) -> Option<()> {
+        match self.peek()? {
+            b'{' => {
+                let inner = depth.checked_sub(1)?;
+                self.object(|cursor, _| cursor.skip_value(inner, numbers))
             }
-            at += 1;
-        }
-        at = value_end(bytes, at, depth + 1)?;
-        match bytes.get(at) {
-            Some(b',') => at += 1,
-            Some(&b) if b == close => return Some(at + 1),
-            _ => return None,
+            b'[' => {
+                let inner = depth.checked_sub(1)?;
+                self.at += 1;
+                self.items(b']', |cursor| cursor.skip_value(inner, numbers))
+            }
+            b'"' => self.string().map(drop),
+            b't' => self.literal("true"),
+            b'f' => self.literal("false"),
+            b'n' => self.literal("null"),
+            _ => self.skip_number(numbers),
         }
     }
-}
 
-/// A string without escapes or control characters.
-fn string_end(bytes: &[u8], at: usize) -> Option<usize> {
-    if bytes.get(at) != Some(&b'"') {
-        return None;
+    /// The items of a container whose opening byte was read, up to its `close`.
+    fn items(&mut self, close: u8, mut item: impl FnMut(&mut Self) -> Option<()>) -> Option<()> {
+        if self.peek()? == close {
+            self.at += 1;
+            return Some(());
+        }
+        loop {
+            item(self)?;
+            match self.next()? {
+                b',' => {}
+                b if b == close => return Some(()),
+                _ => return None,
+            }
+        }
     }
-    let rest = &bytes[at + 1..];
-    let close = rest
-        .iter()
-        .position(|&b| b == b'"' || b == b'\\' || b < 0x20)?;
-    (rest[close] == b'"').then_some(at + 1 + close + 1)
-}
 
-fn literal_end(bytes: &[u8], at: usize, literal: &[u8]) -> Option<usize> {
-    bytes[at..]
-        .starts_with(literal)
-        .then_some(at + literal.len())
-}
-
-/// JSON's number: `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`.
-fn number_end(bytes: &[u8], at: usize) -> Option<usize> {
-    let digits = |from: usize| {
-        bytes[from..]
+    /// A string without escapes or control bytes, quotes left out.
+    pub(crate) fn string(&mut self) -> Option<&'a str> {
+        self.eat(b'"')?;
+        let start = self.at;
+        let rest = &self.text.as_bytes()[start..];
+        // Keys and names are short: one pass beats a vectorized search's set-up.
+        let length = rest
             .iter()
-            .take_while(|b| b.is_ascii_digit())
-            .count()
-    };
-    let mut at = at + usize::from(bytes[at] == b'-');
-    match digits(at) {
-        0 => return None,
-        n if n > 1 && bytes[at] == b'0' => return None,
-        n => at += n,
+            .position(|&b| b == b'"' || b == b'\\' || b < 0x20)?;
+        (rest[length] == b'"').then_some(())?;
+        self.at = start + length + 1;
+        Some(&self.text[start..start + length])
     }
-    if bytes.get(at) == Some(&b'.') {
-        match digits(at + 1) {
-            0 => return None,
-            n => at += 1 + n,
+
+    pub(crate) fn literal(&mut self, word: &str) -> Option<()> {
+        self.text.as_bytes()[self.at..]
+            .starts_with(word.as_bytes())
+            .then_some(())?;
+        self.at += word.len();
+        Some(())
+    }
+
+    /// A number of the grammar `numbers` names; its text.
+    pub(crate) fn number(&mut self, numbers: Numbers) -> Option<&'a str> {
+        self.with_text(|cursor| cursor.skip_number(numbers))
+    }
+
+    fn skip_number(&mut self, numbers: Numbers) -> Option<()> {
+        let most = match numbers {
+            Numbers::Any => usize::MAX,
+            Numbers::InRange => DIGITS_MAX,
+        };
+        if self.peek() == Some(b'-') {
+            self.at += 1;
         }
-    }
-    if matches!(bytes.get(at), Some(b'e' | b'E')) {
-        at += 1;
-        at += usize::from(matches!(bytes.get(at), Some(b'+' | b'-')));
-        match digits(at) {
-            0 => return None,
-            n => at += n,
+        let first = self.peek();
+        if self.digits(most)? > 1 && first == Some(b'0') {
+            return None;
         }
+        if self.peek() == Some(b'.') {
+            self.at += 1;
+            self.digits(most)?;
+        }
+        if matches!(numbers, Numbers::Any) && matches!(self.peek(), Some(b'e' | b'E')) {
+            self.at += 1;
+            if matches!(self.peek(), Some(b'+' | b'-')) {
+                self.at += 1;
+            }
+            self.digits(most)?;
+        }
+        Some(())
     }
-    Some(at)
+
+    /// One digit or more, `most` at most; how many.
+    fn digits(&mut self, most: usize) -> Option<usize> {
+        let rest = &self.text.as_bytes()[self.at..];
+        let count = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+        (1..=most).contains(&count).then_some(())?;
+        self.at += count;
+        Some(count)
+    }
 }
 
 #[cfg(test)]
@@ -186,8 +253,10 @@ mod tests {
         ] {
             assert_eq!(fields(text), None, "{text}");
         }
-        let deep = format!("{{\"a\":{}1{}}}", "[".repeat(40), "]".repeat(40));
-        assert_eq!(fields(&deep), None);
+        let nested =
+            |levels: usize| format!("{{\"a\":{}1{}}}", "[".repeat(levels), "]".repeat(levels));
+        assert!(fields(&nested(32)).is_some());
+        assert_eq!(fields(&nested(33)), None);
     }
 
     #[test]
