@@ -200,6 +200,8 @@ fn watch(path: &Path, wake: Sender<()>) -> Option<Watcher> {
             if removed || wake.try_send(()).is_err_and(|e| e.is_disconnected()) {
                 return;
             }
+            // The source scans at most once a SCAN_GAP anyway: events of the gap gather
+            // into the next read instead of waking this thread one by one.
             std::thread::sleep(SCAN_GAP);
         }
     };
