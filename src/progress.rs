@@ -1,55 +1,91 @@
-//! A progress bar while a large log or profile is read, on a terminal only: nothing is
-//! drawn when stderr is a pipe or a file.
+//! A progress line while a large log or profile is read, on a terminal only: nothing is
+//! drawn when stderr is a pipe or a file. Drawn here rather than with a progress-bar crate:
+//! the one we used was the only user of libm, whose loading alone kept 300 KB of the
+//! recorder resident.
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 use tc_profile_finalizer::ProgressFn;
 
-/// Inputs smaller than this read in about a second or less: no bar.
+/// Inputs smaller than this read in about a second or less: no line.
 const LARGE_INPUT: u64 = 32 << 20;
+/// How often the line is redrawn at most.
+const REDRAW: Duration = Duration::from_millis(100);
 
-/// The bar of one read; cleared when dropped.
+/// The progress line of one read; cleared when dropped.
 pub struct Reading {
-    bar: Option<ProgressBar>,
+    line: Option<Arc<Line>>,
+}
+
+struct Line {
+    message: String,
     then: &'static str,
+    started: Instant,
+    drawn: Mutex<Option<Instant>>,
 }
 
 impl Reading {
-    /// A bar for reading `path`; once it is read, the bar says `then` (what comes next).
+    /// A line for reading `path`; once it is read, the line says `then` (what comes next).
     pub fn start(path: &Path, then: &'static str) -> Reading {
         let size = std::fs::metadata(path).map_or(0, |m| m.len());
-        let bar = (size >= LARGE_INPUT && std::io::stderr().is_terminal()).then(|| {
-            let bar = ProgressBar::with_draw_target(Some(size), ProgressDrawTarget::stderr());
-            bar.set_style(
-                ProgressStyle::with_template("{msg} [{bar:40}] {bytes}/{total_bytes} ({eta})")
-                    .unwrap_or_else(|_| ProgressStyle::default_bar())
-                    .progress_chars("=> "),
-            );
-            bar.set_message(format!("reading {}", path.display()));
-            bar
+        let line = (size >= LARGE_INPUT && std::io::stderr().is_terminal()).then(|| {
+            Arc::new(Line {
+                message: format!("reading {}", path.display()),
+                then,
+                started: Instant::now(),
+                drawn: Mutex::new(None),
+            })
         });
-        Reading { bar, then }
+        Reading { line }
     }
 
     /// What the finalizer calls as it reads.
     pub fn callback(&self) -> Option<Arc<ProgressFn>> {
-        let bar = self.bar.clone()?;
-        let then = self.then;
-        Some(Arc::new(move |read, size| {
-            bar.set_position(read);
-            if read >= size {
-                bar.set_message(then);
+        let line = self.line.clone()?;
+        Some(Arc::new(move |read, size| line.draw(read, size)))
+    }
+}
+
+impl Line {
+    fn draw(&self, read: u64, size: u64) {
+        let Ok(mut drawn) = self.drawn.lock() else {
+            return;
+        };
+        let now = Instant::now();
+        let done = read >= size;
+        if !done && drawn.is_some_and(|at| now - at < REDRAW) {
+            return;
+        }
+        *drawn = Some(now);
+        let text = match done {
+            true => self.then.to_string(),
+            false => self.progress(read, size, now - self.started),
+        };
+        // Progress is a courtesy: a failed write to the terminal is not an error.
+        let _ = write!(std::io::stderr(), "\r\x1b[2K{text}");
+    }
+
+    /// "reading big.jsonl: 41% of 1.2 GB, 6 s left".
+    fn progress(&self, read: u64, size: u64, elapsed: Duration) -> String {
+        let percent = read * 100 / size.max(1);
+        let left = match read {
+            0 => String::new(),
+            _ => {
+                let seconds = elapsed.as_secs_f64() * (size - read) as f64 / read as f64;
+                format!(", {seconds:.0} s left")
             }
-        }))
+        };
+        let gigabytes = size as f64 / 1e9;
+        format!("{}: {percent}% of {gigabytes:.1} GB{left}", self.message)
     }
 }
 
 impl Drop for Reading {
     fn drop(&mut self) {
-        if let Some(bar) = &self.bar {
-            bar.finish_and_clear();
+        if self.line.is_some() {
+            let _ = write!(std::io::stderr(), "\r\x1b[2K");
         }
     }
 }
