@@ -325,6 +325,10 @@ fn the_writer_ticks_the_sampler_and_takes_its_last_tick_in_line_order() {
     let ticks = lines.len() - 2;
     assert!(ticks >= 3, "ticked without a message: {lines:?}");
     assert!(lines[..ticks].iter().all(|l| *l == "tick"), "{lines:?}");
-    assert_eq!(lines[ticks..], ["last 7.5", "footer"], "no tick after the last");
+    assert_eq!(
+        lines[ticks..],
+        ["last 7.5", "footer"],
+        "no tick after the last"
+    );
     assert_eq!(stats.lines, lines.len() as u64);
 }
