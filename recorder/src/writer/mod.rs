@@ -332,14 +332,20 @@ impl<S: LogSink> Writer<S> {
     }
 
     /// Work that is due by time rather than by lines, or soon due: see [`DUE_SOON`]. The
-    /// tick comes first, so that a sync due with it covers its lines.
+    /// tick comes first, so that a sync due with it covers its lines; under the always
+    /// policy they are a batch, synced before the next is taken.
     fn on_timer(&mut self) {
         self.tick_if_due();
         let soon = Instant::now() + DUE_SOON;
         if let Err(error) = self.place.check_if_due(&mut self.sink, self.length, soon) {
             self.record_error(&error);
         }
-        if matches!(self.policy, SyncPolicy::Interval(period) if self.last_sync + period <= soon) {
+        let sync_due = match self.policy {
+            SyncPolicy::Always => true,
+            SyncPolicy::Interval(period) => self.last_sync + period <= soon,
+            SyncPolicy::Never => false,
+        };
+        if sync_due {
             self.sync();
         }
     }

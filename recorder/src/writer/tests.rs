@@ -302,20 +302,44 @@ impl Ticking for EveryMillisecond {
     }
 }
 
-#[test]
-fn the_writer_ticks_the_sampler_and_takes_its_last_tick_in_line_order() {
-    let disk = MemoryDisk::default();
+/// A writer under `policy` ticking [`EveryMillisecond`], on a thread of its own, once the
+/// `image` of `disk` (written or durable) holds three ticks.
+fn ticking_writer(
+    disk: &MemoryDisk,
+    policy: SyncPolicy,
+    image: fn(&MemoryDisk) -> Vec<u8>,
+) -> (
+    Outbox<Message>,
+    std::thread::JoinHandle<(WriterStats, MemoryDisk)>,
+) {
     let (tx, rx) = inbox();
     let ticker = EveryMillisecond {
         next: Instant::now(),
         line: Vec::new(),
     };
-    let writer = writer(&disk, SyncPolicy::Never).with_ticker(Some(Box::new(ticker)));
+    let writer = writer(disk, policy).with_ticker(Some(Box::new(ticker)));
     let handle = std::thread::spawn(move || writer.run(rx));
     let deadline = Instant::now() + Duration::from_secs(10);
-    while disk.written().len() < 3 * 5 && Instant::now() < deadline {
+    while image(disk).len() < 3 * 5 && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(1));
     }
+    (tx, handle)
+}
+
+#[test]
+fn under_the_always_policy_a_tick_is_durable_without_a_line_after_it() {
+    let disk = MemoryDisk::default();
+    let (tx, handle) = ticking_writer(&disk, SyncPolicy::Always, MemoryDisk::durable);
+    let durable = String::from_utf8(disk.durable()).unwrap();
+    assert!(durable.starts_with("tick\ntick\ntick\n"), "{durable:?}");
+    assert!(tx.send(Message::Shutdown));
+    handle.join().unwrap();
+}
+
+#[test]
+fn the_writer_ticks_the_sampler_and_takes_its_last_tick_in_line_order() {
+    let disk = MemoryDisk::default();
+    let (tx, handle) = ticking_writer(&disk, SyncPolicy::Never, MemoryDisk::written);
     assert!(tx.send(Message::LastTick { now: 7.5 }));
     assert!(tx.send(line("footer", true)));
     assert!(tx.send(Message::Shutdown));
