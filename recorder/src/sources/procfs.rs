@@ -2,7 +2,7 @@
 //! stat, and a file kept open regenerates its text on every read from offset 0: two preads
 //! a sample, where opening it each time takes six system calls (open, statx, lseek, two
 //! reads, close). A read returns at most about a page of a long file, so reading goes on
-//! until one returns nothing.
+//! until one returns nothing, or so little that it must have reached the end.
 
 use std::fs::File;
 use std::io;
@@ -12,6 +12,11 @@ use std::path::Path;
 /// Enough for the head of /proc/stat and /proc/meminfo on any machine; grows for longer
 /// files read whole.
 const INITIAL: usize = 16 * 1024;
+/// A read shorter than this and than the room it had reached the end of the file: the
+/// kernel fills a read of a /proc or /sys file with a page (4 KiB) of it, less at most
+/// one of its lines, which are far shorter. Saves the read that returns nothing: one
+/// system call a file and tick (/proc/net/dev, pressure).
+const SHORT_READ: usize = 2048;
 
 pub(crate) struct ReadBuffer {
     bytes: Vec<u8>,
@@ -37,8 +42,10 @@ impl ReadBuffer {
             if filled == self.bytes.len() {
                 self.bytes.resize(filled * 2, 0);
             }
+            let room = self.bytes.len() - filled;
             match file.read_at(&mut self.bytes[filled..], filled as u64) {
                 Ok(0) => return Ok(&self.bytes[..filled]),
+                Ok(n) if n < room && n < SHORT_READ => return Ok(&self.bytes[..filled + n]),
                 Ok(n) => filled += n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(e),
@@ -112,6 +119,18 @@ mod tests {
             text.len(),
             "re-read"
         );
+    }
+
+    #[test]
+    fn files_around_a_short_read_are_read_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut buffer = ReadBuffer::new();
+        for length in [1, SHORT_READ - 1, SHORT_READ, SHORT_READ + 1, INITIAL] {
+            let path = dir.path().join(length.to_string());
+            std::fs::write(&path, "y".repeat(length)).unwrap();
+            let file = File::open(&path).unwrap();
+            assert_eq!(buffer.read_file(&file).unwrap().len(), length);
+        }
     }
 
     #[test]

@@ -276,3 +276,83 @@ fn a_file_that_takes_a_deleted_logs_name_is_never_taken_for_the_log() {
     assert_eq!(log.check_place(8).unwrap(), Place::Recreated);
     assert_eq!(std::fs::read(&path).unwrap(), b"one\ntwo\n");
 }
+
+/// A sampler stand-in: a tick due every millisecond, a line each.
+struct EveryMillisecond {
+    next: Instant,
+    line: Vec<u8>,
+}
+
+impl Ticking for EveryMillisecond {
+    fn next(&self) -> Instant {
+        self.next
+    }
+    fn tick_if_due(&mut self, _: &Clock) -> Option<(&[u8], u64)> {
+        let now = Instant::now();
+        if now < self.next {
+            return None;
+        }
+        self.next = now + Duration::from_millis(1);
+        self.line = b"tick\n".to_vec();
+        Some((&self.line, 1))
+    }
+    fn last_tick(&mut self, now: f64) -> (&[u8], u64) {
+        self.line = format!("last {now}\n").into_bytes();
+        (&self.line, 1)
+    }
+}
+
+/// A writer under `policy` ticking [`EveryMillisecond`], on a thread of its own, once the
+/// `image` of `disk` (written or durable) holds three ticks.
+fn ticking_writer(
+    disk: &MemoryDisk,
+    policy: SyncPolicy,
+    image: fn(&MemoryDisk) -> Vec<u8>,
+) -> (
+    Outbox<Message>,
+    std::thread::JoinHandle<(WriterStats, MemoryDisk)>,
+) {
+    let (tx, rx) = inbox();
+    let ticker = EveryMillisecond {
+        next: Instant::now(),
+        line: Vec::new(),
+    };
+    let writer = writer(disk, policy).with_ticker(Some(Box::new(ticker)));
+    let handle = std::thread::spawn(move || writer.run(rx));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while image(disk).len() < 3 * 5 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    (tx, handle)
+}
+
+#[test]
+fn under_the_always_policy_a_tick_is_durable_without_a_line_after_it() {
+    let disk = MemoryDisk::default();
+    let (tx, handle) = ticking_writer(&disk, SyncPolicy::Always, MemoryDisk::durable);
+    let durable = String::from_utf8(disk.durable()).unwrap();
+    assert!(durable.starts_with("tick\ntick\ntick\n"), "{durable:?}");
+    assert!(tx.send(Message::Shutdown));
+    handle.join().unwrap();
+}
+
+#[test]
+fn the_writer_ticks_the_sampler_and_takes_its_last_tick_in_line_order() {
+    let disk = MemoryDisk::default();
+    let (tx, handle) = ticking_writer(&disk, SyncPolicy::Never, MemoryDisk::written);
+    assert!(tx.send(Message::LastTick { now: 7.5 }));
+    assert!(tx.send(line("footer", true)));
+    assert!(tx.send(Message::Shutdown));
+    let (stats, _) = handle.join().unwrap();
+    let written = String::from_utf8(disk.written()).unwrap();
+    let lines: Vec<&str> = written.lines().collect();
+    let ticks = lines.len() - 2;
+    assert!(ticks >= 3, "ticked without a message: {lines:?}");
+    assert!(lines[..ticks].iter().all(|l| *l == "tick"), "{lines:?}");
+    assert_eq!(
+        lines[ticks..],
+        ["last 7.5", "footer"],
+        "no tick after the last"
+    );
+    assert_eq!(stats.lines, lines.len() as u64);
+}

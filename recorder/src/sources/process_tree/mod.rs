@@ -39,6 +39,9 @@ const BIG_TREE_PACE_MS: f64 = 1000.0;
 /// opened (found late, its CPU time is not lost). Counted in the tree's own ticks, so that
 /// a big tree's 1 s pace or a 1 s interval does not make every tick a listing.
 const LISTING_EVERY_TICKS: f64 = 10.0;
+/// The recorder's own stat is read at least once in this many ticks, whatever else says
+/// that it cannot have changed (see [`ProcessTree::own_reaped_ticks`]).
+const OWN_STAT_EVERY_TICKS: u32 = 10;
 
 /// Which processes are the task's.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -101,6 +104,8 @@ pub(crate) struct ProcessTree {
     open_files_max: u64,
     /// The recorder's own /proc/<pid>/stat, kept open.
     own_stat: File,
+    /// Its reaped ticks as last read, the last pid given out then, and the ticks since.
+    own_read: Option<OwnRead>,
     buffer: ReadBuffer,
     /// Pids to read, with the inode of their /proc entry when a listing gave it.
     candidates: Vec<(u32, Option<u64>)>,
@@ -122,6 +127,13 @@ struct Reaped {
     unmatched: u64,
 }
 
+#[derive(Clone, Copy)]
+struct OwnRead {
+    reaped_ticks: u64,
+    last_pid: Option<u32>,
+    ticks_since: u32,
+}
+
 struct Previous {
     time: f64,
     cpu: CpuTimes,
@@ -141,6 +153,7 @@ impl ProcessTree {
         let mut tree = ProcessTree {
             proc_root: proc_root.to_owned(),
             own_stat: File::open(stat_path(proc_root, std::process::id())).ok()?,
+            own_read: None,
             follow: follow.clone(),
             own_pid: std::process::id(),
             units: StatUnits::probe(clock)?,
@@ -168,6 +181,41 @@ impl ProcessTree {
             Follow::Cgroup(_) => {}
         }
         Some(tree)
+    }
+
+    /// The recorder's reaped-children ticks, in Children mode (0 in the others, which do not
+    /// count them). They grow only when it reaps a child: one of the tree (gone, or a
+    /// zombie now), or one made since the last read, which gave out a pid. So its stat, a
+    /// system call of the ten of a tick, is read only then, or once in
+    /// [`OWN_STAT_EVERY_TICKS`] for a child that discovery missed.
+    fn own_reaped_ticks(&mut self, gone: &[(u32, Process)], last_pid: Option<u32>) -> Option<u64> {
+        if self.follow != Follow::Children {
+            return Some(0);
+        }
+        let own_pid = self.own_pid;
+        let live = self.processes.values().filter(|p| p.stat.is_zombie());
+        let mut reaping = gone.iter().map(|(_, p)| p).chain(live);
+        let reaping = reaping.any(|p| p.stat.ppid == own_pid);
+        match &mut self.own_read {
+            Some(read)
+                if !reaping
+                    && last_pid.is_some()
+                    && read.last_pid == last_pid
+                    && read.ticks_since + 1 < OWN_STAT_EVERY_TICKS =>
+            {
+                read.ticks_since += 1;
+                Some(read.reaped_ticks)
+            }
+            _ => {
+                let reaped_ticks = self.read_own_reaped_ticks()?;
+                self.own_read = Some(OwnRead {
+                    reaped_ticks,
+                    last_pid,
+                    ticks_since: 0,
+                });
+                Some(reaped_ticks)
+            }
+        }
     }
 
     fn read_own_reaped_ticks(&mut self) -> Option<u64> {
@@ -324,7 +372,8 @@ impl Source for ProcessTree {
 
     fn tick(&mut self, now: f64, out: &mut Lines) {
         let gone = self.refresh(now);
-        self.discover(now, out.machine.load.map(|load| load.last_pid));
+        let last_pid = out.machine.load.map(|load| load.last_pid);
+        self.discover(now, last_pid);
         for (pid, process) in &gone {
             if !process.ended {
                 self.end(*pid, process, now, "unknown".to_owned(), out);
@@ -343,9 +392,10 @@ impl Source for ProcessTree {
                 process.ended = true;
             }
         }
-        let (Some((cpu, used)), Some(own_reaped)) =
-            (machine_now(out.machine), self.read_own_reaped_ticks())
-        else {
+        let (Some((cpu, used)), Some(own_reaped)) = (
+            machine_now(out.machine),
+            self.own_reaped_ticks(&gone, last_pid),
+        ) else {
             self.previous = None;
             return;
         };

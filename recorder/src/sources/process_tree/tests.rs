@@ -49,31 +49,34 @@ fn fake_proc(loadavg: &str) -> tempfile::TempDir {
 /// increase at this refresh, counted ticks); ppid 0 is the recorder.
 type Row = (u32, u32, u64, u64, u64, u64);
 
+fn row_process(own: u32, row: &Row) -> (u32, Process) {
+    let &(pid, ppid, own_ticks, reaped_ticks, increase, counted) = row;
+    let ppid = if ppid == 0 { own } else { ppid };
+    let stat = Stat {
+        ppid,
+        own_ticks,
+        reaped_ticks,
+        ..Stat::default()
+    };
+    let process = Process {
+        file: None,
+        stat,
+        counted_ticks: counted,
+        reaped_increase: increase,
+        peak_rss_pages: 0,
+        last_seen: 0.0,
+        comm: Vec::new(),
+        name: String::new(),
+        command: String::new(),
+        command_known: true,
+        ended: false,
+    };
+    (pid, process)
+}
+
 fn tick_of(tree: &mut ProcessTree, live: &[Row], gone: &[Row]) -> u64 {
     let own = tree.own_pid;
-    let process = |&(pid, ppid, own_ticks, reaped_ticks, increase, counted): &Row| {
-        let ppid = if ppid == 0 { own } else { ppid };
-        let stat = Stat {
-            ppid,
-            own_ticks,
-            reaped_ticks,
-            ..Stat::default()
-        };
-        let process = Process {
-            file: None,
-            stat,
-            counted_ticks: counted,
-            reaped_increase: increase,
-            peak_rss_pages: 0,
-            last_seen: 0.0,
-            comm: Vec::new(),
-            name: String::new(),
-            command: String::new(),
-            command_known: true,
-            ended: false,
-        };
-        (pid, process)
-    };
+    let process = |row: &Row| row_process(own, row);
     tree.processes = live.iter().map(process).collect();
     let gone: Vec<(u32, Process)> = gone.iter().map(process).collect();
     let previous = Previous {
@@ -96,6 +99,54 @@ fn fresh_tree() -> (ProcessTree, tempfile::TempDir) {
         &machine,
     );
     (tree.unwrap(), root)
+}
+
+#[test]
+fn the_recorders_own_stat_is_read_again_only_once_it_can_have_reaped() {
+    let (mut tree, root) = fresh_tree();
+    let own = std::process::id();
+    let write_own = |reaped: u64| {
+        let (before, after) = (" 0".repeat(11), " 0".repeat(21));
+        let stat = format!(
+            "{own} (x) S 1{before} {reaped}{after} 17{}\n",
+            " 0".repeat(14)
+        );
+        fs::write(stat_path(root.path(), own), stat).unwrap();
+    };
+    write_own(5);
+    assert_eq!(tree.own_reaped_ticks(&[], Some(5000)), Some(5));
+    write_own(9);
+    let unchanged = "no pid given out, no child of the recorder gone";
+    assert_eq!(
+        tree.own_reaped_ticks(&[], Some(5000)),
+        Some(5),
+        "{unchanged}"
+    );
+    assert_eq!(
+        tree.own_reaped_ticks(&[], Some(5001)),
+        Some(9),
+        "a pid given out"
+    );
+    write_own(12);
+    let child = row_process(own, &(77, 0, 1, 0, 0, 1));
+    assert_eq!(
+        tree.own_reaped_ticks(&[child], Some(5001)),
+        Some(12),
+        "a child gone"
+    );
+    write_own(20);
+    for _ in 1..OWN_STAT_EVERY_TICKS {
+        assert_eq!(
+            tree.own_reaped_ticks(&[], Some(5001)),
+            Some(12),
+            "{unchanged}"
+        );
+    }
+    assert_eq!(
+        tree.own_reaped_ticks(&[], Some(5001)),
+        Some(20),
+        "read once in ten"
+    );
 }
 
 /// Parent 10 (the recorder's child) and its child 11, which ends and is reaped.
