@@ -7,11 +7,12 @@ use crate::error::DaemonError;
 use crate::logs::read_complete;
 use crate::segments;
 use crate::state::{Followed, OpenTask};
+use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use tc_profile_finalizer::{compact_span, Profile, Span, SpanLogs};
-use tc_profile_format::{EndReason, TaskInfo};
+use tc_profile_format::{EndReason, FileProgress, TaskInfo};
 use tc_profile_recorder::{Follow, ProfileDirConfig, Recorder, RecorderConfig, SyncPolicy};
 
 /// Task ids and run ids name files: Taskcluster's slugids fit, paths do not.
@@ -56,23 +57,26 @@ pub fn start_part(
     });
     let mut dir = ProfileDirConfig::new(open.profile_dir.clone());
     dir.poll_interval = interval.min(Duration::from_millis(100));
-    dir.resume = resume_points(&open.parts);
+    (dir.resume, dir.resume_schemas) = resume_points(&open.parts);
     config.profile_dir = Some(dir);
     let recorder = Recorder::start(config)?;
     open.parts.push(path);
     Ok(recorder)
 }
 
-/// How far the parts took each marker file: the latest checkpoint of each.
-fn resume_points(parts: &[PathBuf]) -> Vec<tc_profile_format::FileProgress> {
+/// How far the parts took each marker file (the latest checkpoint of each), and the schemas
+/// the files declared in them.
+fn resume_points(parts: &[PathBuf]) -> (Vec<FileProgress>, Vec<Map<String, Value>>) {
     let mut progress = HashMap::new();
+    let mut schemas = Vec::new();
     for part in parts {
         // A part that cannot be read took nothing that counts.
         if let Ok(recording) = read_complete(part) {
             progress.extend(recording.progress);
+            schemas.extend(recording.schemas);
         }
     }
-    progress.into_values().collect()
+    (progress.into_values().collect(), schemas)
 }
 
 /// Ends a part cleanly: its last marker lines, its footer, durable.

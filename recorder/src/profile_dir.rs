@@ -8,7 +8,7 @@ use crate::channel::MarkerSink;
 use crate::error::{spawn, RecorderError};
 use crossbeam_channel::{bounded, select, Receiver, Sender};
 use inotify::{EventMask, Inotify, WatchDescriptor, WatchMask, Watches};
-use serde_json::Value;
+use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -45,6 +45,9 @@ pub struct ProfileDirConfig {
     /// How far an earlier log of the same directory took each file (its checkpoints): read
     /// on from there, so that a line is in one log only (the daemon's task logs in parts).
     pub resume: Vec<FileProgress>,
+    /// The schemas marker files declared in those earlier logs: the lines read on are
+    /// checked against them, as if read in the same log.
+    pub resume_schemas: Vec<Map<String, Value>>,
 }
 
 impl ProfileDirConfig {
@@ -55,6 +58,7 @@ impl ProfileDirConfig {
             watch: true,
             poll_interval: Duration::from_millis(100),
             resume: Vec::new(),
+            resume_schemas: Vec::new(),
         }
     }
 }
@@ -130,13 +134,16 @@ impl Ingester {
             reader.resume(progress);
         }
         let ids = sink.next_id.clone();
-        let merger = Merger::new(
+        let mut merger = Merger::new(
             sink.clock().start_epoch_ms(),
             config.limits.clone(),
             &schemas,
             Box::new(move || ids.fetch_add(1, Ordering::Relaxed)),
         )
         .with_metrics(metrics.0, metrics.1.as_secs_f64() * 1000.0);
+        for schema in &config.resume_schemas {
+            merger.adopt_schema(schema);
+        }
         let DirWatch { watcher, woken } = watch;
         let period = match watcher {
             Some(_) => RESCAN_WITH_EVENTS,

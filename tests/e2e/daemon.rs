@@ -326,6 +326,41 @@ fn a_task_survives_a_sigkilled_daemon_with_its_downtime_marked_and_ends_once() {
 }
 
 #[test]
+fn a_later_part_of_a_task_checks_its_markers_against_the_schemas_of_earlier_parts() {
+    let sandbox = Sandbox::new();
+    let daemon = Daemon::start(&sandbox, &[]);
+    let mut process = task_process("30.4");
+    let pid = process.id().to_string();
+    let dir = ask(&sandbox, &["task", "start", "p", "--pid", &pid]);
+    let file = PathBuf::from(&dir).join("p.jsonl");
+    let schema = r#"{"type":"schema","name":"Listed","display":["marker-table"],"data":[{"key":"items","label":"Items","format":"list"}]}"#;
+    append(&file, format!("{schema}\n").as_bytes());
+    wait_in_task_log(&sandbox, "\"Listed\"");
+    // A new part: the daemon restarted (a new --pid does the same).
+    daemon.kill();
+    let daemon = Daemon::start(&sandbox, &[]);
+    let now = epoch_ms();
+    let lines = [
+        format!(
+            r#"{{"type":"marker","name":"not a list","startTime":{now},"data":{{"type":"Listed","items":"x"}}}}"#
+        ),
+        format!(
+            r#"{{"type":"marker","name":"a list","startTime":{now},"data":{{"type":"Listed","items":["x"]}}}}"#
+        ),
+    ];
+    append(&file, format!("{}\n", lines.join("\n")).as_bytes());
+    wait_in_task_log(&sandbox, "a list");
+    ask(&sandbox, &["task", "end", "p", "-o", "p.json"]);
+    process.kill().unwrap();
+    process.wait().unwrap();
+
+    let rows = profile_markers(&read_json(&sandbox.path("p.json")));
+    assert_eq!(count_named(&rows, "a list"), 1);
+    assert_eq!(count_named(&rows, "not a list"), 0, "its list is a string");
+    daemon.stop();
+}
+
+#[test]
 fn a_task_whose_end_never_comes_is_finalized_once_by_the_next_start_after_the_timeout() {
     let sandbox = Sandbox::new();
     let daemon = Daemon::start(&sandbox, &["--task-timeout", "1"]);
