@@ -1,6 +1,6 @@
 //! Line kinds of the log (SPEC.md, "Line kinds").
 
-use crate::compact_json;
+use crate::compact_json::{self, Numbers};
 use crate::marker_file::{starts_with_type, Problem};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::value::RawValue;
@@ -351,7 +351,7 @@ fn compact_marker(bytes: &[u8]) -> Option<RawMarker<'_>> {
         open_id: None,
     };
     let mut seen = 0u8;
-    compact_json::each_field(text, |key, value| {
+    compact_json::each_field(text, |value, key| {
         let bit = match key {
             "name" => 1,
             "startTime" => 2,
@@ -359,21 +359,29 @@ fn compact_marker(bytes: &[u8]) -> Option<RawMarker<'_>> {
             "category" => 8,
             "data" => 16,
             "openId" => 32,
-            _ => return Some(()), // ignored, as serde_json ignores a key it does not know
+            // Ignored, as serde_json ignores a key it does not know.
+            _ => return value.skip_value(compact_json::FIELD_DEPTH_MAX, Numbers::Any),
         };
         // A repeated key is an error to serde_json.
         if seen & bit != 0 {
             return None;
         }
         seen |= bit;
-        let null = value == "null";
+        // A null name or start is left to serde_json: the read after it fails.
+        let null = value.peek()? == b'n' && value.literal("null").is_some();
         match key {
-            "name" => marker.name = Cow::Borrowed(compact_json::string(value)?),
-            "startTime" => marker.start_time = compact_json::number(value)?,
-            "endTime" if !null => marker.end_time = Some(compact_json::number(value)?),
-            "category" if !null => marker.category = Some(compact_json::unsigned(value)?),
-            "data" if !null => marker.data = Some(value),
-            "openId" if !null => marker.open_id = Some(compact_json::unsigned(value)?),
+            "name" => marker.name = Cow::Borrowed(value.string()?),
+            "startTime" => marker.start_time = value.f64()?,
+            "endTime" if !null => marker.end_time = Some(value.f64()?),
+            "category" if !null => {
+                marker.category = Some(compact_json::unsigned(value.number(Numbers::Any)?)?);
+            }
+            "data" if !null => {
+                marker.data = Some(value.value(compact_json::FIELD_DEPTH_MAX, Numbers::Any)?);
+            }
+            "openId" if !null => {
+                marker.open_id = Some(compact_json::unsigned(value.number(Numbers::Any)?)?);
+            }
             _ => {}
         }
         Some(())
