@@ -400,7 +400,6 @@ mod tests {
             fraction in proptest::collection::vec(0..10u8, 0..30),
             exponent in proptest::option::of((proptest::sample::select(vec!["e", "E", "e+", "e-", "E-"]), 0..400i32)),
         ) {
-            let exponent = exponent.map(|(mark, power)| (mark, power));
             assert_read_as_serde_json_reads(&number_text(negative, &integer, &fraction, exponent))?;
         }
 
