@@ -99,9 +99,9 @@ impl<'a> MarkerRef<'a> {
     /// found without parsing the rest. None when the payload starts otherwise.
     pub fn leading_type(self) -> Option<&'a str> {
         let rest = self.data?.strip_prefix(r#"{"type":""#)?;
-        let kind = &rest[..rest.find('"')?];
+        let length = rest.bytes().position(|b| b == b'"' || b == b'\\')?;
         // An escaped character: left to a parser.
-        (!kind.contains('\\')).then_some(kind)
+        (rest.as_bytes()[length] == b'"').then(|| &rest[..length])
     }
 
     /// The payload's `type` and numbers, read without building a tree.
