@@ -30,7 +30,9 @@ pub(crate) fn each_chunk(
         chunk_bytes,
         at_end: false,
     };
-    let Some(first) = chunks.next(input, Work::with_room(chunk_bytes))? else {
+    // Chunks taken, their room kept for the next ones.
+    let mut spare: Vec<Work> = Vec::new();
+    let Some(first) = chunks.next(input, &mut spare)? else {
         return Ok(());
     };
     if chunks.at_end {
@@ -51,7 +53,6 @@ pub(crate) fn each_chunk(
         // In log order: None for a chunk at the second thread, which returns them in the
         // order it was sent them.
         let mut pending: VecDeque<Option<Work>> = VecDeque::new();
-        let mut spare: Vec<Work> = Vec::new();
         let mut at_worker = 0;
         let mut next = Some(first);
         // A decoder that panicked ends its channels; the scope then panics with it.
@@ -64,10 +65,7 @@ pub(crate) fn each_chunk(
                     }
                     at_worker += 1;
                     pending.push_back(None);
-                    next = chunks.next(
-                        input,
-                        spare.pop().unwrap_or_else(|| Work::with_room(chunk_bytes)),
-                    )?;
+                    next = chunks.next(input, &mut spare)?;
                     continue;
                 }
                 (work, Some(Some(_))) => {
@@ -79,10 +77,7 @@ pub(crate) fn each_chunk(
                         if work.is_some() && pending.len() < CHUNKS_IN_FLIGHT =>
                     {
                         pending.push_back(work.map(Work::decode));
-                        next = chunks.next(
-                            input,
-                            spare.pop().unwrap_or_else(|| Work::with_room(chunk_bytes)),
-                        )?;
+                        next = chunks.next(input, &mut spare)?;
                         continue;
                     }
                     Err(mpsc::TryRecvError::Empty) => {
@@ -144,11 +139,18 @@ struct Chunks {
 }
 
 impl Chunks {
-    /// The next chunk, read into `work`'s bytes.
-    fn next(&mut self, input: &mut impl BufRead, mut work: Work) -> io::Result<Option<Work>> {
+    /// The next chunk, read into the room of a spare one, or new room.
+    fn next(
+        &mut self,
+        input: &mut impl BufRead,
+        spare: &mut Vec<Work>,
+    ) -> io::Result<Option<Work>> {
         if self.at_end {
             return Ok(None);
         }
+        let mut work = spare
+            .pop()
+            .unwrap_or_else(|| Work::with_room(self.chunk_bytes));
         let bytes = &mut work.bytes;
         bytes.clear();
         bytes.append(&mut self.carry);
