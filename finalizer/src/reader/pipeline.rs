@@ -3,8 +3,9 @@
 //! (batches, checkpoints, damage) must stay in order. A second thread decodes the chunks
 //! sent to it, this one those read while the second has [`WORKER_QUEUE`] waiting, and takes
 //! each chunk once it and those before it are decoded. At most [`CHUNKS_IN_FLIGHT`] chunks
-//! are read and not yet taken (and one more read ahead), so the memory in flight stays
-//! about a MiB; a log that fits one chunk is decoded on this thread, without a second one.
+//! are read and not yet taken (and one more read ahead), so the memory in flight stays a
+//! few hundred KiB (more of it showed in the peak RSS of a 100,000-marker log); a log that
+//! fits one chunk is decoded on this thread, without a second one.
 
 use super::chunk::DecodedChunk;
 use std::collections::VecDeque;
@@ -12,9 +13,9 @@ use std::io::{self, BufRead};
 use std::sync::mpsc;
 
 /// Bytes read for a chunk (a line longer than this makes its chunk longer).
-pub(crate) const CHUNK_BYTES: usize = 1 << 16;
+pub(crate) const CHUNK_BYTES: usize = 1 << 15;
 /// Chunks decoded or being decoded, not yet taken.
-const CHUNKS_IN_FLIGHT: usize = 4;
+const CHUNKS_IN_FLIGHT: usize = 3;
 /// Chunks sent to the second thread and not yet decoded: one it decodes, one it finds next.
 const WORKER_QUEUE: usize = 2;
 
