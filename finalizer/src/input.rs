@@ -114,10 +114,11 @@ pub(crate) fn decoded<'a>(
     };
     // A BufReader zeroes its whole buffer at the first read: no more than the file needs
     // (a short recording's log is a few kB; `run` finalizes it in-process at its peak
-    // RSS). A size of 0 is unknown.
+    // RSS), and no more than a chunk of the log reader's (which copies out of it). A size
+    // of 0 is unknown.
     let capacity = match size {
-        0 => 1 << 20,
-        size => size.clamp(8 << 10, 1 << 20) as usize,
+        0 => 1 << 16,
+        size => size.clamp(8 << 10, 1 << 16) as usize,
     };
     decompressed(BufReader::with_capacity(capacity, counted))
 }

@@ -41,11 +41,6 @@ pub struct MarkerRef<'a> {
 }
 
 impl ProfileMarker {
-    /// A marker-file line's marker, kept until its batch's checkpoint.
-    pub fn from_raw(marker: &RawMarker) -> ProfileMarker {
-        MarkerRef::from(marker).owned()
-    }
-
     pub fn as_ref(&self) -> MarkerRef<'_> {
         MarkerRef {
             name: &self.name,
@@ -104,9 +99,9 @@ impl<'a> MarkerRef<'a> {
     /// found without parsing the rest. None when the payload starts otherwise.
     pub fn leading_type(self) -> Option<&'a str> {
         let rest = self.data?.strip_prefix(r#"{"type":""#)?;
-        let kind = &rest[..rest.find('"')?];
+        let length = rest.bytes().position(|b| b == b'"' || b == b'\\')?;
         // An escaped character: left to a parser.
-        (!kind.contains('\\')).then_some(kind)
+        (rest.as_bytes()[length] == b'"').then(|| &rest[..length])
     }
 
     /// The payload's `type` and numbers, read without building a tree.
@@ -302,7 +297,7 @@ mod tests {
     fn a_payload_is_kept_as_the_text_it_was_read_as() {
         let line = br#"{"type":"marker","name":"m","startTime":1,"data":{"z":1, "a":[2]}}"#;
         let raw = tc_profile_format::decode_marker_raw(line).unwrap().unwrap();
-        let marker = ProfileMarker::from_raw(&raw);
+        let marker = MarkerRef::from(&raw).owned();
         assert_eq!(marker.data.unwrap().get(), r#"{"z":1, "a":[2]}"#);
     }
 }

@@ -6,13 +6,16 @@
 use crate::marker_columns::Markers;
 use crate::problems::Problems;
 use crate::profile_marker::{MarkerRef, ProfileMarker};
+use chunk::{Decoded, DecodedChunk};
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, HashMap};
 use std::io::{self, BufRead};
 use tc_profile_format::{
-    decode_line, decode_marker_raw, Close, DecodeError, FileProgress, Footer, Gap, Line,
-    OpenInterval, RawMarker, META_PREFIX,
+    decode_line, Close, FileProgress, Footer, Gap, Line, OpenInterval, META_PREFIX,
 };
+
+mod chunk;
+mod pipeline;
 
 /// Why bytes of a log were not used.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -134,7 +137,12 @@ pub enum ReadError {
 }
 
 /// Reads every line of a log.
-pub fn read_log(mut input: impl BufRead) -> Result<Recording, ReadError> {
+pub fn read_log(input: impl BufRead) -> Result<Recording, ReadError> {
+    read_log_in_chunks(input, pipeline::CHUNK_BYTES)
+}
+
+/// [`read_log`], the lines after the header decoded `chunk_bytes` at a time.
+fn read_log_in_chunks(mut input: impl BufRead, chunk_bytes: usize) -> Result<Recording, ReadError> {
     let mut buffer = Vec::with_capacity(4096);
     let mut recording = Recording::default();
 
@@ -155,32 +163,7 @@ pub fn read_log(mut input: impl BufRead) -> Result<Recording, ReadError> {
         _ => return Err(ReadError::NoThread),
     };
 
-    while let Some(line) = next_line(&mut input, &mut buffer)? {
-        let (body, nuls) = strip_leading_nuls(line.bytes);
-        if nuls > 0 {
-            recording.damage.add(DropReason::NulBytes, nuls);
-        }
-        if body.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
-        match decode(body) {
-            Ok(decoded) => {
-                if let Err(reason) = recording.take(decoded) {
-                    recording.damage.add(reason, line.len_with_newline());
-                }
-            }
-            Err(_) => {
-                let reason = match (line.terminated, looks_like_json(body)) {
-                    (false, _) => DropReason::TornTail,
-                    (true, true) => DropReason::BadShape,
-                    (true, false) => DropReason::NotJson,
-                };
-                recording
-                    .damage
-                    .add(reason, body.len() + usize::from(line.terminated));
-            }
-        }
-    }
+    pipeline::each_chunk(&mut input, chunk_bytes, |chunk| recording.take_chunk(chunk))?;
     Ok(recording)
 }
 
@@ -195,30 +178,43 @@ pub enum Read {
     Line(Line),
 }
 
-/// A line as decoded: a marker borrowed from the line (nearly every line), or any other.
-enum Decoded<'a> {
-    Marker(RawMarker<'a>),
-    Line(Line),
-}
-
-fn decode(bytes: &[u8]) -> Result<Decoded<'_>, DecodeError> {
-    match decode_marker_raw(bytes) {
-        Some(raw) => raw.map(Decoded::Marker),
-        None => decode_line(bytes).map(Decoded::Line),
-    }
-}
-
 impl Recording {
+    /// Takes a chunk's lines in log order, counting what it drops.
+    fn take_chunk(&mut self, chunk: &mut DecodedChunk) {
+        chunk.each_line(|line| {
+            if line.nuls > 0 {
+                self.damage.add(DropReason::NulBytes, line.nuls);
+            }
+            let bytes = line.body_len + usize::from(line.terminated);
+            match line.decoded {
+                None => {}
+                Some(Ok(decoded)) => {
+                    if let Err(reason) = self.take(decoded) {
+                        self.damage.add(reason, line.nuls + bytes);
+                    }
+                }
+                Some(Err(json)) => {
+                    let reason = match (line.terminated, json) {
+                        (false, _) => DropReason::TornTail,
+                        (true, true) => DropReason::BadShape,
+                        (true, false) => DropReason::NotJson,
+                    };
+                    self.damage.add(reason, bytes);
+                }
+            }
+        });
+    }
+
     /// Takes a line in log order: lines of a batch wait for its checkpoint.
     fn take(&mut self, decoded: Decoded) -> Result<(), DropReason> {
         let line = match decoded {
-            Decoded::Marker(raw) => {
+            Decoded::Marker(marker, open_id) => {
                 match self.open_batch() {
                     Some(batch) => batch.push(Read::Marker {
-                        marker: ProfileMarker::from_raw(&raw),
-                        open_id: raw.open_id,
+                        marker: marker.owned(),
+                        open_id,
                     }),
-                    None => self.add_marker(MarkerRef::from(&raw), raw.open_id),
+                    None => self.add_marker(marker, open_id),
                 }
                 return Ok(());
             }
@@ -348,12 +344,6 @@ struct RawLine<'a> {
     terminated: bool,
 }
 
-impl RawLine<'_> {
-    fn len_with_newline(&self) -> usize {
-        self.bytes.len() + usize::from(self.terminated)
-    }
-}
-
 fn next_line<'a>(
     input: &mut impl BufRead,
     buffer: &'a mut Vec<u8>,
@@ -372,101 +362,5 @@ fn next_line<'a>(
     }))
 }
 
-fn strip_leading_nuls(bytes: &[u8]) -> (&[u8], usize) {
-    let nuls = bytes.iter().take_while(|&&b| b == 0).count();
-    (&bytes[nuls..], nuls)
-}
-
-/// Valid JSON that failed only on its shape, as opposed to bytes that are not JSON at all.
-fn looks_like_json(bytes: &[u8]) -> bool {
-    serde_json::from_slice::<serde::de::IgnoredAny>(bytes).is_ok()
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    const HEADERS: &str =
-        "{\"type\":\"meta\",\"startTime\":1000}\n{\"type\":\"thread\",\"name\":\"t\"}\n";
-    const A: &str = "{\"type\":\"marker\",\"name\":\"a\",\"startTime\":1,\"endTime\":null}\n";
-    const B: &str = "{\"type\":\"marker\",\"name\":\"b\",\"startTime\":2,\"endTime\":3}\n";
-
-    fn read(tail: &[u8]) -> Recording {
-        let mut bytes = HEADERS.as_bytes().to_vec();
-        bytes.extend_from_slice(tail);
-        read_log(bytes.as_slice()).unwrap()
-    }
-
-    fn names(recording: &Recording) -> Vec<&str> {
-        recording.markers.iter().map(|m| m.name).collect()
-    }
-
-    #[test]
-    fn truncated_last_line_is_dropped_as_a_torn_tail() {
-        let torn = &B.as_bytes()[..20];
-        let recording = read(&[A.as_bytes(), torn].concat());
-        assert_eq!(names(&recording), ["a"]);
-        assert_eq!(recording.damage.by_reason[&DropReason::TornTail], (1, 20));
-    }
-
-    #[test]
-    fn whole_last_line_without_newline_is_kept() {
-        let recording = read(B.trim_end().as_bytes());
-        assert_eq!(names(&recording), ["b"]);
-        assert!(recording.damage.is_empty());
-    }
-
-    #[test]
-    fn nul_filled_tail_is_dropped() {
-        let recording = read(&[A.as_bytes(), &[0u8; 4096]].concat());
-        assert_eq!(names(&recording), ["a"]);
-        assert_eq!(recording.damage.by_reason[&DropReason::NulBytes], (1, 4096));
-    }
-
-    #[test]
-    fn line_appended_after_nul_blocks_is_recovered() {
-        let recording = read(&[A.as_bytes(), &[0u8; 512], B.as_bytes()].concat());
-        assert_eq!(names(&recording), ["a", "b"]);
-        assert_eq!(recording.damage.bytes(), 512);
-    }
-
-    #[test]
-    fn garbage_in_the_middle_is_skipped_and_reading_resumes() {
-        let recording = read(
-            format!("{A}not json at all\n{{\"type\":\"marker\",\"startTime\":1}}\n{B}").as_bytes(),
-        );
-        assert_eq!(names(&recording), ["a", "b"]);
-        assert_eq!(recording.damage.by_reason[&DropReason::NotJson], (1, 16));
-        assert_eq!(recording.damage.by_reason[&DropReason::BadShape].0, 1);
-    }
-
-    #[test]
-    fn repeated_headers_are_dropped_not_obeyed() {
-        let recording = read(format!("{A}{HEADERS}{B}").as_bytes());
-        assert_eq!(names(&recording), ["a", "b"]);
-        assert_eq!(recording.damage.by_reason[&DropReason::ExtraHeader].0, 2);
-        assert_eq!(recording.meta["startTime"], 1000);
-    }
-
-    #[test]
-    fn open_interval_is_removed_when_its_marker_arrives() {
-        let open = "{\"type\":\"open\",\"id\":4,\"name\":\"x\",\"startTime\":5}\n";
-        let close =
-            "{\"type\":\"marker\",\"name\":\"x\",\"startTime\":5,\"endTime\":9,\"openId\":4}\n";
-        assert_eq!(read(open.as_bytes()).open.len(), 1);
-        let recording = read(format!("{open}{close}").as_bytes());
-        assert!(recording.open.is_empty());
-        assert_eq!(recording.last_time, 9.0);
-    }
-
-    #[test]
-    fn a_log_without_its_thread_line_is_refused() {
-        let meta_only = b"{\"type\":\"meta\",\"startTime\":1}\n";
-        assert!(matches!(read_log(&meta_only[..]), Err(ReadError::NoThread)));
-        assert!(matches!(read_log(&b""[..]), Err(ReadError::Empty)));
-        assert!(matches!(
-            read_log(&b"{\"type\":\"meta\",\"x\n"[..]),
-            Err(ReadError::BadMeta)
-        ));
-    }
-}
+mod tests;

@@ -8,31 +8,28 @@
 
 /// Nesting of a field's value deeper than this is left to serde_json (which refuses past
 /// 128).
-const FIELD_DEPTH_MAX: usize = 32;
+pub(crate) const FIELD_DEPTH_MAX: usize = 32;
 /// Longest run of digits in a [`Numbers::InRange`] number: a longer one could overflow an
 /// f64.
 const DIGITS_MAX: usize = 300;
 
-/// Calls `field` with each key and value text of the object that is all of `text`;
-/// None when `text` is not such an object or `field` returns None.
+/// Calls `field` with each key of the object that is all of `text` and the cursor at its
+/// value, which `field` reads (a number read as one, in one pass); None when `text` is not
+/// such an object or `field` returns None.
 pub(crate) fn each_field<'a>(
     text: &'a str,
-    mut field: impl FnMut(&'a str, &'a str) -> Option<()>,
+    field: impl FnMut(&mut Cursor<'a>, &'a str) -> Option<()>,
 ) -> Option<()> {
     let mut cursor = Cursor::new(text);
-    cursor.object(|cursor, key| field(key, cursor.value(FIELD_DEPTH_MAX, Numbers::Any)?))?;
+    cursor.object(field)?;
     cursor.at_end().then_some(())
 }
 
-/// The text of a string value without its quotes.
-pub(crate) fn string(value: &str) -> Option<&str> {
-    value.strip_prefix('"')?.strip_suffix('"')
-}
-
-/// A number value, read as serde_json reads one into an f64 (with `float_roundtrip`):
-/// correctly rounded, an integer too (through its 64-bit integer, which rounds the same).
+/// A number value, read as serde_json reads one into an f64: [`Cursor::f64`].
 pub(crate) fn number(text: &str) -> Option<f64> {
-    text.parse::<f64>().ok().filter(|n| n.is_finite())
+    let mut cursor = Cursor::new(text);
+    let value = cursor.f64()?;
+    cursor.at_end().then_some(value)
 }
 
 /// An unsigned integer value that fits `T`.
@@ -51,6 +48,39 @@ pub(crate) enum Numbers {
     /// Without exponent, each run of digits [`DIGITS_MAX`] long at most: none overflows an
     /// f64.
     InRange,
+}
+
+/// A number as its digits were read: `mantissa` is exact while `digits` is 19 at most.
+struct Decimal {
+    negative: bool,
+    mantissa: u64,
+    digits: usize,
+    /// The power of ten the mantissa is multiplied by (i64::MAX when its digits overflow).
+    exponent: i64,
+}
+
+/// Powers of ten an f64 holds exactly.
+const EXACT_POWERS_OF_TEN: [f64; 23] = [
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
+    1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+];
+
+impl Decimal {
+    /// The value, when a single correctly rounded operation on exact operands gives it
+    /// (Clinger's fast path: a mantissa below 2^53 and a power of ten of 22 at most), so it
+    /// is the correctly rounded value; None otherwise.
+    fn fast_f64(&self) -> Option<f64> {
+        if self.digits > 19 || self.mantissa > 1 << 53 {
+            return None;
+        }
+        let power = *EXACT_POWERS_OF_TEN.get(self.exponent.unsigned_abs() as usize)?;
+        let mantissa = self.mantissa as f64;
+        let magnitude = match self.exponent < 0 {
+            true => mantissa / power,
+            false => mantissa * power,
+        };
+        Some(if self.negative { -magnitude } else { magnitude })
+    }
 }
 
 /// Reads a text forward; each step is None where the text is not compact JSON of the
@@ -175,37 +205,77 @@ impl<'a> Cursor<'a> {
         self.with_text(|cursor| cursor.skip_number(numbers))
     }
 
+    /// A number of JSON's grammar, read as serde_json reads one into an f64 (with
+    /// `float_roundtrip`): correctly rounded, an integer too (through its 64-bit integer,
+    /// which rounds the same); None if it is not finite. Read in one pass where the fast
+    /// path is exact, else parsed again from its text.
+    pub(crate) fn f64(&mut self) -> Option<f64> {
+        let start = self.at;
+        let decimal = self.decimal(Numbers::Any)?;
+        let value = match decimal.fast_f64() {
+            Some(value) => value,
+            None => self.text[start..self.at].parse::<f64>().ok()?,
+        };
+        value.is_finite().then_some(value)
+    }
+
     fn skip_number(&mut self, numbers: Numbers) -> Option<()> {
+        self.decimal(numbers).map(drop)
+    }
+
+    fn decimal(&mut self, numbers: Numbers) -> Option<Decimal> {
         let most = match numbers {
             Numbers::Any => usize::MAX,
             Numbers::InRange => DIGITS_MAX,
         };
-        if self.peek() == Some(b'-') {
+        let negative = self.peek() == Some(b'-');
+        if negative {
             self.at += 1;
         }
         let first = self.peek();
-        if self.digits(most)? > 1 && first == Some(b'0') {
+        let mut mantissa = 0;
+        let mut digits = self.digits(most, &mut mantissa)?;
+        if digits > 1 && first == Some(b'0') {
             return None;
         }
+        let mut fraction_digits = 0;
         if self.peek() == Some(b'.') {
             self.at += 1;
-            self.digits(most)?;
+            fraction_digits = self.digits(most, &mut mantissa)?;
+            digits += fraction_digits;
         }
+        let mut exponent = 0;
         if matches!(numbers, Numbers::Any) && matches!(self.peek(), Some(b'e' | b'E')) {
             self.at += 1;
+            let negative_exponent = self.peek() == Some(b'-');
             if matches!(self.peek(), Some(b'+' | b'-')) {
                 self.at += 1;
             }
-            self.digits(most)?;
+            let mut magnitude = 0;
+            // Past 18 digits the exponent may have overflowed: the text is parsed instead.
+            exponent = match self.digits(most, &mut magnitude)? {
+                ..=18 if negative_exponent => -(magnitude as i64),
+                ..=18 => magnitude as i64,
+                _ => i64::MAX,
+            };
         }
-        Some(())
+        Some(Decimal {
+            negative,
+            mantissa,
+            digits,
+            exponent: exponent.saturating_sub(fraction_digits as i64),
+        })
     }
 
-    /// One digit or more, `most` at most; how many.
-    fn digits(&mut self, most: usize) -> Option<usize> {
+    /// One digit or more, `most` at most, appended to `value` (which wraps past 19
+    /// digits); how many.
+    fn digits(&mut self, most: usize, value: &mut u64) -> Option<usize> {
         let rest = &self.text.as_bytes()[self.at..];
         let count = rest.iter().take_while(|b| b.is_ascii_digit()).count();
         (1..=most).contains(&count).then_some(())?;
+        for &digit in &rest[..count] {
+            *value = value.wrapping_mul(10).wrapping_add(u64::from(digit - b'0'));
+        }
         self.at += count;
         Some(count)
     }
@@ -217,7 +287,8 @@ mod tests {
 
     fn fields(text: &str) -> Option<Vec<(String, String)>> {
         let mut found = Vec::new();
-        each_field(text, |key, value| {
+        each_field(text, |cursor, key| {
+            let value = cursor.value(FIELD_DEPTH_MAX, Numbers::Any)?;
             found.push((key.to_owned(), value.to_owned()));
             Some(())
         })?;
@@ -279,8 +350,102 @@ mod tests {
             let got = number(text);
             assert_eq!(got.map(f64::to_bits), expected.map(f64::to_bits), "{text}");
         }
+        assert_eq!(number("1.5,"), None);
         assert_eq!(unsigned::<u32>("4294967295"), Some(u32::MAX));
         assert_eq!(unsigned::<u32>("4294967296"), None);
         assert_eq!(unsigned::<u32>("-1"), None);
+    }
+
+    /// A number's text from its parts: JSON's grammar, with digits enough to leave the fast
+    /// path and exponents enough to leave an f64's range.
+    fn number_text(
+        negative: bool,
+        integer: &[u8],
+        fraction: &[u8],
+        exponent: Option<(&str, i32)>,
+    ) -> String {
+        let digits = |ds: &[u8]| ds.iter().map(|d| char::from(b'0' + d)).collect::<String>();
+        let mut text = String::from(if negative { "-" } else { "" });
+        match integer.iter().position(|&d| d != 0) {
+            Some(first) => text += &digits(&integer[first..]),
+            None => text.push('0'),
+        }
+        if !fraction.is_empty() {
+            text = text + "." + &digits(fraction);
+        }
+        if let Some((mark, power)) = exponent {
+            text = format!("{text}{mark}{power}");
+        }
+        text
+    }
+
+    fn assert_read_as_serde_json_reads(
+        text: &str,
+    ) -> Result<(), proptest::test_runner::TestCaseError> {
+        let expected: Option<f64> = serde_json::from_str(text).ok();
+        proptest::prop_assert_eq!(
+            number(text).map(f64::to_bits),
+            expected.map(f64::to_bits),
+            "{}",
+            text
+        );
+        Ok(())
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_number_reads_bit_for_bit_as_serde_json_reads_it(
+            negative: bool,
+            integer in proptest::collection::vec(0..10u8, 1..24),
+            fraction in proptest::collection::vec(0..10u8, 0..30),
+            exponent in proptest::option::of((proptest::sample::select(vec!["e", "E", "e+", "e-", "E-"]), 0..400i32)),
+        ) {
+            assert_read_as_serde_json_reads(&number_text(negative, &integer, &fraction, exponent))?;
+        }
+
+        #[test]
+        fn every_f64_as_written_reads_back_bit_for_bit(bits: u64) {
+            let value = f64::from_bits(bits);
+            proptest::prop_assume!(value.is_finite());
+            assert_read_as_serde_json_reads(&serde_json::to_string(&value).unwrap())?;
+        }
+
+        #[test]
+        fn times_as_the_recorder_writes_them_read_bit_for_bit(
+            millis in 0..u64::MAX >> 10,
+            places in 0..23u32,
+            power in -30..30i32,
+        ) {
+            let value = millis as f64 / 10f64.powi(places as i32);
+            assert_read_as_serde_json_reads(&serde_json::to_string(&value).unwrap())?;
+            assert_read_as_serde_json_reads(&format!("{millis}e{power}"))?;
+            let text = millis.to_string();
+            let split = text.len().saturating_sub(places as usize);
+            assert_read_as_serde_json_reads(&format!("{}.{}", &text[..split.max(1)], &text[split.max(1)..]))?;
+        }
+    }
+
+    #[test]
+    fn fast_path_edges_read_as_serde_json_reads_them() {
+        for text in [
+            "9007199254740992",
+            "9007199254740993",
+            "9007199254740993.0",
+            "900719925474099.3",
+            "1e22",
+            "1e23",
+            "1.0e-22",
+            "1e-23",
+            "0.0000000000000000000001",
+            "1234567890123456789",
+            "12345678901234567890",
+            "0e999999999999999999999",
+            "1e-999999999999999999999",
+            "4.9e-324",
+            "2.2250738585072014e-308",
+            "-0.0e0",
+        ] {
+            assert_read_as_serde_json_reads(text).unwrap();
+        }
     }
 }

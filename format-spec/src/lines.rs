@@ -1,6 +1,6 @@
 //! Line kinds of the log (SPEC.md, "Line kinds").
 
-use crate::compact_json;
+use crate::compact_json::{self, Numbers};
 use crate::marker_file::{starts_with_type, Problem};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::value::RawValue;
@@ -351,35 +351,55 @@ fn compact_marker(bytes: &[u8]) -> Option<RawMarker<'_>> {
         open_id: None,
     };
     let mut seen = 0u8;
-    compact_json::each_field(text, |key, value| {
-        let bit = match key {
-            "name" => 1,
-            "startTime" => 2,
-            "endTime" => 4,
-            "category" => 8,
-            "data" => 16,
-            "openId" => 32,
-            _ => return Some(()), // ignored, as serde_json ignores a key it does not know
+    compact_json::each_field(text, |value, key| {
+        // The key is matched once; its field's bit marks it seen.
+        let field = match key {
+            "name" => MarkerField::Name,
+            "startTime" => MarkerField::StartTime,
+            "endTime" => MarkerField::EndTime,
+            "category" => MarkerField::Category,
+            "data" => MarkerField::Data,
+            "openId" => MarkerField::OpenId,
+            // Ignored, as serde_json ignores a key it does not know.
+            _ => return value.skip_value(compact_json::FIELD_DEPTH_MAX, Numbers::Any),
         };
         // A repeated key is an error to serde_json.
-        if seen & bit != 0 {
+        if seen & field as u8 != 0 {
             return None;
         }
-        seen |= bit;
-        let null = value == "null";
-        match key {
-            "name" => marker.name = Cow::Borrowed(compact_json::string(value)?),
-            "startTime" => marker.start_time = compact_json::number(value)?,
-            "endTime" if !null => marker.end_time = Some(compact_json::number(value)?),
-            "category" if !null => marker.category = Some(compact_json::unsigned(value)?),
-            "data" if !null => marker.data = Some(value),
-            "openId" if !null => marker.open_id = Some(compact_json::unsigned(value)?),
-            _ => {}
+        seen |= field as u8;
+        // A null name or start is left to serde_json: the read after it fails.
+        let null = value.peek()? == b'n' && value.literal("null").is_some();
+        match field {
+            MarkerField::Name => marker.name = Cow::Borrowed(value.string()?),
+            MarkerField::StartTime => marker.start_time = value.f64()?,
+            _ if null => {}
+            MarkerField::EndTime => marker.end_time = Some(value.f64()?),
+            MarkerField::Category => {
+                marker.category = Some(compact_json::unsigned(value.number(Numbers::Any)?)?);
+            }
+            MarkerField::Data => {
+                marker.data = Some(value.value(compact_json::FIELD_DEPTH_MAX, Numbers::Any)?);
+            }
+            MarkerField::OpenId => {
+                marker.open_id = Some(compact_json::unsigned(value.number(Numbers::Any)?)?);
+            }
         }
         Some(())
     })?;
     // Without a name and a start, serde_json says what is missing.
     (seen & 3 == 3).then_some(marker)
+}
+
+/// The keys of a marker line that [`compact_marker`] reads, each a bit of the keys seen.
+#[derive(Clone, Copy)]
+enum MarkerField {
+    Name = 1,
+    StartTime = 2,
+    EndTime = 4,
+    Category = 8,
+    Data = 16,
+    OpenId = 32,
 }
 
 #[cfg(test)]

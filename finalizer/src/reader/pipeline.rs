@@ -1,0 +1,192 @@
+//! The lines of a log read in chunks cut at newlines and decoded on two threads, taken in
+//! log order on this one: decoding is most of the work of reading a log, taking its lines
+//! (batches, checkpoints, damage) must stay in order. A second thread decodes the chunks
+//! sent to it, this one those read while the second has [`WORKER_QUEUE`] waiting, and takes
+//! each chunk once it and those before it are decoded. At most [`CHUNKS_IN_FLIGHT`] chunks
+//! are read and not yet taken (and one more read ahead), so the memory in flight stays a
+//! few hundred KiB (more of it showed in the peak RSS of a 100,000-marker log); a log that
+//! fits one chunk is decoded on this thread, without a second one.
+
+use super::chunk::DecodedChunk;
+use std::collections::VecDeque;
+use std::io::{self, BufRead};
+use std::sync::mpsc;
+
+/// Bytes read for a chunk (a line longer than this makes its chunk longer).
+pub(crate) const CHUNK_BYTES: usize = 1 << 15;
+/// Chunks decoded or being decoded, not yet taken.
+const CHUNKS_IN_FLIGHT: usize = 3;
+/// Chunks sent to the second thread and not yet decoded: one it decodes, one it finds next.
+const WORKER_QUEUE: usize = 2;
+
+/// Calls `take` with each chunk of the rest of `input`, decoded, in order; chunks of
+/// `chunk_bytes`.
+pub(crate) fn each_chunk(
+    input: &mut impl BufRead,
+    chunk_bytes: usize,
+    mut take: impl FnMut(&mut DecodedChunk),
+) -> io::Result<()> {
+    let mut chunks = Chunks {
+        carry: Vec::new(),
+        chunk_bytes,
+        at_end: false,
+    };
+    // Chunks taken, their room kept for the next ones.
+    let mut spare: Vec<Work> = Vec::new();
+    let Some(first) = chunks.next(input, &mut spare)? else {
+        return Ok(());
+    };
+    if chunks.at_end {
+        take(&mut first.decode().decoded);
+        return Ok(());
+    }
+    std::thread::scope(|scope| {
+        // Neither channel ever holds more than WORKER_QUEUE: no send waits.
+        let (raw_sender, raw_chunks) = mpsc::sync_channel::<Work>(WORKER_QUEUE);
+        let (decoded_sender, decoded_chunks) = mpsc::sync_channel(WORKER_QUEUE);
+        scope.spawn(move || {
+            for work in raw_chunks {
+                if decoded_sender.send(work.decode()).is_err() {
+                    return;
+                }
+            }
+        });
+        // In log order: None for a chunk at the second thread, which returns them in the
+        // order it was sent them.
+        let mut pending: VecDeque<Option<Work>> = VecDeque::new();
+        let mut at_worker = 0;
+        let mut next = Some(first);
+        // A decoder that panicked ends its channels; the scope then panics with it.
+        loop {
+            let worker_has_room = at_worker < WORKER_QUEUE && pending.len() < CHUNKS_IN_FLIGHT;
+            let decoded = match (next.take(), pending.front()) {
+                (Some(work), _) if worker_has_room => {
+                    if raw_sender.send(work).is_err() {
+                        return Ok(());
+                    }
+                    at_worker += 1;
+                    pending.push_back(None);
+                    next = chunks.next(input, &mut spare)?;
+                    continue;
+                }
+                (work, Some(Some(_))) => {
+                    next = work;
+                    pending.pop_front().flatten()
+                }
+                (work, Some(None)) => match decoded_chunks.try_recv() {
+                    Err(mpsc::TryRecvError::Empty)
+                        if work.is_some() && pending.len() < CHUNKS_IN_FLIGHT =>
+                    {
+                        pending.push_back(work.map(Work::decode));
+                        next = chunks.next(input, &mut spare)?;
+                        continue;
+                    }
+                    Err(mpsc::TryRecvError::Empty) => {
+                        next = work;
+                        decoded_chunks.recv().ok()
+                    }
+                    Ok(decoded) => {
+                        next = work;
+                        Some(decoded)
+                    }
+                    Err(mpsc::TryRecvError::Disconnected) => None,
+                }
+                .inspect(|_| {
+                    pending.pop_front();
+                    at_worker -= 1;
+                }),
+                // The worker has room whenever nothing is pending.
+                (_, None) => return Ok(()),
+            };
+            let Some(mut work) = decoded else {
+                return Ok(());
+            };
+            take(&mut work.decoded);
+            spare.push(work);
+        }
+    })
+}
+
+/// A chunk's bytes and its lines decoded; both kept for a later chunk, so that reading a
+/// chunk allocates nothing.
+struct Work {
+    bytes: Vec<u8>,
+    decoded: DecodedChunk,
+}
+
+impl Work {
+    /// Room for a chunk, allocated on this thread: what the second thread frees would not
+    /// be reused here (an allocator's arena a thread), and would add to the peak RSS.
+    fn with_room(chunk_bytes: usize) -> Work {
+        Work {
+            bytes: Vec::with_capacity(chunk_bytes),
+            decoded: DecodedChunk::with_room(chunk_bytes),
+        }
+    }
+
+    fn decode(mut self) -> Work {
+        self.decoded.decode(&self.bytes);
+        self
+    }
+}
+
+/// Reads whole lines a chunk at a time.
+struct Chunks {
+    /// The start of a line that the chunk before cut.
+    carry: Vec<u8>,
+    chunk_bytes: usize,
+    /// The input has ended: the chunk read last has its rest, torn last line included.
+    at_end: bool,
+}
+
+impl Chunks {
+    /// The next chunk, read into the room of a spare one, or new room.
+    fn next(
+        &mut self,
+        input: &mut impl BufRead,
+        spare: &mut Vec<Work>,
+    ) -> io::Result<Option<Work>> {
+        if self.at_end {
+            return Ok(None);
+        }
+        let mut work = spare
+            .pop()
+            .unwrap_or_else(|| Work::with_room(self.chunk_bytes));
+        let bytes = &mut work.bytes;
+        bytes.clear();
+        bytes.append(&mut self.carry);
+        loop {
+            let searched = bytes.len();
+            if read_up_to(input, bytes, self.chunk_bytes)? < self.chunk_bytes {
+                self.at_end = true;
+                return Ok((!bytes.is_empty()).then_some(work));
+            }
+            // The carry holds no newline: only what was read is searched.
+            if let Some(at) = memchr::memrchr(b'\n', &bytes[searched..]) {
+                self.carry.extend_from_slice(&bytes[searched + at + 1..]);
+                bytes.truncate(searched + at + 1);
+                return Ok(Some(work));
+            }
+        }
+    }
+}
+
+/// Appends `most` bytes of `input` to `bytes`, fewer only at its end; how many.
+fn read_up_to(input: &mut impl BufRead, bytes: &mut Vec<u8>, most: usize) -> io::Result<usize> {
+    let mut read = 0;
+    while read < most {
+        let available = match input.fill_buf() {
+            Ok(available) => available,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if available.is_empty() {
+            break;
+        }
+        let length = available.len().min(most - read);
+        bytes.extend_from_slice(&available[..length]);
+        input.consume(length);
+        read += length;
+    }
+    Ok(read)
+}
