@@ -5,8 +5,8 @@
 use crate::aggregate::{BatchAggregator, MetricLimits, Sample, SampleValue};
 use crate::marker_file::ValueRules;
 use crate::marker_file::{
-    decode_line_or_plain, interval_key, Category, Decoded, FileLine, Limits, Metric, PlainMarker,
-    Problem,
+    decode_line_or_plain, decode_text_or_plain, interval_key, Category, Decoded, FileLine, Limits,
+    Metric, PlainMarker, Problem,
 };
 use crate::metric::MetricKind;
 use crate::profile_dir::{DirReader, Item, Scan};
@@ -163,6 +163,8 @@ impl Merger {
                 let start = text.len();
                 text.extend_from_slice(bytes);
                 lines.push((files.len() - 1, start..text.len()));
+                // Kept apart by a newline, the lines of a text that is UTF-8 are UTF-8.
+                text.push(b'\n');
             }
             Item::Problem {
                 file,
@@ -196,9 +198,15 @@ impl Merger {
         let mut decoded = recycled(std::mem::take(&mut self.decoded));
         let mut order = std::mem::take(&mut self.order);
         order.clear();
+        // One check of the whole text for every line: each ends at a newline.
+        let utf8 = std::str::from_utf8(text).ok();
         for &(file, ref range) in lines {
             let bytes = range.len() as u64 + 1;
-            match decode_line_or_plain(&text[range.clone()], &self.limits) {
+            let line = match utf8 {
+                Some(utf8) => decode_text_or_plain(&utf8[range.clone()], &self.limits),
+                None => decode_line_or_plain(&text[range.clone()], &self.limits),
+            };
+            match line {
                 Ok(line) => {
                     order.push((time_of(&line), decoded.len()));
                     decoded.push(Some((file, line)));

@@ -397,3 +397,20 @@ fn a_batch_of_several_files_is_in_time_order_ties_in_file_order_and_reuses_its_v
         capacity
     );
 }
+
+#[test]
+fn a_character_cut_by_a_newline_leaves_both_lines_invalid_utf8() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = format!("{{\"type\":\"marker\",\"name\":\"ok\",\"startTime\":{START}}}\n");
+    // "é" is C3 A9: its first byte ends one line and its second starts the next.
+    let mut text = b"{\"type\":\"marker\",\"name\":\"a\xC3\n\xA9\"}\n".to_vec();
+    text.extend_from_slice(marker.as_bytes());
+    std::fs::write(dir.path().join("1.jsonl"), text).unwrap();
+    let mut reader = DirReader::open(dir.path(), Limits::default()).unwrap();
+    let batch = merger()
+        .read_batch(&mut reader, false, START + 60_000.0)
+        .unwrap();
+    assert!(matches!(&batch.lines[..], [Line::Marker(m)] if m.name == "ok"));
+    let dropped: Vec<_> = batch.dropped.iter().map(|d| (d.problem, d.count)).collect();
+    assert_eq!(dropped, [(Problem::InvalidUtf8, 2)]);
+}
