@@ -55,15 +55,21 @@ pub enum Decoded<'a> {
 
 /// [`decode_file_line`], with the commonest marker lines taken on the plain path.
 pub fn decode_line_or_plain<'a>(bytes: &'a [u8], limits: &Limits) -> Result<Decoded<'a>, Problem> {
-    if starts_with_type(bytes, "marker") {
-        if let Some(marker) = std::str::from_utf8(bytes)
-            .ok()
-            .and_then(|text| plain::decode(text, limits.depth))
-        {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => decode_text_or_plain(text, limits),
+        Err(_) => Err(Problem::InvalidUtf8),
+    }
+}
+
+/// [`decode_line_or_plain`] of a line known to be UTF-8: a batch of lines is checked as a
+/// whole, in one pass rather than one a line.
+pub fn decode_text_or_plain<'a>(text: &'a str, limits: &Limits) -> Result<Decoded<'a>, Problem> {
+    if starts_with_type(text.as_bytes(), "marker") {
+        if let Some(marker) = plain::decode(text, limits.depth) {
             return Ok(Decoded::Plain(marker));
         }
     }
-    decode_file_line(bytes, limits).map(Decoded::Line)
+    decode_file_line(text.as_bytes(), limits).map(Decoded::Line)
 }
 
 fn is_json(bytes: &[u8]) -> bool {

@@ -5,8 +5,8 @@
 use crate::aggregate::{BatchAggregator, MetricLimits, Sample, SampleValue};
 use crate::marker_file::ValueRules;
 use crate::marker_file::{
-    decode_line_or_plain, interval_key, Category, Decoded, FileLine, Limits, Metric, PlainMarker,
-    Problem,
+    decode_line_or_plain, decode_text_or_plain, interval_key, Category, Decoded, FileLine, Limits,
+    Metric, PlainMarker, Problem,
 };
 use crate::metric::MetricKind;
 use crate::profile_dir::{DirReader, Item, Scan};
@@ -41,8 +41,14 @@ pub struct Merger {
     /// the batch, before its checkpoint, so they are taken exactly once like markers.
     metrics: Option<BatchAggregator>,
     /// The lines of the batch under way, copied out of the reader's buffer so that they can
-    /// be decoded borrowed; kept to be reused.
+    /// be decoded borrowed; kept to be reused, like the vectors below: a burst's batches
+    /// are thousands of lines, and fresh vectors of that size cost a page fault a page.
     batch_text: Vec<u8>,
+    /// Per line of the batch: its file (an index into the batch's names) and its bytes.
+    batch_lines: Vec<(usize, Range<usize>)>,
+    /// The batch's decoded lines, and their order by time (time, index into `decoded`).
+    decoded: Vec<Option<(usize, Decoded<'static>)>>,
+    order: Vec<(f64, usize)>,
 }
 
 impl Merger {
@@ -66,6 +72,9 @@ impl Merger {
             next_id,
             metrics: None,
             batch_text: Vec::new(),
+            batch_lines: Vec::new(),
+            decoded: Vec::new(),
+            order: Vec::new(),
         };
         for schema in schemas.iter().filter_map(Value::as_object) {
             merger.know(schema);
@@ -103,7 +112,9 @@ impl Merger {
         if !self.schemas.insert(name.to_owned()) {
             return false;
         }
-        if let Some(rules) = ValueRules::of(schema) {
+        // A line of the recorder's own types is dropped before its values are looked at
+        // (`reserved-type`): their rules would only cost a lookup a marker.
+        if let Some(rules) = ValueRules::of(schema).filter(|_| !data_type::is_reserved(name)) {
             self.value_rules.insert(name.to_owned(), rules);
         }
         true
@@ -141,7 +152,8 @@ impl Merger {
         let mut text = std::mem::take(&mut self.batch_text);
         text.clear();
         let mut files: Vec<String> = Vec::new();
-        let mut lines: Vec<(usize, Range<usize>)> = Vec::new();
+        let mut lines = std::mem::take(&mut self.batch_lines);
+        lines.clear();
         let mut dropped = DroppedCounts::default();
         let scanned = reader.scan(take_unterminated, &mut |item| match item {
             Item::Line { file, bytes } => {
@@ -151,6 +163,8 @@ impl Merger {
                 let start = text.len();
                 text.extend_from_slice(bytes);
                 lines.push((files.len() - 1, start..text.len()));
+                // Kept apart by a newline, the lines of a text that is UTF-8 are UTF-8.
+                text.push(b'\n');
             }
             Item::Problem {
                 file,
@@ -160,9 +174,10 @@ impl Merger {
             } => dropped.add(file, problem, count, bytes),
         });
         if scanned.is_ok() {
-            self.convert(&text, &files, lines, &mut dropped, now_epoch_ms, emit);
+            self.convert(&text, &files, &lines, &mut dropped, now_epoch_ms, emit);
         }
         self.batch_text = text;
+        self.batch_lines = lines;
         Ok(BatchEnd {
             dropped: dropped.into_lines(),
             scan: scanned?,
@@ -175,23 +190,40 @@ impl Merger {
         &mut self,
         text: &[u8],
         files: &[String],
-        lines: Vec<(usize, Range<usize>)>,
+        lines: &[(usize, Range<usize>)],
         dropped: &mut DroppedCounts,
         now_epoch_ms: f64,
         emit: &mut dyn FnMut(Taken<'_>),
     ) {
-        let mut decoded: Vec<(usize, Decoded)> = Vec::with_capacity(lines.len());
-        for (file, range) in lines {
+        let mut decoded = recycled(std::mem::take(&mut self.decoded));
+        let mut order = std::mem::take(&mut self.order);
+        order.clear();
+        // One check of the whole text for every line: each ends at a newline.
+        let utf8 = std::str::from_utf8(text).ok();
+        for &(file, ref range) in lines {
             let bytes = range.len() as u64 + 1;
-            match decode_line_or_plain(&text[range], &self.limits) {
-                Ok(line) => decoded.push((file, line)),
+            let line = match utf8 {
+                Some(utf8) => decode_text_or_plain(&utf8[range.clone()], &self.limits),
+                None => decode_line_or_plain(&text[range.clone()], &self.limits),
+            };
+            match line {
+                Ok(line) => {
+                    order.push((time_of(&line), decoded.len()));
+                    decoded.push(Some((file, line)));
+                }
                 Err(problem) => dropped.add(&files[file], problem, 1, bytes),
             }
         }
-        // An end in one file may follow a begin in another that was listed after it.
-        decoded.sort_by(|a, b| time_of(&a.1).total_cmp(&time_of(&b.1)));
+        // An end in one file may follow a begin in another that was listed after it. Lines
+        // of the same time keep their order (the index breaks the tie), as in a stable sort.
+        if !order.is_sorted_by(|a, b| a.0.total_cmp(&b.0).is_le()) {
+            order.sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        }
         let mut samples = Vec::new();
-        for (file, line) in decoded {
+        for &(_, index) in &order {
+            let Some((file, line)) = decoded[index].take() else {
+                continue;
+            };
             let file = &files[file];
             let line = match line {
                 Decoded::Plain(marker) => {
@@ -221,6 +253,8 @@ impl Merger {
                 emit(Taken::Line(Line::Marker(marker)));
             }
         }
+        self.decoded = recycled(decoded);
+        self.order = order;
     }
 
     /// [`Merger::take`] of a plain marker: the same checks, in the same order.
@@ -384,6 +418,13 @@ impl Merger {
 /// Whether an end by `name` at `end_time` from another file may end `open` (under `key`).
 pub fn same_name_match(key: &str, open: &OpenInterval, name: &str, end_time: f64) -> bool {
     key.starts_with("file:") && open.name == name && open.start_time <= end_time
+}
+
+/// `vec` emptied, for lines borrowed from another batch's text, in the same allocation
+/// (the standard library collects an emptied vector into one of the same layout in place).
+fn recycled<'b>(mut vec: Vec<Option<(usize, Decoded<'_>)>>) -> Vec<Option<(usize, Decoded<'b>)>> {
+    vec.clear();
+    vec.into_iter().map(|_| unreachable!("emptied")).collect()
 }
 
 /// The time a decoded line happened at, to order the lines of several files.

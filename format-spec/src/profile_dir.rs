@@ -26,9 +26,14 @@ use std::os::fd::AsRawFd;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
 
 /// The read buffer, unless the line cap needs a larger one.
 const CHUNK_BYTES: usize = 256 << 10;
+/// How long before a listing the directory must have last changed for the listing to be
+/// trusted while its change time stays the same: a change within the file system's
+/// timestamp granularity of the last one would not change it.
+const SETTLED: Duration = Duration::from_secs(1);
 
 /// The result of one scan.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -49,6 +54,20 @@ pub struct DirReader {
     buffer: Vec<u8>,
     cursor: usize,
     excess_reported: u64,
+    listing: Option<Listing>,
+    /// Whether this process runs as root, and so opens files as the directory's owner.
+    root: bool,
+}
+
+/// The last listing of the directory ([`DirReader::read_names`]), and the directory's
+/// change time then. Adding, removing or renaming an entry changes it (and no call sets
+/// it back), so while it stays the same, once settled, the names hold and each names the
+/// file it named: a scan costs a stat a file, no listing and no file handle.
+struct Listing {
+    names: Vec<OsString>,
+    excess: u64,
+    changed: (i64, i64),
+    settled: bool,
 }
 
 impl DirReader {
@@ -67,6 +86,9 @@ impl DirReader {
             names: HashMap::new(),
             cursor: 0,
             excess_reported: 0,
+            listing: None,
+            // SAFETY: geteuid has no preconditions.
+            root: unsafe { libc::geteuid() } == 0,
         })
     }
 
@@ -108,14 +130,15 @@ impl DirReader {
     ) -> io::Result<Scan> {
         // The owner of now: a worker may hand the directory to the task's user at any time.
         let owner = fstat(&self.dir)?;
-        let _identity = OwnerIdentity::assume((owner.st_uid, owner.st_gid));
-        let (names, excess) = self.list()?;
+        let _identity = OwnerIdentity::assume((owner.st_uid, owner.st_gid), self.root);
+        let (listing, unchanged) = self.list(&owner)?;
+        let (names, excess) = (&listing.names, listing.excess);
         let mut scan = Scan::default();
         let count = names.len();
         for step in 0..count {
             let index = (self.cursor + step) % count;
             let name = &names[index];
-            if let Some((id, size)) = self.follow(name, visit) {
+            if let Some((id, size)) = self.follow(name, unchanged, visit) {
                 scan.bytes += self.read_new(id, name, size, take_unterminated, visit);
             }
             if scan.bytes >= SCAN_BYTES {
@@ -134,6 +157,7 @@ impl DirReader {
             });
             self.excess_reported = excess;
         }
+        self.listing = Some(listing);
         Ok(scan)
     }
 
@@ -155,10 +179,35 @@ impl DirReader {
         progress
     }
 
+    /// The last listing, taken out while its files are followed, when it still holds (see
+    /// [`Listing`]; then true); else the directory listed anew.
+    fn list(&mut self, dir: &libc::stat) -> io::Result<(Listing, bool)> {
+        let changed = (dir.st_ctime, dir.st_ctime_nsec);
+        let holds = |listing: &mut Listing| listing.settled && listing.changed == changed;
+        if let Some(listing) = self.listing.take_if(holds) {
+            return Ok((listing, true));
+        }
+        let settled = SystemTime::UNIX_EPOCH
+            + Duration::new(
+                changed.0.max(0) as u64,
+                changed.1.clamp(0, 999_999_999) as u32,
+            )
+            + SETTLED
+            <= SystemTime::now();
+        let (names, excess) = self.read_names()?;
+        let listing = Listing {
+            names,
+            excess,
+            changed,
+            settled,
+        };
+        Ok((listing, false))
+    }
+
     /// The `*.jsonl` names to look at, read through the open directory itself, and how
     /// many more new ones there are than the file cap lets in: those are not even looked at,
     /// so that a flood of files costs a directory listing and nothing more.
-    fn list(&self) -> io::Result<(Vec<OsString>, u64)> {
+    fn read_names(&self) -> io::Result<(Vec<OsString>, u64)> {
         let through_fd = format!("/proc/self/fd/{}", self.dir.as_raw_fd());
         let entries = std::fs::read_dir(&through_fd).or_else(|_| std::fs::read_dir(&self.path))?;
         let mut room = self.limits.files.saturating_sub(self.files.len());
@@ -182,16 +231,26 @@ impl DirReader {
     }
 
     /// The id and size of the file now under `name`, registering (and judging) a new one;
-    /// `None` when it is over the file cap or gone.
-    fn follow(&mut self, name: &OsStr, visit: &mut dyn FnMut(Item<'_>)) -> Option<(FileId, u64)> {
+    /// `None` when it is over the file cap or gone. In an `unchanged` directory, a name
+    /// followed before names the same file still: its handle is not looked up again.
+    fn follow(
+        &mut self,
+        name: &OsStr,
+        unchanged: bool,
+        visit: &mut dyn FnMut(Item<'_>),
+    ) -> Option<(FileId, u64)> {
         let stat = stat_entry(&self.dir, name).ok()?;
         let id = FileId {
             dev: stat.st_dev,
             ino: stat.st_ino,
         };
-        let handle = handle_of_entry(&self.dir, name);
+        let same_entry = unchanged && self.names.get(name) == Some(&id);
+        let handle = match same_entry {
+            true => None,
+            false => handle_of_entry(&self.dir, name),
+        };
         if let Some(followed) = self.files.get_mut(&id) {
-            if followed.is_same_file(handle.as_deref()) {
+            if same_entry || followed.is_same_file(handle.as_deref()) {
                 if followed.name.as_bytes() != name.as_bytes() {
                     followed.name = name.to_string_lossy().into_owned();
                 }

@@ -1,7 +1,7 @@
 //! The profile-directory source: follows the marker files that task and worker processes
 //! write to `$TASKCLUSTER_PROFILE_DIR` and appends their new whole lines to the log as
 //! batches that end in a checkpoint (SPEC.md, "Marker files", "Exactly once"). Woken by
-//! inotify (a thread of its own reading the events), with a rescan every second; every poll
+//! inotify (a thread of its own reading the events), with a rescan every 5 s; every poll
 //! interval where inotify is not available.
 
 use crate::channel::MarkerSink;
@@ -19,9 +19,11 @@ use tc_profile_format::{
     encode_line_into, BatchEnd, Checkpoint, FileProgress, Line, Merger, MetricLimits, Taken,
 };
 
-/// The rescan period while inotify events arrive, in case one is missed (an overflowing
-/// event queue, a file system that does not report every write).
-const RESCAN_WITH_EVENTS: Duration = Duration::from_secs(1);
+/// The rescan period while inotify works, for the writes it does not report (through a
+/// shared mapping; on a file system that does not report every write). An overflowing
+/// event queue is itself an event, which wakes the source at once. Slow, because the
+/// wake-up is most of an idle rescan's cost (one stat of the directory, one a file).
+const RESCAN_WITH_EVENTS: Duration = Duration::from_secs(5);
 /// Messages waiting for the writer above which a batch waits for room, and how long it
 /// waits at most: the files keep what is not taken yet, so waiting loses nothing and bounds
 /// the memory while the disk is slow.

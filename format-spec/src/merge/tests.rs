@@ -78,7 +78,7 @@ fn the_plain_way_takes_and_refuses_what_the_general_way_does() {
         marker(r#""endTime":1,"#, r#"{"type":"Text"}"#),
         marker("", r#"{"type":"CPU"}"#),
         marker("", r#"{"type":"M","v":"3"}"#),
-        format!(r#"{{"type":"marker","name":"a","startTime":1,"data":{{"t":1}}}}"#),
+        r#"{"type":"marker","name":"a","startTime":1,"data":{"t":1}}"#.to_string(),
         marker("", &nested(15)),
         marker("", &nested(16)),
     ];
@@ -339,4 +339,78 @@ fn open_intervals_are_capped() {
         take(&mut merger, "1.jsonl", begin),
         Err(Problem::TooManyOpen)
     );
+}
+
+#[test]
+fn a_batch_of_several_files_is_in_time_order_ties_in_file_order_and_reuses_its_vectors() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = |name: &str, ms: f64| {
+        format!(
+            "{{\"type\":\"marker\",\"name\":\"{name}\",\"startTime\":{}}}\n",
+            START + ms
+        )
+    };
+    let write = |file: &str, lines: &[(&str, f64)]| {
+        let text: String = lines.iter().map(|&(name, ms)| marker(name, ms)).collect();
+        std::fs::write(dir.path().join(file), text).unwrap();
+    };
+    write(
+        "1.jsonl",
+        &[("a1", 1.0), ("a3", 3.0), ("tie-a", 5.0), ("a0", 0.5)],
+    );
+    write("2.jsonl", &[("b2", 2.0), ("tie-b", 5.0), ("b4", 4.0)]);
+    let mut reader = DirReader::open(dir.path(), Limits::default()).unwrap();
+    let mut merger = merger();
+    let names = |batch: Batch| -> Vec<String> {
+        let name = |line| match line {
+            Line::Marker(marker) => marker.name,
+            other => panic!("{other:?}"),
+        };
+        batch.lines.into_iter().map(name).collect()
+    };
+    let batch = merger
+        .read_batch(&mut reader, false, START + 60_000.0)
+        .unwrap();
+    let mut got = names(batch);
+    // Ties keep the order the files were read in: the directory's listing order.
+    let first = std::fs::read_dir(dir.path())
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap();
+    let mut expected = vec!["a0", "a1", "b2", "a3", "b4", "tie-a", "tie-b"];
+    if first.file_name() == "2.jsonl" {
+        expected.swap(5, 6);
+    }
+    assert_eq!(got, expected);
+    let capacity = (merger.decoded.capacity(), merger.order.capacity());
+    assert!(capacity.0 >= 7 && capacity.1 >= 7, "{capacity:?}");
+    std::fs::write(dir.path().join("3.jsonl"), marker("c", 6.0)).unwrap();
+    got = names(
+        merger
+            .read_batch(&mut reader, false, START + 60_000.0)
+            .unwrap(),
+    );
+    assert_eq!(got, ["c"]);
+    assert_eq!(
+        (merger.decoded.capacity(), merger.order.capacity()),
+        capacity
+    );
+}
+
+#[test]
+fn a_character_cut_by_a_newline_leaves_both_lines_invalid_utf8() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = format!("{{\"type\":\"marker\",\"name\":\"ok\",\"startTime\":{START}}}\n");
+    // "é" is C3 A9: its first byte ends one line and its second starts the next.
+    let mut text = b"{\"type\":\"marker\",\"name\":\"a\xC3\n\xA9\"}\n".to_vec();
+    text.extend_from_slice(marker.as_bytes());
+    std::fs::write(dir.path().join("1.jsonl"), text).unwrap();
+    let mut reader = DirReader::open(dir.path(), Limits::default()).unwrap();
+    let batch = merger()
+        .read_batch(&mut reader, false, START + 60_000.0)
+        .unwrap();
+    assert!(matches!(&batch.lines[..], [Line::Marker(m)] if m.name == "ok"));
+    let dropped: Vec<_> = batch.dropped.iter().map(|d| (d.problem, d.count)).collect();
+    assert_eq!(dropped, [(Problem::InvalidUtf8, 2)]);
 }

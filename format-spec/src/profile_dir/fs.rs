@@ -118,16 +118,16 @@ fn file_handle(fd: libc::c_int, path: &CStr, flags: libc::c_int) -> Option<Strin
 
 /// While alive, this thread opens files with the directory owner's uid and gid, so that
 /// a recorder running as root reads only what the task could read itself. A no-op when
-/// not root or when root owns the directory.
+/// not `root` or when root owns the directory.
 pub(super) struct OwnerIdentity {
     previous: Option<(u32, u32)>,
 }
 
 impl OwnerIdentity {
-    pub(super) fn assume((uid, gid): (u32, u32)) -> OwnerIdentity {
-        // SAFETY: geteuid, setfsgid and setfsuid only change this thread's credentials.
+    pub(super) fn assume((uid, gid): (u32, u32), root: bool) -> OwnerIdentity {
+        // SAFETY: setfsgid and setfsuid only change this thread's credentials.
         let previous = unsafe {
-            if libc::geteuid() != 0 || uid == 0 {
+            if !root || uid == 0 {
                 None
             } else {
                 let old_gid = libc::setfsgid(gid) as u32;

@@ -194,3 +194,29 @@ fn a_checkpoint_without_a_handle_resumes_by_device_and_inode() {
 }
 
 mod inode_reuse;
+
+#[test]
+fn a_settled_directory_is_listed_again_only_once_it_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    append(&dir.path().join("1.jsonl"), b"a\n");
+    let mut reader = DirReader::open(dir.path(), Limits::default()).unwrap();
+    assert_eq!(scan(&mut reader, false), ["1.jsonl: a"]);
+    // As if the directory had last changed a while before that listing; and the listing
+    // made to lack the file, to see whether the next scan lists the directory again.
+    let listing = reader.listing.as_mut().unwrap();
+    assert!(!listing.settled, "just changed");
+    listing.settled = true;
+    listing.names.clear();
+    append(&dir.path().join("1.jsonl"), b"b\n");
+    assert_eq!(scan(&mut reader, false), Vec::<String>::new());
+    // Past the file system's timestamp granularity, a new entry changes the directory.
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    append(&dir.path().join("2.jsonl"), b"c\n");
+    let mut seen = scan(&mut reader, false);
+    seen.sort();
+    assert_eq!(seen, ["1.jsonl: b", "2.jsonl: c"]);
+    // Settled or not, a known file's growth is seen by its stat alone.
+    reader.listing.as_mut().unwrap().settled = true;
+    append(&dir.path().join("2.jsonl"), b"d\n");
+    assert_eq!(scan(&mut reader, false), ["2.jsonl: d"]);
+}
