@@ -25,13 +25,6 @@ pub(crate) fn each_field<'a>(
     cursor.at_end().then_some(())
 }
 
-/// A number value, read as serde_json reads one into an f64: [`Cursor::f64`].
-pub(crate) fn number(text: &str) -> Option<f64> {
-    let mut cursor = Cursor::new(text);
-    let value = cursor.f64()?;
-    cursor.at_end().then_some(value)
-}
-
 /// An unsigned integer value that fits `T`.
 pub(crate) fn unsigned<T: std::str::FromStr>(text: &str) -> Option<T> {
     if !text.bytes().all(|b| b.is_ascii_digit()) {
@@ -284,6 +277,13 @@ impl<'a> Cursor<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A number value that is all of `text`, as [`Cursor::f64`] reads it.
+    fn number(text: &str) -> Option<f64> {
+        let mut cursor = Cursor::new(text);
+        let value = cursor.f64()?;
+        cursor.at_end().then_some(value)
+    }
 
     fn fields(text: &str) -> Option<Vec<(String, String)>> {
         let mut found = Vec::new();

@@ -8,7 +8,7 @@
 
 use super::line::Category;
 use super::rules::{check_name, check_time};
-use crate::compact_json::{self, Cursor, Numbers};
+use crate::compact_json::{Cursor, Numbers};
 use crate::schema::data_type;
 
 /// Deepest nesting the plain path takes, whatever the cap: below serde_json's own limit
@@ -82,12 +82,12 @@ fn fields<'a>(line: &mut Cursor<'a>, depth: usize) -> Option<Fields<'a>> {
             }
             "name" if fields.name.is_none() => fields.name = Some(line.string()?),
             "startTime" if fields.start_time.is_none() => {
-                fields.start_time = Some(compact_json::number(line.number(Numbers::Any)?)?);
+                fields.start_time = Some(line.f64()?);
             }
             "endTime" if fields.end_time.is_none() => {
                 fields.end_time = Some(match line.peek()? {
                     b'n' => line.literal("null").map(|()| None)?,
-                    _ => Some(compact_json::number(line.number(Numbers::Any)?)?),
+                    _ => Some(line.f64()?),
                 });
             }
             "category" if fields.category.is_none() => {
