@@ -4,8 +4,10 @@
 //! sent to it, this one those read while the second has [`WORKER_QUEUE`] waiting, and takes
 //! each chunk once it and those before it are decoded. At most [`CHUNKS_IN_FLIGHT`] chunks
 //! are read and not yet taken (and one more read ahead), so the memory in flight stays a
-//! few hundred KiB (more of it showed in the peak RSS of a 100,000-marker log); a log that
-//! fits one chunk is decoded on this thread, without a second one.
+//! few hundred KiB (more of it showed in the peak RSS of a 100,000-marker log). A log's
+//! first [`ALONE_CHUNKS`] are decoded on this thread, so a small log (the recorder's own, at
+//! the end of most tasks) never starts a second one: its stack and allocator arena would
+//! cost more resident memory than the log, for a millisecond saved.
 
 use super::chunk::DecodedChunk;
 use std::collections::VecDeque;
@@ -18,6 +20,8 @@ pub(crate) const CHUNK_BYTES: usize = 1 << 15;
 const CHUNKS_IN_FLIGHT: usize = 3;
 /// Chunks sent to the second thread and not yet decoded: one it decodes, one it finds next.
 const WORKER_QUEUE: usize = 2;
+/// Chunks decoded on this thread before the second one starts: 512 KiB, about 2 ms.
+const ALONE_CHUNKS: usize = 16;
 
 /// Calls `take` with each chunk of the rest of `input`, decoded, in order; chunks of
 /// `chunk_bytes`.
@@ -33,13 +37,19 @@ pub(crate) fn each_chunk(
     };
     // Chunks taken, their room kept for the next ones.
     let mut spare: Vec<Work> = Vec::new();
-    let Some(first) = chunks.next(input, &mut spare)? else {
-        return Ok(());
+    let mut decoded_alone = 0;
+    let first = loop {
+        let Some(work) = chunks.next(input, &mut spare)? else {
+            return Ok(());
+        };
+        if decoded_alone == ALONE_CHUNKS && !chunks.at_end {
+            break work;
+        }
+        decoded_alone += 1;
+        let mut work = work.decode();
+        take(&mut work.decoded);
+        spare.push(work);
     };
-    if chunks.at_end {
-        take(&mut first.decode().decoded);
-        return Ok(());
-    }
     std::thread::scope(|scope| {
         // Neither channel ever holds more than WORKER_QUEUE: no send waits.
         let (raw_sender, raw_chunks) = mpsc::sync_channel::<Work>(WORKER_QUEUE);
