@@ -5,7 +5,7 @@
 
 use crate::clock::Clock;
 use crate::error::{spawn, RecorderError};
-use crate::writer::{inbox, LogSink, Message, Outbox, SyncPolicy, Ticking, Writer, WriterStats};
+use crate::writer::{inbox, LogSink, Message, Outbox, SyncPolicy, Writer, WriterStats};
 use crossbeam_channel::{bounded, Receiver, RecvTimeoutError, Sender};
 use serde_json::Value;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -44,20 +44,17 @@ impl<S> WriterThread<S> {
     }
 }
 
-/// Starts the writer thread over a log of `length` bytes, ticking `ticker` there; the
-/// returned sink sends it lines.
+/// Starts the writer thread over a log of `length` bytes; the returned sink sends it lines.
 pub(crate) fn start_writer<S: LogSink + 'static>(
     log: S,
     name: String,
     length: u64,
     policy: SyncPolicy,
     clock: Clock,
-    ticker: Option<Box<dyn Ticking>>,
 ) -> Result<(MarkerSink, WriterThread<S>), RecorderError> {
     let (sender, receiver) = inbox();
     let dropped = Arc::new(AtomicU64::new(0));
-    let writer =
-        Writer::new(log, name, length, policy, clock, Arc::clone(&dropped)).with_ticker(ticker);
+    let writer = Writer::new(log, name, length, policy, clock, Arc::clone(&dropped));
     let (done, finished) = bounded(1);
     spawn("tc-profile-writer", move || {
         let _ = done.send(writer.run(receiver));
@@ -184,11 +181,6 @@ impl MarkerSink {
         sent
     }
 
-    /// Has the writer take the sampler's last tick, timed now, before any line sent after.
-    pub(crate) fn last_tick(&self) {
-        self.sender.send(Message::LastTick { now: self.now() });
-    }
-
     /// Messages waiting for the writer.
     pub(crate) fn backlog(&self) -> usize {
         self.sender.len()
@@ -249,15 +241,8 @@ mod tests {
         crate::channel::MarkerSink,
         crate::channel::WriterThread<MemoryDisk>,
     ) {
-        let (mut markers, thread) = start_writer(
-            disk.clone(),
-            "memory".into(),
-            0,
-            policy,
-            Clock::start(),
-            None,
-        )
-        .unwrap();
+        let (mut markers, thread) =
+            start_writer(disk.clone(), "memory".into(), 0, policy, Clock::start()).unwrap();
         markers.durable_wait = Some(durable_wait);
         (markers, thread)
     }

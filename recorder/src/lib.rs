@@ -2,8 +2,7 @@
 //! one writer thread that owns the log (a single write per line, group-commit fdatasync).
 //!
 //! The modules follow the lines: `sources/` (what the sampler reads: /proc, /sys, the
-//! task's cgroup and processes), `sampler` (composes them; ticked on the writer's thread,
-//! one write a tick),
+//! task's cgroup and processes), `sampler` (composes them, one tick a message),
 //! `profile_dir`, `statsd`, `influx` and `task_output` (the other sources: task marker
 //! files, metrics packets, InfluxDB writes, the command's stdout and stderr; and
 //! `task_log_file`, the worker's log file),
@@ -78,11 +77,12 @@ use error::spawn;
 use header::MetricEndpoints;
 use influx::{Forwarder, Forwarding, InfluxThreads};
 use profile_dir::{DirWatch, Ingester};
-use sampler::Ticker;
 use std::fs::File;
 use std::io::Read;
 use std::net::{SocketAddr, UdpSocket};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 use task_log_file::LogFileSource;
@@ -117,8 +117,7 @@ pub struct Recorder {
     markers: MarkerSink,
     log_path: PathBuf,
     writer: Option<WriterThread<LogFile>>,
-    /// The writer ticks a sampler, which is yet to take its last tick.
-    sampling: bool,
+    sampler: Option<(Arc<AtomicBool>, JoinHandle<()>)>,
     statsd: Option<StatsdThread>,
     influx: Option<InfluxThreads>,
     forwarder: Option<Forwarder>,
@@ -202,14 +201,12 @@ impl Recorder {
         let path = &config.log_path;
         let (log, length) = header::create(path, meta)?;
         let name = path.display().to_string();
-        let sampling = !sampler.is_empty();
-        let ticker = sampling.then(|| Ticker::boxed(sampler, config.interval));
-        let (markers, writer) = start_writer(log, name, length, config.sync, clock, ticker)?;
+        let (markers, writer) = start_writer(log, name, length, config.sync, clock)?;
         let mut recorder = Recorder {
             markers: markers.clone(),
             log_path: path.clone(),
             writer: Some(writer),
-            sampling,
+            sampler: None,
             statsd: None,
             influx: None,
             forwarder: None,
@@ -258,6 +255,15 @@ impl Recorder {
                 &markers,
                 config.interval,
             )?);
+        }
+        if !sampler.is_empty() {
+            let stop = Arc::new(AtomicBool::new(false));
+            let interval = config.interval;
+            let handle = spawn("tc-profile-sampler", {
+                let stop = Arc::clone(&stop);
+                move || sampler::run_sampler(sampler, markers, interval, &stop)
+            })?;
+            recorder.sampler = Some((stop, handle));
         }
         Ok(recorder)
     }
@@ -334,8 +340,10 @@ impl Recorder {
         if let Some(task_log) = self.task_log.take() {
             task_log.stop(deadline);
         }
-        if std::mem::take(&mut self.sampling) {
-            self.markers.last_tick();
+        if let Some((stop, handle)) = self.sampler.take() {
+            stop.store(true, Ordering::Release);
+            handle.thread().unpark();
+            let _ = handle.join();
         }
         if let Some(statsd) = self.statsd.take() {
             let _ = statsd.stop.send(());

@@ -1,9 +1,9 @@
 //! The sampler: every source of resource samples, probed once at start, because the meta
 //! line (written first) lists the sources that are on and declares only their schemas; then
-//! ticked on the writer's thread by its [`Schedule`], each tick's lines one write: a thread
-//! of its own would wake the writer at every tick, and a wake-up costs more than a hot
-//! tick. A source the machine lacks is simply not there.
+//! ticked by the sampler thread, which sends each tick's lines to the writer as one
+//! message. A source the machine lacks is simply not there.
 
+use crate::channel::MarkerSink;
 use crate::clock::Clock;
 use crate::config::RecorderConfig;
 use crate::sources::cgroup::{self, tracks::CgroupSampler};
@@ -15,8 +15,8 @@ use crate::sources::process_tree::ProcessTree;
 use crate::sources::swap::Swap;
 use crate::sources::system::SystemSampler;
 use crate::sources::{Lines, Source};
-use crate::writer::Ticking;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 use tc_profile_format::CgroupInfo;
 
@@ -156,82 +156,52 @@ pub fn sampling_interval(base: Duration, elapsed: Duration) -> Duration {
     }
 }
 
-/// When the sampler ticks: at once, then every [`sampling_interval`] from the start; after
-/// a stall (a suspended VM, an overloaded host, a disk that held up the writer) the missed
-/// ticks are skipped.
-pub(crate) struct Schedule {
-    base: Duration,
-    started: Instant,
-    next: Instant,
-}
-
-impl Schedule {
-    pub(crate) fn new(base: Duration) -> Schedule {
-        let started = Instant::now();
-        Schedule {
-            base,
-            started,
-            next: started,
+/// Samples every `interval` (see [`sampling_interval`]) until `stop` is set, then once
+/// more, the last time.
+pub(crate) fn run_sampler(
+    mut sampler: Sampler,
+    markers: MarkerSink,
+    interval: Duration,
+    stop: &AtomicBool,
+) {
+    let started = Instant::now();
+    let mut next = started;
+    loop {
+        let last = stop.load(Ordering::Acquire);
+        let mut lines = Vec::with_capacity(2048);
+        let now = markers.now();
+        let count = if last {
+            sampler.last_tick(now, &mut lines)
+        } else {
+            sampler.tick(now, &mut lines)
+        };
+        if count > 0 {
+            markers.send_lines(lines, count, false);
         }
-    }
-
-    /// When the next tick is due.
-    pub(crate) fn next(&self) -> Instant {
-        self.next
-    }
-
-    /// Whether a tick is due at `now`; if it is, the one after is scheduled.
-    pub(crate) fn take_due(&mut self, now: Instant) -> bool {
-        if now < self.next {
-            return false;
+        if last {
+            return;
         }
-        let interval = sampling_interval(self.base, self.next - self.started);
-        self.next += interval;
-        if self.next < now {
-            self.next = now + interval;
-        }
-        true
-    }
-}
-
-/// A sampler on its schedule, with the buffer its ticks' lines are encoded into: what the
-/// writer ticks.
-pub(crate) struct Ticker {
-    sampler: Sampler,
-    schedule: Schedule,
-    lines: Vec<u8>,
-}
-
-impl Ticker {
-    /// Ticks `sampler` every `interval` (see [`Schedule`]), the first tick at once.
-    pub(crate) fn boxed(sampler: Sampler, interval: Duration) -> Box<dyn Ticking> {
-        Box::new(Ticker {
-            sampler,
-            schedule: Schedule::new(interval),
-            lines: Vec::with_capacity(4096),
-        })
-    }
-}
-
-impl Ticking for Ticker {
-    fn next(&self) -> Instant {
-        self.schedule.next()
-    }
-
-    fn tick_if_due(&mut self, clock: &Clock) -> Option<(&[u8], u64)> {
+        let interval = sampling_interval(interval, next - started);
+        next += interval;
+        // After a stall (a suspended VM, an overloaded host) skip the missed ticks.
         let now = Instant::now();
-        if !self.schedule.take_due(now) {
-            return None;
+        if next < now {
+            next = now + interval;
         }
-        self.lines.clear();
-        let count = self.sampler.tick(clock.ms_at(now), &mut self.lines);
-        Some((&self.lines, count))
+        sleep_until(next, stop);
     }
+}
 
-    fn last_tick(&mut self, now: f64) -> (&[u8], u64) {
-        self.lines.clear();
-        let count = self.sampler.last_tick(now, &mut self.lines);
-        (&self.lines, count)
+/// Sleeps until `deadline`, or until `stop` is set and the thread unparked. Parking is one
+/// futex wait; a channel's receive with a deadline spins and yields a dozen times first,
+/// which at ten ticks a second cost more than the sampling.
+fn sleep_until(deadline: Instant, stop: &AtomicBool) {
+    loop {
+        let now = Instant::now();
+        if now >= deadline || stop.load(Ordering::Acquire) {
+            return;
+        }
+        std::thread::park_timeout(deadline - now);
     }
 }
 
@@ -282,22 +252,6 @@ mod tests {
         sampler.last_tick(2540.0, &mut lines);
         assert_eq!(every.lock().unwrap().len(), 27);
         assert_eq!(*paced.lock().unwrap(), [0.0, 997.0, 2002.5, 2540.0]);
-    }
-
-    #[test]
-    fn a_schedule_ticks_at_once_then_on_its_grid_and_skips_what_a_stall_missed() {
-        let tenth = Duration::from_millis(100);
-        let ms = Duration::from_millis;
-        let mut schedule = Schedule::new(tenth);
-        let start = schedule.next();
-        assert!(schedule.take_due(start));
-        assert_eq!(schedule.next(), start + tenth);
-        assert!(!schedule.take_due(start + ms(99)), "not due yet");
-        assert!(schedule.take_due(start + ms(130)), "late");
-        assert_eq!(schedule.next(), start + ms(200), "still on the grid");
-        let after_stall = start + ms(1250);
-        assert!(schedule.take_due(after_stall));
-        assert_eq!(schedule.next(), after_stall + tenth, "missed ticks skipped");
     }
 
     #[test]

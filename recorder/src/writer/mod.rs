@@ -1,7 +1,6 @@
 //! The one writer thread that owns the log: lines arrive encoded over a channel, each is
-//! appended with a single write, and fdatasync is group-committed by the sync policy. The
-//! sampler ticks on this thread too, so that a tick is one wake-up, not two. This file is
-//! that happy path; `inbox` is the channel in, `outage` handles lines that do not
+//! appended with a single write, and fdatasync is group-committed by the sync policy. This
+//! file is that happy path; `inbox` is the channel in, `outage` handles lines that do not
 //! reach the disk, `log_file` the log itself, deleted or not.
 
 mod inbox;
@@ -58,17 +57,6 @@ impl SyncPolicy {
     }
 }
 
-/// What the writer ticks on its thread: the sampler (`crate::sampler::Ticker`, which this
-/// module cannot name: the sampler's configuration names the sync policy).
-pub(crate) trait Ticking: Send {
-    /// When the next tick is due.
-    fn next(&self) -> Instant;
-    /// The lines of the tick due now, if one is, and how many.
-    fn tick_if_due(&mut self, clock: &Clock) -> Option<(&[u8], u64)>;
-    /// The lines of the last tick, timed `now`, and how many.
-    fn last_tick(&mut self, now: f64) -> (&[u8], u64);
-}
-
 /// What travels from the sources to the writer.
 pub(crate) enum Message {
     /// `count` encoded lines (a batch of marker-file lines, or one line), written with one
@@ -81,8 +69,6 @@ pub(crate) enum Message {
         urgent: bool,
         ack: Option<Sender<()>>,
     },
-    /// Take the sampler's last tick, its lines timed `now`. Sent before the footer.
-    LastTick { now: f64 },
     /// Make everything durable and stop. Sent after the footer.
     Shutdown,
 }
@@ -122,8 +108,6 @@ pub(crate) struct Writer<S> {
     place: PlaceWatch,
     /// Acknowledgements due once the lines taken so far are durable.
     waiting: Vec<Sender<()>>,
-    /// The sampler, until its last tick.
-    ticker: Option<Box<dyn Ticking>>,
 }
 
 impl<S: LogSink> Writer<S> {
@@ -149,14 +133,7 @@ impl<S: LogSink> Writer<S> {
             last_sync_time: clock.now_ms(),
             place: PlaceWatch::new(name),
             waiting: Vec::new(),
-            ticker: None,
         }
-    }
-
-    /// Ticks `ticker` on the writer's thread, its first tick as soon as the writer runs.
-    pub(crate) fn with_ticker(mut self, ticker: Option<Box<dyn Ticking>>) -> Writer<S> {
-        self.ticker = ticker;
-        self
     }
 
     /// Runs until Shutdown arrives or every sender is gone; returns the sink, still open.
@@ -188,7 +165,6 @@ impl<S: LogSink> Writer<S> {
                         urgent |= u;
                         self.waiting.extend(ack);
                     }
-                    Message::LastTick { now } => self.last_tick(now),
                     Message::Shutdown => {
                         shutdown = true;
                         break;
@@ -222,31 +198,6 @@ impl<S: LogSink> Writer<S> {
     fn wake_waiting(&mut self) {
         for waiter in self.waiting.drain(..) {
             let _ = waiter.send(());
-        }
-    }
-
-    /// The sampler's tick, when one is due.
-    fn tick_if_due(&mut self) {
-        let Some(mut ticker) = self.ticker.take() else {
-            return;
-        };
-        if let Some((lines, count)) = ticker.tick_if_due(&self.clock) {
-            self.append_tick(lines, count);
-        }
-        self.ticker = Some(ticker);
-    }
-
-    /// The sampler's last tick; it ticks no more.
-    fn last_tick(&mut self, now: f64) {
-        if let Some(mut ticker) = self.ticker.take() {
-            let (lines, count) = ticker.last_tick(now);
-            self.append_tick(lines, count);
-        }
-    }
-
-    fn append_tick(&mut self, lines: &[u8], count: u64) {
-        if count > 0 {
-            self.append(lines, count);
         }
     }
 
@@ -316,36 +267,27 @@ impl<S: LogSink> Writer<S> {
         }
     }
 
-    /// When the writer must wake without a line: to tick the sampler, to sync unsynced
-    /// lines under the interval policy, or to check the log's place.
+    /// When the writer must wake without a line: to sync unsynced lines under the interval
+    /// policy, or to check the log's place.
     fn wake_deadline(&self) -> Instant {
         // The place check may wait a little, so that a tick's wake-up takes it first; the
         // sync may not (it bounds durability).
         let next_place_check = self.place.next_check() + DUE_SOON;
-        let timed = match self.policy {
+        match self.policy {
             SyncPolicy::Interval(period) if self.dirty => {
                 (self.last_sync + period).min(next_place_check)
             }
             _ => next_place_check,
-        };
-        self.ticker.as_ref().map_or(timed, |t| t.next().min(timed))
+        }
     }
 
-    /// Work that is due by time rather than by lines, or soon due: see [`DUE_SOON`]. The
-    /// tick comes first, so that a sync due with it covers its lines; under the always
-    /// policy they are a batch, synced before the next is taken.
+    /// Work that is due by time rather than by lines, or soon due: see [`DUE_SOON`].
     fn on_timer(&mut self) {
-        self.tick_if_due();
         let soon = Instant::now() + DUE_SOON;
         if let Err(error) = self.place.check_if_due(&mut self.sink, self.length, soon) {
             self.record_error(&error);
         }
-        let sync_due = match self.policy {
-            SyncPolicy::Always => true,
-            SyncPolicy::Interval(period) => self.last_sync + period <= soon,
-            SyncPolicy::Never => false,
-        };
-        if sync_due {
+        if matches!(self.policy, SyncPolicy::Interval(period) if self.last_sync + period <= soon) {
             self.sync();
         }
     }

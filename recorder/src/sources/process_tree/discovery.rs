@@ -9,16 +9,6 @@ use crate::sources::Source;
 use std::fs::{self, File};
 use std::os::unix::fs::DirEntryExt;
 
-/// A process read to see whether it joins the tree: its pid, the inode of its /proc entry
-/// when a listing gave it, its stat and name, and the file they were read from.
-struct Candidate {
-    pid: u32,
-    inode: Option<u64>,
-    stat: Stat,
-    comm: Vec<u8>,
-    file: File,
-}
-
 impl ProcessTree {
     /// Lists /proc once before the recorder has children (`run` starts its command after
     /// the probe): every process listed is then another's, for good (a process's parent
@@ -129,21 +119,16 @@ impl ProcessTree {
         // A v1 cgroup.procs may list a pid twice.
         self.candidates.sort_unstable();
         self.candidates.dedup_by_key(|&mut (pid, _)| pid);
-        // Files are closed once read, but for those of processes that join the tree: the
-        // first listing reads every process of the machine.
-        let mut read: Vec<Candidate> = Vec::new();
+        // Files are closed once read: the first listing reads every process of the machine.
+        let mut read: Vec<(u32, Option<u64>, Stat, Vec<u8>)> = Vec::new();
         for (pid, inode) in std::mem::take(&mut self.candidates) {
             let Ok(file) = File::open(stat_path(&self.proc_root, pid)) else {
                 continue; // a pid read one by one: given to a process that ended, or to none
             };
             match self.buffer.head_of(&file).and_then(parse_stat) {
-                Some((stat, comm)) if !stat.thread => read.push(Candidate {
-                    pid,
-                    inode,
-                    stat,
-                    comm: comm.to_owned(),
-                    file,
-                }),
+                Some((stat, comm)) if !stat.thread => {
+                    read.push((pid, inode, stat, comm.to_owned()))
+                }
                 _ => {}
             }
         }
@@ -151,7 +136,7 @@ impl ProcessTree {
         loop {
             let joining: Vec<usize> = (0..read.len())
                 .filter(|&i| {
-                    let ppid = read[i].stat.ppid;
+                    let ppid = read[i].2.ppid;
                     whole_list || is_root_parent(ppid) || self.processes.contains_key(&ppid)
                 })
                 .collect();
@@ -159,29 +144,23 @@ impl ProcessTree {
                 break;
             }
             for i in joining.into_iter().rev() {
-                self.admit(read.swap_remove(i), now);
+                let (pid, _, stat, comm) = read.swap_remove(i);
+                self.admit(pid, stat, comm, now);
             }
         }
         // Only a listing forgets others, so only a listing's are remembered: a pid read one
         // by one is not read again that way, and remembering it would grow without end.
-        for candidate in read {
-            if let Some(inode) = candidate.inode {
-                self.others.insert(candidate.pid, (inode, self.tick));
+        for (pid, inode, ..) in read {
+            if let Some(inode) = inode {
+                self.others.insert(pid, (inode, self.tick));
             }
         }
     }
 
-    /// Takes a candidate into the tree, keeping the file its stat was just read from open
-    /// while the budget allows (an open file stays bound to its process).
-    fn admit(&mut self, candidate: Candidate, now: f64) {
-        let Candidate {
-            pid,
-            stat,
-            comm,
-            file,
-            ..
-        } = candidate;
-        let file = (self.open_files < self.open_files_max).then_some(file);
+    fn admit(&mut self, pid: u32, stat: Stat, comm: Vec<u8>, now: f64) {
+        let file = (self.open_files < self.open_files_max)
+            .then(|| File::open(stat_path(&self.proc_root, pid)).ok())
+            .flatten();
         self.open_files += u64::from(file.is_some());
         // Time used before the first tick is before the recording: not counted.
         let counted_ticks = if self.previous.is_none() {
