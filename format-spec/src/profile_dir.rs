@@ -26,14 +26,18 @@ use std::os::fd::AsRawFd;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 /// The read buffer, unless the line cap needs a larger one.
 const CHUNK_BYTES: usize = 256 << 10;
 /// How long before a listing the directory must have last changed for the listing to be
 /// trusted while its change time stays the same: a change within the file system's
 /// timestamp granularity of the last one would not change it.
-const SETTLED: Duration = Duration::from_secs(1);
+const SETTLED: Duration = Duration::from_secs(2);
+/// The longest a listing is trusted, whatever the change time says: some file systems
+/// (FUSE ones, NFS with attribute caching) do not move a directory's change time as entries
+/// come, and a clock behind the file server's makes a listing look settled early.
+const LISTING_TRUSTED: Duration = Duration::from_secs(5);
 
 /// The result of one scan.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -68,6 +72,7 @@ struct Listing {
     excess: u64,
     changed: (i64, i64),
     settled: bool,
+    listed_at: Instant,
 }
 
 impl DirReader {
@@ -183,7 +188,11 @@ impl DirReader {
     /// [`Listing`]; then true); else the directory listed anew.
     fn list(&mut self, dir: &libc::stat) -> io::Result<(Listing, bool)> {
         let changed = (dir.st_ctime, dir.st_ctime_nsec);
-        let holds = |listing: &mut Listing| listing.settled && listing.changed == changed;
+        let holds = |listing: &mut Listing| {
+            listing.settled
+                && listing.changed == changed
+                && listing.listed_at.elapsed() < LISTING_TRUSTED
+        };
         if let Some(listing) = self.listing.take_if(holds) {
             return Ok((listing, true));
         }
@@ -200,6 +209,7 @@ impl DirReader {
             excess,
             changed,
             settled,
+            listed_at: Instant::now(),
         };
         Ok((listing, false))
     }

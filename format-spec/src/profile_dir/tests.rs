@@ -220,3 +220,22 @@ fn a_settled_directory_is_listed_again_only_once_it_changes() {
     append(&dir.path().join("2.jsonl"), b"d\n");
     assert_eq!(scan(&mut reader, false), ["2.jsonl: d"]);
 }
+
+#[test]
+fn a_listing_is_trusted_for_a_few_seconds_at_most_whatever_the_change_time_says() {
+    let dir = tempfile::tempdir().unwrap();
+    append(&dir.path().join("1.jsonl"), b"a\n");
+    let mut reader = DirReader::open(dir.path(), Limits::default()).unwrap();
+    assert_eq!(scan(&mut reader, false), ["1.jsonl: a"]);
+    // A file system whose directory change time did not move: the listing looks settled
+    // and lacks the file.
+    let listing = reader.listing.as_mut().unwrap();
+    listing.settled = true;
+    listing.names.clear();
+    append(&dir.path().join("1.jsonl"), b"b\n");
+    assert_eq!(scan(&mut reader, false), Vec::<String>::new());
+    let listing = reader.listing.as_mut().unwrap();
+    let old = std::time::Instant::now().checked_sub(LISTING_TRUSTED);
+    listing.listed_at = old.unwrap();
+    assert_eq!(scan(&mut reader, false), ["1.jsonl: b"]);
+}
