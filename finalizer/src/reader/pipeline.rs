@@ -37,30 +37,28 @@ pub(crate) fn each_chunk(
     };
     // Chunks taken, their room kept for the next ones.
     let mut spare: Vec<Work> = Vec::new();
-    let mut decoded_alone = 0;
-    let first = loop {
-        let Some(work) = chunks.next(input, &mut spare)? else {
-            return Ok(());
-        };
-        if decoded_alone == ALONE_CHUNKS && !chunks.at_end {
-            break work;
-        }
-        decoded_alone += 1;
-        let mut work = work.decode();
-        take(&mut work.decoded);
-        spare.push(work);
+    let Some(first) = decode_here(&mut chunks, input, &mut spare, &mut take, ALONE_CHUNKS)? else {
+        return Ok(());
     };
     std::thread::scope(|scope| {
         // Neither channel ever holds more than WORKER_QUEUE: no send waits.
         let (raw_sender, raw_chunks) = mpsc::sync_channel::<Work>(WORKER_QUEUE);
         let (decoded_sender, decoded_chunks) = mpsc::sync_channel(WORKER_QUEUE);
-        scope.spawn(move || {
+        let worker = std::thread::Builder::new().spawn_scoped(scope, move || {
             for work in raw_chunks {
                 if decoded_sender.send(work.decode()).is_err() {
                     return;
                 }
             }
         });
+        // No thread to be had (a cgroup's pids.max, RLIMIT_NPROC): all of it here.
+        if worker.is_err() {
+            let mut first = first.decode();
+            take(&mut first.decoded);
+            spare.push(first);
+            decode_here(&mut chunks, input, &mut spare, &mut take, usize::MAX)?;
+            return Ok(());
+        }
         // In log order: None for a chunk at the second thread, which returns them in the
         // order it was sent them.
         let mut pending: VecDeque<Option<Work>> = VecDeque::new();
@@ -115,6 +113,28 @@ pub(crate) fn each_chunk(
             spare.push(work);
         }
     })
+}
+
+/// Decodes and takes `most` chunks on this thread, or all that are left; the next chunk, if
+/// there is one and it is not the last (which is decoded here too).
+fn decode_here(
+    chunks: &mut Chunks,
+    input: &mut impl BufRead,
+    spare: &mut Vec<Work>,
+    take: &mut impl FnMut(&mut DecodedChunk),
+    most: usize,
+) -> io::Result<Option<Work>> {
+    let mut decoded = 0;
+    while let Some(work) = chunks.next(input, spare)? {
+        if decoded == most && !chunks.at_end {
+            return Ok(Some(work));
+        }
+        decoded += 1;
+        let mut work = work.decode();
+        take(&mut work.decoded);
+        spare.push(work);
+    }
+    Ok(None)
 }
 
 /// A chunk's bytes and its lines decoded; both kept for a later chunk, so that reading a
