@@ -1,31 +1,59 @@
 //! Link settings that keep the recorder's resident set small, for release builds for
-//! x86_64-unknown-linux-gnu (linked by rust-lld, rustc's default there since 1.90):
+//! x86_64-unknown-linux-gnu:
 //!
 //! - the functions a recording runs are laid out together at the start of the code
 //!   (link/symbol-order.txt, written by scripts/symbol-order): the kernel maps code 64 KiB
-//!   around each page touched, so ~1,400 functions spread over 5.8 MB of code kept nearly
+//!   around each page touched, so ~1,100 functions spread over 5.8 MB of code kept nearly
 //!   all of it resident. Names not in the binary are skipped: a stale list costs only RSS.
+//!   Only with rust-lld, rustup's default linker there since Rust 1.90 (other linkers do
+//!   not take the list); any linker setting in RUSTFLAGS leaves it out.
 //! - the executable is not position-independent: a PIE's ~9,000 dynamic relocations
 //!   (220 KB) are read, and the pages they patch written, at every start. Like Go's
-//!   binaries, the executable's own code then loads at a fixed address (libraries and
-//!   stacks are still randomized).
+//!   binaries, the executable's own code then loads at a fixed address (libraries, heap and
+//!   stacks are still randomized); a packager whose policy requires PIE builds with
+//!   `TC_PROFILE_PIE=1`.
 
 use std::env;
 use std::path::Path;
+use std::process::Command;
 
 fn main() {
     let order = Path::new("link/symbol-order.txt");
     println!("cargo::rerun-if-changed={}", order.display());
+    println!("cargo::rerun-if-env-changed=TC_PROFILE_PIE");
     let target = env::var("TARGET").unwrap_or_default();
     let profile = env::var("PROFILE").unwrap_or_default();
     if target != "x86_64-unknown-linux-gnu" || profile != "release" {
         return;
     }
-    println!("cargo::rustc-link-arg-bin=tc-profile=-no-pie");
-    if let Ok(order) = order.canonicalize() {
+    if env::var_os("TC_PROFILE_PIE").is_none() {
+        println!("cargo::rustc-link-arg-bin=tc-profile=-no-pie");
+    }
+    if let (Ok(order), true) = (order.canonicalize(), links_with_rust_lld(&target)) {
         println!(
             "cargo::rustc-link-arg-bin=tc-profile=-Wl,--symbol-ordering-file={},--no-warn-symbol-ordering",
             order.display()
         );
     }
+}
+
+/// Whether rustc links with its own lld: its sysroot has it, and no flag chooses a linker.
+fn links_with_rust_lld(target: &str) -> bool {
+    let flags = env::var("CARGO_ENCODED_RUSTFLAGS").unwrap_or_default();
+    if ["linker", "link-self-contained", "fuse-ld"]
+        .iter()
+        .any(|flag| flags.contains(flag))
+    {
+        return false;
+    }
+    let rustc = env::var("RUSTC").unwrap_or_else(|_| "rustc".to_owned());
+    let Ok(output) = Command::new(rustc).args(["--print", "sysroot"]).output() else {
+        return false;
+    };
+    let sysroot = String::from_utf8_lossy(&output.stdout);
+    Path::new(sysroot.trim())
+        .join("lib/rustlib")
+        .join(target)
+        .join("bin/gcc-ld/ld.lld")
+        .exists()
 }
