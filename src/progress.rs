@@ -23,7 +23,14 @@ struct Line {
     message: String,
     then: &'static str,
     started: Instant,
-    drawn: Mutex<Option<Instant>>,
+    drawn: Mutex<Drawn>,
+}
+
+/// What the line last said.
+enum Drawn {
+    Nothing,
+    ProgressAt(Instant),
+    Then,
 }
 
 impl Reading {
@@ -35,7 +42,7 @@ impl Reading {
                 message: format!("reading {}", path.display()),
                 then,
                 started: Instant::now(),
-                drawn: Mutex::new(None),
+                drawn: Mutex::new(Drawn::Nothing),
             })
         });
         Reading { line }
@@ -55,10 +62,16 @@ impl Line {
         };
         let now = Instant::now();
         let done = read >= size;
-        if !done && drawn.is_some_and(|at| now - at < REDRAW) {
-            return;
+        match *drawn {
+            // A log still growing is read past its size: `then` is said once.
+            Drawn::Then => return,
+            Drawn::ProgressAt(at) if !done && now - at < REDRAW => return,
+            _ => {}
         }
-        *drawn = Some(now);
+        *drawn = match done {
+            true => Drawn::Then,
+            false => Drawn::ProgressAt(now),
+        };
         let text = match done {
             true => self.then.to_string(),
             false => self.progress(read, size, now - self.started),
@@ -67,7 +80,7 @@ impl Line {
         let _ = write!(std::io::stderr(), "\r\x1b[2K{text}");
     }
 
-    /// "reading big.jsonl: 41% of 1.2 GB, 6 s left".
+    /// "reading big.jsonl: 41% of 1.2 GB, 6 s left" (or of 120 MB).
     fn progress(&self, read: u64, size: u64, elapsed: Duration) -> String {
         let percent = read * 100 / size.max(1);
         let left = match read {
@@ -77,8 +90,11 @@ impl Line {
                 format!(", {seconds:.0} s left")
             }
         };
-        let gigabytes = size as f64 / 1e9;
-        format!("{}: {percent}% of {gigabytes:.1} GB{left}", self.message)
+        let size = match size {
+            ..1_000_000_000 => format!("{} MB", size / 1_000_000),
+            _ => format!("{:.1} GB", size as f64 / 1e9),
+        };
+        format!("{}: {percent}% of {size}{left}", self.message)
     }
 }
 

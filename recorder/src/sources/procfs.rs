@@ -15,7 +15,9 @@ const INITIAL: usize = 16 * 1024;
 /// A read shorter than this and than the room it had reached the end of the file: the
 /// kernel fills a read of a /proc or /sys file with a page (4 KiB) of it, less at most
 /// one of its lines, which are far shorter. Saves the read that returns nothing: one
-/// system call a file and tick (/proc/net/dev, pressure).
+/// system call a file and tick (/proc/net/dev, pressure). Only for files whose lines are
+/// short: a line of more than 2 KiB after a short one (mountinfo with long options) would
+/// end the file early.
 const SHORT_READ: usize = 2048;
 
 pub(crate) struct ReadBuffer {
