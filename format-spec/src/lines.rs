@@ -368,9 +368,11 @@ fn compact_marker(bytes: &[u8]) -> Option<RawMarker<'_>> {
             return None;
         }
         seen |= field as u8;
-        // A null name or start is left to serde_json: the read after it fails.
         let null = value.peek()? == b'n' && value.literal("null").is_some();
         match field {
+            // A null name or start is left to serde_json (bytes after the null, as in
+            // `null354`, are not a value of their own).
+            MarkerField::Name | MarkerField::StartTime if null => return None,
             MarkerField::Name => marker.name = Cow::Borrowed(value.string()?),
             MarkerField::StartTime => marker.start_time = value.f64()?,
             _ if null => {}

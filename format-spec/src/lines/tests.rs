@@ -50,6 +50,10 @@ fn compact_marker_lines_read_as_serde_json_reads_them() {
         r#"{"type":"marker","name":"a","startTime":1e999}"#,
         r#"{"type":"marker","name":"a"}"#,
         r#"{"type":"marker","name":"a","startTime":"1"}"#,
+        // Found by the log_reader fuzz target: a null, then bytes.
+        r#"{"type":"marker","name":"a","startTime":null354}"#,
+        r#"{"type":"marker","name":null"a","startTime":1}"#,
+        r#"{"type":"marker","name":"a","startTime":1,"endTime":null2}"#,
     ] {
         assert!(compact_marker(refused.as_bytes()).is_none(), "{refused}");
     }
