@@ -4,6 +4,7 @@
 
 use crate::cli::{CredentialsArgs, ExportArgs, ExportAtEndArgs, ExportFormatArg};
 use crate::output;
+use crate::report::describe_error;
 use anyhow::{bail, Context, Result};
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -165,7 +166,8 @@ pub fn export(args: ExportArgs) -> Result<u8> {
 pub fn export_at_end(destinations: &Destinations, report: &TaskReport, written: &Path) {
     if let Err(error) = destinations.send(report) {
         eprintln!(
-            "tc-profile: warning: export failed: {error:#}; retry with tc-profile export {}",
+            "tc-profile: warning: export failed: {}; retry with tc-profile export {}",
+            describe_error(&error),
             written.display()
         );
     }

@@ -363,6 +363,26 @@ fn credentials_others_can_read_or_put_in_the_url_are_refused() {
 }
 
 #[test]
+fn a_failed_export_at_the_end_is_one_warning_that_names_the_cause_once() {
+    let sandbox = Sandbox::new();
+    let output = run_metrics(&sandbox, &["--export-statsd", "localhost:noport"], &[]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let warning = stderr
+        .lines()
+        .find(|line| line.contains("export failed"))
+        .unwrap_or_else(|| panic!("no warning in {stderr}"));
+    assert_eq!(
+        warning.matches("invalid port value").count(),
+        1,
+        "{warning}"
+    );
+    assert!(
+        warning.ends_with("retry with tc-profile export profile_resource-usage.json"),
+        "{warning}"
+    );
+}
+
+#[test]
 fn export_forwards_totals_to_an_upstream_statsd_and_prints_formats() {
     let sandbox = Sandbox::new();
     let upstream = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
