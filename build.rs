@@ -12,13 +12,22 @@
 //!   binaries, the executable's own code then loads at a fixed address (libraries, heap and
 //!   stacks are still randomized); a packager whose policy requires PIE builds with
 //!   `TC_PROFILE_PIE=1`.
+//! - the static build (scripts/release, crt-static) takes its own list, which also places
+//!   libc's functions, and its relocation model from scripts/release: `-no-pie` would break
+//!   a static PIE.
 
 use std::env;
 use std::path::Path;
 use std::process::Command;
 
 fn main() {
-    let order = Path::new("link/symbol-order.txt");
+    let is_static = env::var("CARGO_CFG_TARGET_FEATURE")
+        .is_ok_and(|features| features.split(',').any(|feature| feature == "crt-static"));
+    let order = Path::new(if is_static {
+        "link/symbol-order-static.txt"
+    } else {
+        "link/symbol-order.txt"
+    });
     println!("cargo::rerun-if-changed={}", order.display());
     println!("cargo::rerun-if-env-changed=TC_PROFILE_PIE");
     let target = env::var("TARGET").unwrap_or_default();
@@ -26,7 +35,7 @@ fn main() {
     if target != "x86_64-unknown-linux-gnu" || profile != "release" {
         return;
     }
-    if env::var_os("TC_PROFILE_PIE").is_none() {
+    if !is_static && env::var_os("TC_PROFILE_PIE").is_none() {
         println!("cargo::rustc-link-arg-bin=tc-profile=-no-pie");
     }
     if let (Ok(order), true) = (order.canonicalize(), links_with_rust_lld(&target)) {
