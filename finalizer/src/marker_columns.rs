@@ -1,9 +1,9 @@
 //! The markers of a recording or a profile, held as columns: times as numbers, each
 //! (name, category) pair interned, every payload's JSON text in one arena, a payload the
 //! same as the marker's before held once (a track's markers often repeat theirs: it was
-//! half the memory of a 100,000-marker log's). A marker takes 28 bytes besides its payload
-//! (32 once sorting moved any), and none is an allocation of its own: a marker as a struct
-//! of strings took about 150.
+//! half the memory of a 100,000-marker log's). A marker takes 24 bytes besides its payload
+//! (28 once sorting moved any), 4 more with a payload of its own, and none is an allocation
+//! of its own: a marker as a struct of strings took about 150.
 
 use crate::profile_marker::{MarkerRef, ProfileMarker};
 use std::collections::HashMap;
@@ -20,10 +20,12 @@ pub struct Markers {
     start: Vec<f64>,
     /// NaN for an instant: JSON has no NaN, so no marker read ends at one.
     end: Vec<f64>,
-    /// Where each payload starts and ends in `arena`; an empty one is none (no JSON value
-    /// is empty).
-    data_start: Offsets,
-    data_end: Offsets,
+    /// Each marker's payload, an index of `payload_end`: a marker whose payload is the one
+    /// before's has its index.
+    payload: Vec<u32>,
+    /// Where each payload ends in `arena`; it starts where the one before ends, and an
+    /// empty one is none (no JSON value is empty).
+    payload_end: Offsets,
     arena: String,
     /// The column index of the marker at each position, once sorting moved any: a
     /// permutation costs 4 bytes a marker, columns moved would cost twice them all.
@@ -63,9 +65,15 @@ impl Markers {
     }
 
     pub(crate) fn data(&self, position: usize) -> Option<&str> {
-        let index = self.index(position);
-        let data = &self.arena[self.data_start.get(index)..self.data_end.get(index)];
+        let data = self.payload_text(self.payload[self.index(position)] as usize);
         (!data.is_empty()).then_some(data)
+    }
+
+    fn payload_text(&self, payload: usize) -> &str {
+        let start = payload
+            .checked_sub(1)
+            .map_or(0, |p| self.payload_end.get(p));
+        &self.arena[start..self.payload_end.get(payload)]
     }
 
     pub(crate) fn category(&self, position: usize) -> Option<u32> {
@@ -103,21 +111,16 @@ impl Markers {
         self.start.push(marker.start_time);
         self.end.push(marker.end_time.unwrap_or(f64::NAN));
         let data = marker.data.unwrap_or_default();
-        let repeated = self.data_end.low.len().checked_sub(1).filter(|&last| {
-            let range = self.data_start.get(last)..self.data_end.get(last);
-            !data.is_empty() && self.arena[range] == *data
-        });
-        match repeated {
-            Some(last) => {
-                self.data_start.push(self.data_start.get(last));
-                self.data_end.push(self.data_end.get(last));
-            }
+        let last = self.payload_end.low.len().checked_sub(1);
+        let payload = match last.filter(|&last| self.payload_text(last) == data) {
+            Some(last) => last as u32,
             None => {
-                self.data_start.push(self.arena.len());
                 self.arena.push_str(data);
-                self.data_end.push(self.arena.len());
+                self.payload_end.push(self.arena.len());
+                next_id(&self.payload_end.low) - 1
             }
-        }
+        };
+        self.payload.push(payload);
     }
 
     fn kind_id(&mut self, name: &str, category: Option<u32>) -> u32 {
@@ -182,13 +185,12 @@ impl Markers {
     }
 }
 
-/// Offsets into the arena, a marker each, as their low 32 bits: a payload's start and end
-/// never decrease from one marker to the next (it is the one before's again, or new text at
-/// the arena's end), so the high bits are the 4 GiB boundaries passed before the marker.
+/// Offsets into the arena, in order, as their low 32 bits: the high bits are the 4 GiB
+/// boundaries passed before each (a few, if any), kept apart.
 #[derive(Clone, Debug, Default)]
 struct Offsets {
     low: Vec<u32>,
-    /// The marker from which each further 4 GiB is added.
+    /// The offset from which each further 4 GiB is added.
     wraps: Vec<u32>,
 }
 
@@ -303,6 +305,7 @@ mod tests {
             marker("e", 4.0, Some("[1]")),
         ]);
         assert_eq!(markers.arena, "{}{}[1]");
+        assert_eq!(markers.payload, [0, 0, 1, 2, 3]);
         let data: Vec<_> = markers.iter().map(|m| m.data).collect();
         assert_eq!(
             data,
