@@ -46,6 +46,8 @@ fn short_decimal(value: f64, text: &mut [u8; SHORT_DECIMAL_MAX]) -> Option<&[u8]
     if scaled as f64 / SCALE != magnitude {
         return None;
     }
+    // Unsigned from here: signed division by a constant takes more instructions.
+    let scaled = scaled as u64;
     let (mut whole, fraction) = (scaled / 1000, scaled % 1000);
     // The three decimals, then as many as are not trailing zeros (one at least).
     let end = text.len();
