@@ -13,7 +13,8 @@
 //! `task_log.rs` (a task's log file) feed
 //! `profile.rs` (compaction, bounding long tracks through `coarsen.rs`); `finalize.rs` runs
 //! them under the log's lock (asking `lock_holder.rs` who holds a lock it waits for) and
-//! writes through `output.rs` and `compression.rs` (threads laid out by `marker_table.rs`);
+//! writes through `output.rs` and `compression.rs` (threads laid out by `marker_table.rs`,
+//! numbers by `number_text.rs`);
 //! `recover.rs` finalizes what dead recorders left; `merge/` reads inputs through
 //! `input.rs` and writes one profile of them; `span.rs` puts several logs of one machine
 //! on one timeline (the daemon's profiles).
@@ -39,6 +40,7 @@ mod marker_columns;
 mod marker_table;
 mod markers;
 mod merge;
+mod number_text;
 mod output;
 mod problems;
 mod profile;

@@ -3,9 +3,11 @@
 //! whole new one under the final name, never a part. The temporary file has one name per
 //! output and is locked while written: a killed writer's leftover is taken over by the
 //! next, so leftovers never pile up, and two writers of one output never mix their bytes.
-//! A profile goes through [`write_profile`]: JSON, compressed by the name's extension.
+//! A profile goes through [`write_profile`]: JSON (numbers through `number_text.rs`),
+//! compressed by the name's extension.
 
 use crate::compression::Compression;
+use crate::number_text::ProfileFormatter;
 use serde::Serialize;
 use std::fs::{self, File, OpenOptions, TryLockError};
 use std::io::{self, BufWriter, Write};
@@ -49,7 +51,8 @@ pub fn write_profile(path: &Path, profile: &impl Serialize) -> io::Result<u64> {
             // a call through it each time was a tenth of writing a profile. A buffer this
             // size or more is written on past the file's smaller one, without a copy.
             let mut buffered = BufWriter::with_capacity(PROFILE_BUFFER, out);
-            serde_json::to_writer(&mut buffered, profile).map_err(io::Error::other)?;
+            let mut json = serde_json::Serializer::with_formatter(&mut buffered, ProfileFormatter);
+            profile.serialize(&mut json).map_err(io::Error::other)?;
             buffered.flush()
         })
     })

@@ -76,6 +76,19 @@ impl Decimal {
     }
 }
 
+/// The bytes that end a string's scan: a quote, a backslash, a control byte.
+const ENDS_A_SCAN: [bool; 256] = {
+    let mut ends = [false; 256];
+    let mut byte = 0;
+    while byte < 0x20 {
+        ends[byte] = true;
+        byte += 1;
+    }
+    ends[b'"' as usize] = true;
+    ends[b'\\' as usize] = true;
+    ends
+};
+
 /// Reads a text forward; each step is None where the text is not compact JSON of the
 /// shape asked for.
 pub(crate) struct Cursor<'a> {
@@ -176,10 +189,9 @@ impl<'a> Cursor<'a> {
         self.eat(b'"')?;
         let start = self.at;
         let rest = &self.text.as_bytes()[start..];
-        // Keys and names are short: one pass beats a vectorized search's set-up.
-        let length = rest
-            .iter()
-            .position(|&b| b == b'"' || b == b'\\' || b < 0x20)?;
+        // Keys and names are short: one pass beats a vectorized search's set-up, and a
+        // table one comparison a byte.
+        let length = rest.iter().position(|&b| ENDS_A_SCAN[usize::from(b)])?;
         (rest[length] == b'"').then_some(())?;
         self.at = start + length + 1;
         Some(&self.text[start..start + length])
@@ -264,11 +276,18 @@ impl<'a> Cursor<'a> {
     /// digits); how many.
     fn digits(&mut self, most: usize, value: &mut u64) -> Option<usize> {
         let rest = &self.text.as_bytes()[self.at..];
-        let count = rest.iter().take_while(|b| b.is_ascii_digit()).count();
-        (1..=most).contains(&count).then_some(())?;
-        for &digit in &rest[..count] {
-            *value = value.wrapping_mul(10).wrapping_add(u64::from(digit - b'0'));
+        // Found and added up in one pass: two took a fifth of reading a marker line.
+        let mut count = 0;
+        let mut sum = *value;
+        while let Some(digit) = rest.get(count).map(|byte| byte.wrapping_sub(b'0')) {
+            if digit > 9 {
+                break;
+            }
+            sum = sum.wrapping_mul(10).wrapping_add(u64::from(digit));
+            count += 1;
         }
+        (1..=most).contains(&count).then_some(())?;
+        *value = sum;
         self.at += count;
         Some(count)
     }
@@ -422,6 +441,14 @@ mod tests {
             let text = millis.to_string();
             let split = text.len().saturating_sub(places as usize);
             assert_read_as_serde_json_reads(&format!("{}.{}", &text[..split.max(1)], &text[split.max(1)..]))?;
+        }
+    }
+
+    #[test]
+    fn a_string_scan_ends_at_a_quote_a_backslash_or_a_control_byte() {
+        for byte in 0..=255u8 {
+            let ends = byte == b'"' || byte == b'\\' || byte < 0x20;
+            assert_eq!(ENDS_A_SCAN[usize::from(byte)], ends, "{byte:#x}");
         }
     }
 

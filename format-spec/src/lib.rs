@@ -41,9 +41,9 @@ pub use aggregate::{
     MetricLimits, Sample, SampleValue, MAX_NAME_BYTES, MAX_SET_MEMBERS, MAX_TAGS, MAX_TAG_BYTES,
 };
 pub use lines::{
-    decode_line, decode_marker_raw, encode_line, encode_line_into, encode_marker_line_into,
-    Checkpoint, Close, DecodeError, Dropped, EndReason, FileProgress, Footer, Gap, Ingest, Line,
-    Marker, OpenInterval, RawMarker,
+    decode_line, decode_marker_raw, decode_marker_text, encode_line, encode_line_into,
+    encode_marker_line_into, Checkpoint, Close, DecodeError, Dropped, EndReason, FileProgress,
+    Footer, Gap, Ingest, Line, Marker, OpenInterval, RawMarker,
 };
 pub use merge::{log_time, same_name_match, Batch, BatchEnd, Merger, Taken, TakenMarker};
 pub use meta::{

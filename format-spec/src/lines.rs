@@ -331,17 +331,25 @@ impl RawMarker<'_> {
 /// None for any other line. Marker lines are nearly all of a log, and the tagged [`Line`]
 /// would first copy each into a tree of its own.
 pub fn decode_marker_raw(bytes: &[u8]) -> Option<Result<RawMarker<'_>, DecodeError>> {
-    starts_with_type(bytes, "marker").then(|| match compact_marker(bytes) {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => decode_marker_text(text),
+        Err(_) => starts_with_type(bytes, "marker").then(|| Ok(serde_json::from_slice(bytes)?)),
+    }
+}
+
+/// [`decode_marker_raw`] of a line known to be UTF-8 (a reader checks a chunk of lines at
+/// once).
+pub fn decode_marker_text(text: &str) -> Option<Result<RawMarker<'_>, DecodeError>> {
+    starts_with_type(text.as_bytes(), "marker").then(|| match compact_marker(text) {
         Some(marker) => Ok(marker),
-        None => Ok(serde_json::from_slice(bytes)?),
+        None => Ok(serde_json::from_str(text)?),
     })
 }
 
 /// A marker line as the encoder writes it, read without serde_json's derive (four times
 /// the work) into what serde_json reads from it; None for any other line, which is left
 /// to serde_json.
-fn compact_marker(bytes: &[u8]) -> Option<RawMarker<'_>> {
-    let text = std::str::from_utf8(bytes).ok()?;
+fn compact_marker(text: &str) -> Option<RawMarker<'_>> {
     let mut marker = RawMarker {
         name: Cow::Borrowed(""),
         start_time: 0.0,

@@ -5,7 +5,7 @@
 
 use crate::profile_marker::MarkerRef;
 use std::ops::Range;
-use tc_profile_format::{decode_line, decode_marker_raw, Line};
+use tc_profile_format::{decode_line, decode_marker_raw, decode_marker_text, Line};
 
 /// A line as decoded: a marker (nearly every line), or any other.
 pub(crate) enum Decoded<'a> {
@@ -78,25 +78,41 @@ impl DecodedChunk {
     pub(crate) fn decode(&mut self, bytes: &[u8]) {
         self.text.clear();
         self.lines.clear();
+        // UTF-8 checked once for the chunk, not a line at a time (a twentieth of decoding
+        // them); the lines of a chunk that is not are checked one by one as they decode.
+        let chunk_text = std::str::from_utf8(bytes).ok();
         let mut start = 0;
         while start < bytes.len() {
-            let (line, terminated) = match memchr::memchr(b'\n', &bytes[start..]) {
-                Some(length) => (&bytes[start..start + length], true),
-                None => (&bytes[start..], false),
+            let (end, terminated) = match memchr::memchr(b'\n', &bytes[start..]) {
+                Some(length) => (start + length, true),
+                None => (bytes.len(), false),
             };
-            start += line.len() + 1;
-            let line = self.decode_line(line, terminated);
+            let nuls = bytes[start..end].iter().take_while(|&&b| b == 0).count();
+            let body = start + nuls..end;
+            // Cut at ASCII bytes (NUL, newline): a chunk's text cuts into lines' text.
+            let body_text = chunk_text.and_then(|text| text.get(body.clone()));
+            let line = self.decode_line(&bytes[body], body_text, nuls, terminated);
             self.lines.push(line);
+            start = end + 1;
         }
     }
 
-    fn decode_line(&mut self, line: &[u8], terminated: bool) -> StoredLine {
-        let nuls = line.iter().take_while(|&&b| b == 0).count();
-        let body = &line[nuls..];
+    /// A line's body (after its NULs), and its text when its chunk is known to be UTF-8.
+    fn decode_line(
+        &mut self,
+        body: &[u8],
+        body_text: Option<&str>,
+        nuls: usize,
+        terminated: bool,
+    ) -> StoredLine {
         let content = if body.iter().all(u8::is_ascii_whitespace) {
             Content::Blank
         } else {
-            match decode_marker_raw(body) {
+            let marker = match body_text {
+                Some(text) => decode_marker_text(text),
+                None => decode_marker_raw(body),
+            };
+            match marker {
                 Some(Ok(raw)) => Content::Marker(StoredMarker {
                     name: self.keep(&raw.name),
                     start_time: raw.start_time,

@@ -155,3 +155,15 @@ fn a_batch_cut_across_chunks_waits_for_its_checkpoint() {
     let checkpointed = read_log_in_chunks(bytes.as_slice(), 16).unwrap();
     assert_eq!(names(&checkpointed), ["a", "b"]);
 }
+
+#[test]
+fn a_line_that_is_not_utf8_is_dropped_alone_and_its_chunk_read_line_by_line() {
+    let accented = "{\"type\":\"marker\",\"name\":\"caf\u{e9}\",\"startTime\":4}\n";
+    let not_utf8 = b"{\"type\":\"marker\",\"name\":\"\xff\",\"startTime\":3}\n";
+    let whole = read(format!("{A}{accented}").as_bytes());
+    assert_eq!(names(&whole), ["a", "caf\u{e9}"]);
+    let recording = read(&[A.as_bytes(), not_utf8, accented.as_bytes(), B.as_bytes()].concat());
+    assert_eq!(names(&recording), ["a", "caf\u{e9}", "b"]);
+    // serde_json reads past the byte, to refuse it: a line of JSON's shape.
+    assert_eq!(recording.damage.by_reason[&DropReason::BadShape], (1, 43));
+}
