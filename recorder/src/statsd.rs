@@ -230,7 +230,9 @@ impl Listener {
             self.aggregator.drops.oversized += 1;
             return;
         }
-        self.kernel_drops.traffic = true;
+        // An empty packet (the stop's wake-up) carries nothing the kernel could have dropped
+        // the like of: no reason to read /proc/net/udp at the end.
+        self.kernel_drops.traffic |= !packet.is_empty();
         record_packet(&mut self.aggregator, packet);
     }
 

@@ -81,3 +81,36 @@ fn a_metric_prefix_that_could_name_a_recorder_track_is_refused() {
         assert!(!log.exists(), "no log is created");
     }
 }
+
+#[test]
+fn finishing_wakes_every_influx_handler_blocked_in_accept() {
+    use std::io::{Read, Write};
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = RecorderConfig::new(dir.path().join("log.jsonl"));
+    config.sample_system = false;
+    config.influx = true;
+    let recorder = Recorder::start(config).unwrap();
+    let url = recorder.influx_url().unwrap();
+    let address: SocketAddr = url.trim_start_matches("http://").parse().unwrap();
+    // Connections held open at once start more handlers; once answered, all wait in accept.
+    let mut held: Vec<_> = (0..3)
+        .map(|_| std::net::TcpStream::connect(address).unwrap())
+        .collect();
+    for stream in &mut held {
+        stream
+            .write_all(b"GET /ping HTTP/1.1\r\nHost: x\r\n\r\n")
+            .unwrap();
+        let mut answer = [0; 12];
+        stream.read_exact(&mut answer).unwrap();
+        assert_eq!(&answer, b"HTTP/1.1 204");
+    }
+    drop(held);
+    let (done, finished) = crossbeam_channel::bounded(1);
+    std::thread::spawn(move || done.send(recorder.finish(EndReason::Stopped).is_ok()));
+    let finished = finished.recv_timeout(Duration::from_secs(20));
+    assert_eq!(finished, Ok(true), "finish returned, the handlers joined");
+    assert!(
+        std::net::TcpStream::connect(address).is_err(),
+        "the endpoint is closed"
+    );
+}

@@ -21,6 +21,7 @@ use crate::error::{spawn, RecorderError};
 use http::{ReadError, Request};
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -119,9 +120,15 @@ impl InfluxThreads {
             self.pool.stop.store(true, Ordering::Release);
             std::mem::take(&mut *handles)
         };
-        for _ in &handles {
-            // Each connection wakes one handler blocked in accept.
-            let _ = TcpStream::connect_timeout(&self.address, Duration::from_secs(1));
+        // Shut down, the listening socket fails every accept blocked on it at once: no
+        // connection per handler to wake it, each a handshake, an accept and two closes.
+        // SAFETY: shutdown(2) takes no memory; the pool owns the descriptor past the joins.
+        let shut = unsafe { libc::shutdown(self.pool.listener.as_raw_fd(), libc::SHUT_RDWR) };
+        if shut != 0 {
+            for _ in &handles {
+                // Each connection wakes one handler blocked in accept.
+                let _ = TcpStream::connect_timeout(&self.address, Duration::from_secs(1));
+            }
         }
         for handle in handles {
             let _ = handle.join();
@@ -161,6 +168,8 @@ impl Pool {
                     self.endpoint.handle(stream);
                 }
                 Ok(_) => return,
+                // The listener shut down by the stop.
+                Err(_) if self.stop.load(Ordering::Acquire) => return,
                 // Out of file descriptors, or a connection reset before it was taken.
                 Err(_) => std::thread::sleep(Duration::from_millis(10)),
             }
