@@ -3,9 +3,10 @@
 //! `curl` and the InfluxDB client libraries write metrics as they already do (SPEC.md,
 //! "InfluxDB endpoint"). A request is one batch: its points are aggregated per interval
 //! like marker-file metrics, and its lines go to the writer in one message before the
-//! answer. Handler threads accept in turn, one at first and more as connections overlap,
-//! up to a few: concurrency is bounded by their number, and a task that never writes
-//! costs one thread.
+//! answer. Handler threads accept in turn, none until the first connection (another
+//! source's thread watches the listening socket till then: [`Unserved`]) and more as
+//! connections overlap, up to a few: concurrency is bounded by their number, and a task
+//! that never writes costs no thread.
 //! With an InfluxDB to forward to, the points of each request answered 204 are queued
 //! for `forward`.
 
@@ -104,8 +105,14 @@ impl InfluxThreads {
             idle: AtomicUsize::new(0),
             handles: Mutex::new(Vec::with_capacity(HANDLERS)),
         });
-        Pool::add_handler(&pool)?;
         Ok(InfluxThreads { address, pool })
+    }
+
+    /// The endpoint until its first handler starts.
+    pub(crate) fn unserved(&self) -> Unserved {
+        Unserved {
+            pool: Arc::clone(&self.pool),
+        }
     }
 
     pub(crate) fn url(&self) -> String {
@@ -133,6 +140,25 @@ impl InfluxThreads {
         for handle in handles {
             let _ = handle.join();
         }
+    }
+}
+
+/// The endpoint before its first connection, when no handler is waiting in accept yet: the
+/// thread that holds it watches the listening socket and starts the first handler once a
+/// connection is there, so that a task that never writes costs no thread of its own.
+pub(crate) struct Unserved {
+    pool: Arc<Pool>,
+}
+
+impl Unserved {
+    /// The socket to watch for a connection.
+    pub(crate) fn listener(&self) -> &TcpListener {
+        &self.pool.listener
+    }
+
+    /// Starts the first handler, which takes the waiting connection and serves on.
+    pub(crate) fn serve(self) -> Result<(), RecorderError> {
+        Pool::add_handler(&self.pool)
     }
 }
 
