@@ -7,9 +7,8 @@ use crate::report::describe_error;
 use anyhow::{Context, Result};
 use serde_json::json;
 use signal_hook::consts::{SIGINT, SIGTERM};
-use signal_hook::iterator::exfiltrator::WithOrigin;
-use signal_hook::iterator::SignalsInfo;
-use signal_hook::low_level::siginfo::Cause;
+use signal_hook::low_level::siginfo::{Cause, Origin};
+use signal_hook_registry::SigId;
 use std::fs::File;
 use std::io::IsTerminal;
 use std::os::fd::AsFd;
@@ -240,38 +239,34 @@ fn exit_code(status: ExitStatus) -> u8 {
 
 /// Forwards SIGINT and SIGTERM sent to tc-profile by another process to the command.
 /// Signals from the terminal reach the command's process group already: not sent twice.
+/// The handler sends them itself (kill(2) is async-signal-safe): no thread waits for them,
+/// which would cost a thread's start and exit in every run.
 struct SignalForwarding {
     target: Arc<AtomicI32>,
-    handle: signal_hook::iterator::Handle,
-    thread: std::thread::JoinHandle<()>,
+    handlers: Vec<SigId>,
 }
 
 impl SignalForwarding {
     fn install() -> Result<SignalForwarding> {
         let target = Arc::new(AtomicI32::new(0));
-        let mut signals = SignalsInfo::<WithOrigin>::new([SIGINT, SIGTERM])
-            .context("installing the SIGINT and SIGTERM handlers")?;
-        let handle = signals.handle();
-        let thread = std::thread::Builder::new()
-            .name("tc-profile-signals".to_owned())
-            .spawn({
-                let target = Arc::clone(&target);
-                move || {
-                    for origin in signals.forever() {
-                        let pid = target.load(Ordering::SeqCst);
-                        if pid > 0 && matches!(origin.cause, Cause::Sent(_)) {
-                            // SAFETY: kill(2) has no memory-safety preconditions.
-                            unsafe { libc::kill(pid, origin.signal) };
-                        }
+        let mut handlers = Vec::new();
+        for signal in [SIGINT, SIGTERM] {
+            let target = Arc::clone(&target);
+            // SAFETY: the action only loads an atomic, reads the siginfo and calls kill(2),
+            // all async-signal-safe; it allocates nothing and takes no lock.
+            let id = unsafe {
+                signal_hook_registry::register_sigaction(signal, move |info| {
+                    let pid = target.load(Ordering::SeqCst);
+                    let sent = matches!(Origin::extract(info).cause, Cause::Sent(_));
+                    if pid > 0 && sent {
+                        libc::kill(pid, signal);
                     }
-                }
-            })
-            .context("starting the signal thread")?;
-        Ok(SignalForwarding {
-            target,
-            handle,
-            thread,
-        })
+                })
+            }
+            .context("installing the SIGINT and SIGTERM handlers")?;
+            handlers.push(id);
+        }
+        Ok(SignalForwarding { target, handlers })
     }
 
     fn set_target(&self, pid: u32) {
@@ -279,7 +274,8 @@ impl SignalForwarding {
     }
 
     fn stop(self) {
-        self.handle.close();
-        let _ = self.thread.join();
+        for id in self.handlers {
+            signal_hook_registry::unregister(id);
+        }
     }
 }

@@ -75,7 +75,7 @@ use channel::{start_writer, WriterThread};
 use crossbeam_channel::{bounded, RecvTimeoutError, Sender};
 use error::spawn;
 use header::MetricEndpoints;
-use influx::{Forwarder, Forwarding, InfluxThreads};
+use influx::{Forwarder, Forwarding, InfluxThreads, Unserved};
 use profile_dir::{DirWatch, Ingester};
 use std::fs::File;
 use std::io::Read;
@@ -142,11 +142,12 @@ impl StatsdThread {
         limits: MetricLimits,
         markers: &MarkerSink,
         interval: Duration,
+        endpoint: Option<Unserved>,
     ) -> Result<StatsdThread, RecorderError> {
         let address = socket.local_addr().map_err(RecorderError::Statsd)?;
         let waker = socket.try_clone().map_err(RecorderError::Statsd)?;
         let (stop, stopped) = bounded(1);
-        let listener = statsd::Listener::new(socket, limits, markers.clone(), interval);
+        let listener = statsd::Listener::new(socket, limits, markers.clone(), interval, endpoint);
         let handle = spawn("tc-profile-statsd", move || listener.run(stopped))?;
         Ok(StatsdThread {
             address,
@@ -248,13 +249,18 @@ impl Recorder {
             let ingester = Ingester::start(dir, watch, markers.clone(), schemas, metrics)?;
             recorder.ingester = Some(ingester);
         }
+        // The statsd thread watches the InfluxDB endpoint until its first connection.
+        let unserved = recorder.influx.as_ref().map(InfluxThreads::unserved);
         if let Some((socket, _)) = statsd_socket {
             recorder.statsd = Some(StatsdThread::start(
                 socket,
                 config.metric_limits(),
                 &markers,
                 config.interval,
+                unserved,
             )?);
+        } else if let Some(unserved) = unserved {
+            unserved.serve()?;
         }
         if !sampler.is_empty() {
             let stop = Arc::new(AtomicBool::new(false));

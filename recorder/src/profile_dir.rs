@@ -1,14 +1,16 @@
 //! The profile-directory source: follows the marker files that task and worker processes
 //! write to `$TASKCLUSTER_PROFILE_DIR` and appends their new whole lines to the log as
 //! batches that end in a checkpoint (SPEC.md, "Marker files", "Exactly once"). Woken by
-//! inotify (a thread of its own reading the events), with a rescan every 5 s; every poll
-//! interval where inotify is not available.
+//! inotify (its events read on the source's own thread), with a rescan every 5 s; every
+//! poll interval where inotify is not available.
 
 use crate::channel::MarkerSink;
 use crate::error::{spawn, RecorderError};
-use crossbeam_channel::{bounded, select, Receiver, Sender};
+use crossbeam_channel::{bounded, Receiver, Sender};
 use inotify::{EventMask, Inotify, WatchDescriptor, WatchMask, Watches};
 use serde_json::{Map, Value};
+use std::io::ErrorKind;
+use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -83,6 +85,8 @@ pub(crate) fn prepare(path: &Path) -> Result<PathBuf, RecorderError> {
 pub(crate) struct Ingester {
     /// The deadline of the last lines.
     stop: Sender<Instant>,
+    /// The source's watch, removed by the stop: its removal event wakes the source.
+    watch: Option<(Watches, WatchDescriptor)>,
     /// Disconnected when the source's thread ends.
     ended: Receiver<()>,
 }
@@ -94,26 +98,12 @@ pub(crate) struct Ingester {
 /// log above it; SPEC.md, "Locking and recovery").
 pub(crate) struct DirWatch {
     watcher: Option<Watcher>,
-    woken: Receiver<()>,
 }
 
 impl DirWatch {
     pub(crate) fn start(config: &ProfileDirConfig) -> DirWatch {
-        let (wake, woken) = bounded(1);
-        let watcher = config.watch.then(|| watch(&config.path, wake)).flatten();
-        DirWatch { watcher, woken }
-    }
-}
-
-/// The watch of a running [`watch`]; dropping it removes the watch, which ends its thread.
-struct Watcher {
-    watches: Watches,
-    descriptor: WatchDescriptor,
-}
-
-impl Drop for Watcher {
-    fn drop(&mut self) {
-        let _ = self.watches.remove(self.descriptor.clone());
+        let watcher = config.watch.then(|| Watcher::add(&config.path)).flatten();
+        DirWatch { watcher }
     }
 }
 
@@ -146,11 +136,8 @@ impl Ingester {
         for schema in &config.resume_schemas {
             merger.adopt_schema(schema);
         }
-        let DirWatch { watcher, woken } = watch;
-        let period = match watcher {
-            Some(_) => RESCAN_WITH_EVENTS,
-            None => config.poll_interval,
-        };
+        let watcher = watch.watcher;
+        let stop_watch = watcher.as_ref().map(Watcher::handle);
         let (stop, stopped) = bounded(1);
         let (end, ended) = bounded::<()>(0);
         let mut source = Source {
@@ -160,12 +147,16 @@ impl Ingester {
             stopped,
             deadline: None,
         };
+        let poll_interval = config.poll_interval;
         spawn("tc-profile-markers", move || {
-            let _watcher = watcher;
             let _end = end;
-            source.run(&woken, period);
+            source.run(watcher, poll_interval);
         })?;
-        Ok(Ingester { stop, ended })
+        Ok(Ingester {
+            stop,
+            watch: stop_watch,
+            ended,
+        })
     }
 
     /// Takes every whole line written so far, then stops; by `deadline` at most. Lines not
@@ -173,6 +164,10 @@ impl Ingester {
     /// source stuck on a hung disk is left behind.
     pub(crate) fn stop(self, deadline: Instant) {
         let _ = self.stop.send(deadline);
+        if let Some((mut watches, descriptor)) = self.watch {
+            // Fails only when the watch is gone already: its removal event is queued then.
+            let _ = watches.remove(descriptor);
+        }
         let _ = self.ended.recv_deadline(deadline);
     }
 }
@@ -190,35 +185,62 @@ const LINE_EVENTS: WatchMask = WatchMask::CREATE
 /// The events one read takes at most (about 32 bytes each).
 const EVENT_BUFFER: usize = 64 << 10;
 
-/// An inotify watch whose thread wakes the source; `None` where inotify is not available.
-/// The thread reads what is queued, wakes the source, then waits [`SCAN_GAP`]: a burst's
-/// thousands of events (one a write) cost a read a millisecond, not a wake-up each.
-fn watch(path: &Path, wake: Sender<()>) -> Option<Watcher> {
-    let mut inotify = Inotify::init().ok()?;
-    let mut watches = inotify.watches();
-    let descriptor = watches.add(path, LINE_EVENTS).ok()?;
-    let thread = move || {
-        let mut buffer = vec![0; EVENT_BUFFER];
-        // A failed read (the descriptor gone) ends the thread, as the watch's removal does.
-        while let Ok(events) = inotify.read_events_blocking(&mut buffer) {
-            let mut removed = false;
-            for event in events {
-                removed |= event.mask.contains(EventMask::IGNORED);
-            }
-            // A wake-up already pending covers these events too.
-            if removed || wake.try_send(()).is_err_and(|e| e.is_disconnected()) {
-                return;
-            }
-            // The source scans at most once a SCAN_GAP anyway: events of the gap gather
-            // into the next read instead of waking this thread one by one.
-            std::thread::sleep(SCAN_GAP);
+/// The directory's inotify watch, read on the source's thread.
+struct Watcher {
+    inotify: Inotify,
+    descriptor: WatchDescriptor,
+    buffer: Vec<u8>,
+}
+
+/// What waiting on a [`Watcher`] ended with.
+#[derive(Debug, PartialEq)]
+enum Woken {
+    Events,
+    Timeout,
+    /// The watch is gone: removed by the stop, or with its directory.
+    Removed,
+}
+
+impl Watcher {
+    /// None where inotify is not available.
+    fn add(path: &Path) -> Option<Watcher> {
+        let inotify = Inotify::init().ok()?;
+        let descriptor = inotify.watches().add(path, LINE_EVENTS).ok()?;
+        Some(Watcher {
+            inotify,
+            descriptor,
+            buffer: vec![0; EVENT_BUFFER],
+        })
+    }
+
+    /// What removes the watch from another thread.
+    fn handle(&self) -> (Watches, WatchDescriptor) {
+        (self.inotify.watches(), self.descriptor.clone())
+    }
+
+    /// Waits up to `timeout` for events, and takes what one read gets of them: a burst's
+    /// thousands of events (one a write) cost a read a scan, not a wake-up each.
+    fn wait(&mut self, timeout: Duration) -> Woken {
+        let mut ready = libc::pollfd {
+            fd: self.inotify.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let timeout_ms = i32::try_from(timeout.as_millis()).unwrap_or(i32::MAX);
+        // SAFETY: one pollfd, valid for the call.
+        if unsafe { libc::poll(&mut ready, 1, timeout_ms) } <= 0 {
+            return Woken::Timeout; // or interrupted: a rescan costs little
         }
-    };
-    spawn("tc-profile-inotify", thread).ok()?;
-    Some(Watcher {
-        watches,
-        descriptor,
-    })
+        match self.inotify.read_events(&mut self.buffer) {
+            Ok(mut events) => match events.any(|e| e.mask.contains(EventMask::IGNORED)) {
+                true => Woken::Removed,
+                false => Woken::Events,
+            },
+            Err(error) if error.kind() == ErrorKind::WouldBlock => Woken::Events,
+            // The descriptor failed: rescans go on by the poll interval.
+            Err(_) => Woken::Removed,
+        }
+    }
 }
 
 struct Source {
@@ -231,22 +253,30 @@ struct Source {
 }
 
 impl Source {
-    fn run(&mut self, woken: &Receiver<()>, period: Duration) {
-        let stopped = self.stopped.clone();
+    /// Scans when `watcher` reports events (a rescan every [`RESCAN_WITH_EVENTS`] all the
+    /// same), or every `poll_interval` without a watch, until the stop.
+    fn run(&mut self, mut watcher: Option<Watcher>, poll_interval: Duration) {
         while self.deadline.is_none() {
             let scanned = Instant::now();
             self.take_all();
-            select! {
-                recv(stopped) -> deadline => {
-                    self.deadline = Some(deadline.unwrap_or_else(|_| Instant::now()));
-                }
-                recv(woken) -> _ => {
-                    if let Ok(deadline) = stopped.recv_deadline(scanned + SCAN_GAP) {
+            let woken = match &mut watcher {
+                Some(watch) => watch.wait(RESCAN_WITH_EVENTS),
+                None => match self.stopped.recv_timeout(poll_interval) {
+                    Ok(deadline) => {
                         self.deadline = Some(deadline);
+                        continue;
                     }
-                }
-                default(period) => {}
+                    Err(_) => Woken::Timeout,
+                },
+            };
+            if woken == Woken::Removed {
+                watcher = None;
             }
+            self.deadline = match woken {
+                // At most one scan a SCAN_GAP: a burst's events gather meanwhile.
+                Woken::Events => self.stopped.recv_deadline(scanned + SCAN_GAP).ok(),
+                Woken::Timeout | Woken::Removed => self.stopped.try_recv().ok(),
+            };
         }
         self.take_all();
     }
@@ -326,27 +356,28 @@ pub(crate) fn now_epoch_ms() -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crossbeam_channel::RecvTimeoutError;
 
     #[test]
-    fn a_write_wakes_the_source_its_own_reads_do_not_and_removing_the_watch_ends_the_thread() {
+    fn a_write_wakes_the_source_its_own_reads_do_not_and_the_stop_removing_the_watch_does() {
         let dir = tempfile::tempdir().unwrap();
-        let (wake, woken) = bounded(1);
-        let watcher = watch(dir.path(), wake).expect("inotify");
+        let mut watcher = Watcher::add(dir.path()).expect("inotify");
         let file = dir.path().join("1.jsonl");
         std::fs::write(&file, "{}\n").unwrap();
-        assert_eq!(woken.recv_timeout(Duration::from_secs(10)), Ok(()));
+        assert_eq!(watcher.wait(Duration::from_secs(10)), Woken::Events);
         std::thread::sleep(Duration::from_millis(50));
-        let _ = woken.try_recv(); // the write's later events, if read apart
+        watcher.wait(Duration::ZERO); // the write's later events, if read apart
         std::fs::read(&file).unwrap();
         assert_eq!(
-            woken.recv_timeout(Duration::from_millis(200)),
-            Err(RecvTimeoutError::Timeout),
+            watcher.wait(Duration::from_millis(200)),
+            Woken::Timeout,
             "woken by its own read"
         );
-        drop(watcher);
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while woken.recv_deadline(deadline) == Ok(()) {}
-        assert!(woken.recv_timeout(Duration::ZERO) == Err(RecvTimeoutError::Disconnected));
+        let (mut watches, descriptor) = watcher.handle();
+        let removing = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(50));
+            watches.remove(descriptor).unwrap();
+        });
+        assert_eq!(watcher.wait(Duration::from_secs(600)), Woken::Removed);
+        removing.join().unwrap();
     }
 }

@@ -78,7 +78,7 @@ impl Sampler {
         }
         if config.machine_tracks {
             sampler.add(Pressure::probe(proc_root));
-            sampler.add(LoadAverage::probe(&machine));
+            sampler.add(LoadAverage::probe(proc_root));
             sampler.add(Swap::probe(proc_root, &machine));
             sampler.add(CpuFrequency::probe(sys_root));
         }

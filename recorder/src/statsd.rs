@@ -1,8 +1,11 @@
 //! The statsd listener: a UDP socket on the loopback interface that takes the statsd line
 //! protocol and DogStatsD tags from the task. Packets are parsed and aggregated on this
-//! source's own thread; each interval becomes a few encoded lines for the writer.
+//! source's own thread; each interval becomes a few encoded lines for the writer. The
+//! thread also watches the InfluxDB endpoint's socket until its first connection, and
+//! starts its first handler then.
 
 use crate::channel::MarkerSink;
+use crate::influx::Unserved;
 use crossbeam_channel::Receiver;
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
@@ -145,6 +148,8 @@ pub(crate) struct Listener {
     markers: MarkerSink,
     interval: Duration,
     kernel_drops: KernelDrops,
+    /// The InfluxDB endpoint, until a connection to it starts its first handler.
+    endpoint: Option<Unserved>,
 }
 
 impl Listener {
@@ -153,6 +158,7 @@ impl Listener {
         limits: MetricLimits,
         markers: MarkerSink,
         interval: Duration,
+        endpoint: Option<Unserved>,
     ) -> Listener {
         Listener {
             kernel_drops: KernelDrops::of(&socket),
@@ -160,6 +166,7 @@ impl Listener {
             aggregator: Aggregator::new(limits),
             markers,
             interval,
+            endpoint,
         }
     }
 
@@ -179,18 +186,13 @@ impl Listener {
                 }
             }
             // Without an interval to flush, it sleeps until a packet or the stop's [`wake`].
-            let timeout = interval.map(|(_, flush_at)| {
-                flush_at
-                    .saturating_duration_since(Instant::now())
-                    .max(Duration::from_micros(100))
-            });
-            let _ = self.socket.set_read_timeout(timeout);
+            let timeout =
+                interval.map(|(_, flush_at)| flush_at.saturating_duration_since(Instant::now()));
             // A packet received together with the stop is still taken.
-            if let Ok(length) = self.socket.recv(&mut buffer) {
+            if self.wait(timeout) {
                 let period = self.interval;
                 let now = self.markers.now();
                 let (_, flush_at) = *interval.get_or_insert_with(|| (now, Instant::now() + period));
-                self.take_packet(&buffer[..length]);
                 self.take_queued(&mut buffer, Some(flush_at));
             }
             if stop.try_recv().is_ok() {
@@ -200,6 +202,37 @@ impl Listener {
         let start = interval.map_or_else(|| self.markers.now(), |(start, _)| start);
         self.take_queued(&mut buffer, None);
         self.flush(start);
+    }
+
+    /// Waits until a packet is queued (true) or `timeout` has passed (None: for ever); a
+    /// connection to the InfluxDB endpoint meanwhile starts its first handler.
+    fn wait(&mut self, timeout: Option<Duration>) -> bool {
+        let watch = |fd| libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // poll(2) skips a negative descriptor.
+        let endpoint = self
+            .endpoint
+            .as_ref()
+            .map_or(-1, |e| e.listener().as_raw_fd());
+        let mut ready = [watch(self.socket.as_raw_fd()), watch(endpoint)];
+        // Rounded up: a flush due in 0.4 ms is not waited for with a busy loop.
+        let timeout_ms = timeout.map_or(-1, |t| {
+            i32::try_from(t.as_micros().div_ceil(1000)).unwrap_or(i32::MAX)
+        });
+        // SAFETY: two pollfds, valid for the call.
+        if unsafe { libc::poll(ready.as_mut_ptr(), 2, timeout_ms) } <= 0 {
+            return false;
+        }
+        if ready[1].revents != 0 {
+            if let Some(endpoint) = self.endpoint.take() {
+                // A handler that cannot start leaves the endpoint unanswered, as a full one.
+                let _ = endpoint.serve();
+            }
+        }
+        ready[0].revents != 0
     }
 
     /// Takes the packets already queued, one syscall each, until none is left or the
@@ -230,7 +263,9 @@ impl Listener {
             self.aggregator.drops.oversized += 1;
             return;
         }
-        self.kernel_drops.traffic = true;
+        // An empty packet (the stop's wake-up) carries nothing the kernel could have dropped
+        // the like of: no reason to read /proc/net/udp at the end.
+        self.kernel_drops.traffic |= !packet.is_empty();
         record_packet(&mut self.aggregator, packet);
     }
 

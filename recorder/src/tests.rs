@@ -81,3 +81,55 @@ fn a_metric_prefix_that_could_name_a_recorder_track_is_refused() {
         assert!(!log.exists(), "no log is created");
     }
 }
+
+/// Pings the InfluxDB endpoint over connections held open at once (which start more
+/// handlers), then finishes: the stop must wake every handler blocked in accept.
+fn ping_the_endpoint_then_finish(statsd: bool) {
+    use std::io::{Read, Write};
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = RecorderConfig::new(dir.path().join("log.jsonl"));
+    config.sample_system = false;
+    config.influx = true;
+    if !statsd {
+        config.statsd = None;
+    }
+    let recorder = Recorder::start(config).unwrap();
+    let url = recorder.influx_url().unwrap();
+    let address: SocketAddr = url.trim_start_matches("http://").parse().unwrap();
+    let mut held: Vec<_> = (0..3)
+        .map(|_| std::net::TcpStream::connect(address).unwrap())
+        .collect();
+    for stream in &mut held {
+        // An endpoint that nothing serves fails the test rather than hanging it.
+        stream
+            .set_read_timeout(Some(Duration::from_secs(20)))
+            .unwrap();
+        stream
+            .write_all(b"GET /ping HTTP/1.1\r\nHost: x\r\n\r\n")
+            .unwrap();
+        let mut answer = [0; 12];
+        stream.read_exact(&mut answer).unwrap();
+        assert_eq!(&answer, b"HTTP/1.1 204");
+    }
+    drop(held);
+    let (done, finished) = crossbeam_channel::bounded(1);
+    std::thread::spawn(move || done.send(recorder.finish(EndReason::Stopped).is_ok()));
+    let finished = finished.recv_timeout(Duration::from_secs(20));
+    assert_eq!(finished, Ok(true), "finish returned, the handlers joined");
+    assert!(
+        std::net::TcpStream::connect(address).is_err(),
+        "the endpoint is closed"
+    );
+}
+
+/// The statsd listener's thread starts the endpoint's first handler at its first connection.
+#[test]
+fn the_influx_endpoint_serves_from_its_first_connection_and_stops_with_statsd_on() {
+    ping_the_endpoint_then_finish(true);
+}
+
+/// Without statsd, no thread watches the endpoint: its first handler starts with it.
+#[test]
+fn the_influx_endpoint_serves_from_its_first_connection_and_stops_with_statsd_off() {
+    ping_the_endpoint_then_finish(false);
+}

@@ -3,9 +3,10 @@
 //! `curl` and the InfluxDB client libraries write metrics as they already do (SPEC.md,
 //! "InfluxDB endpoint"). A request is one batch: its points are aggregated per interval
 //! like marker-file metrics, and its lines go to the writer in one message before the
-//! answer. Handler threads accept in turn, one at first and more as connections overlap,
-//! up to a few: concurrency is bounded by their number, and a task that never writes
-//! costs one thread.
+//! answer. Handler threads accept in turn, none until the first connection (another
+//! source's thread watches the listening socket till then: [`Unserved`]) and more as
+//! connections overlap, up to a few: concurrency is bounded by their number, and a task
+//! that never writes costs no thread.
 //! With an InfluxDB to forward to, the points of each request answered 204 are queued
 //! for `forward`.
 
@@ -21,6 +22,7 @@ use crate::error::{spawn, RecorderError};
 use http::{ReadError, Request};
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -103,8 +105,14 @@ impl InfluxThreads {
             idle: AtomicUsize::new(0),
             handles: Mutex::new(Vec::with_capacity(HANDLERS)),
         });
-        Pool::add_handler(&pool)?;
         Ok(InfluxThreads { address, pool })
+    }
+
+    /// The endpoint until its first handler starts.
+    pub(crate) fn unserved(&self) -> Unserved {
+        Unserved {
+            pool: Arc::clone(&self.pool),
+        }
     }
 
     pub(crate) fn url(&self) -> String {
@@ -119,13 +127,38 @@ impl InfluxThreads {
             self.pool.stop.store(true, Ordering::Release);
             std::mem::take(&mut *handles)
         };
-        for _ in &handles {
-            // Each connection wakes one handler blocked in accept.
-            let _ = TcpStream::connect_timeout(&self.address, Duration::from_secs(1));
+        // Shut down, the listening socket fails every accept blocked on it at once: no
+        // connection per handler to wake it, each a handshake, an accept and two closes.
+        // SAFETY: shutdown(2) takes no memory; the pool owns the descriptor past the joins.
+        let shut = unsafe { libc::shutdown(self.pool.listener.as_raw_fd(), libc::SHUT_RDWR) };
+        if shut != 0 {
+            for _ in &handles {
+                // Each connection wakes one handler blocked in accept.
+                let _ = TcpStream::connect_timeout(&self.address, Duration::from_secs(1));
+            }
         }
         for handle in handles {
             let _ = handle.join();
         }
+    }
+}
+
+/// The endpoint before its first connection, when no handler is waiting in accept yet: the
+/// thread that holds it watches the listening socket and starts the first handler once a
+/// connection is there, so that a task that never writes costs no thread of its own.
+pub(crate) struct Unserved {
+    pool: Arc<Pool>,
+}
+
+impl Unserved {
+    /// The socket to watch for a connection.
+    pub(crate) fn listener(&self) -> &TcpListener {
+        &self.pool.listener
+    }
+
+    /// Starts the first handler, which takes the waiting connection and serves on.
+    pub(crate) fn serve(self) -> Result<(), RecorderError> {
+        Pool::add_handler(&self.pool)
     }
 }
 
@@ -161,6 +194,8 @@ impl Pool {
                     self.endpoint.handle(stream);
                 }
                 Ok(_) => return,
+                // The listener shut down by the stop.
+                Err(_) if self.stop.load(Ordering::Acquire) => return,
                 // Out of file descriptors, or a connection reset before it was taken.
                 Err(_) => std::thread::sleep(Duration::from_millis(10)),
             }

@@ -1,9 +1,11 @@
-//! The load track, from the /proc/loadavg that the sampler reads once a tick for every
-//! source (see [`Machine`]).
+//! The load track, from /proc/loadavg, kept open and read at the track's own pace.
 
-use crate::sources::machine::Machine;
+use crate::sources::machine::{parse_loadavg, Loadavg};
+use crate::sources::procfs::ReadBuffer;
 use crate::sources::{Lines, Source};
 use serde::Serialize;
+use std::fs::File;
+use std::path::Path;
 use tc_profile_format::schema::{data_type, source, track};
 
 /// The kernel updates the averages every 5 s: sampling them more often repeats them.
@@ -20,15 +22,26 @@ struct LoadData {
 }
 
 /// "Load": the 1, 5 and 15 minute load averages and the runnable threads, from the
-/// machine's /proc/loadavg as read at each tick.
+/// machine's /proc/loadavg.
 pub(crate) struct LoadAverage {
+    loadavg: Option<File>,
+    buffer: ReadBuffer,
     previous: Option<f64>,
 }
 
 impl LoadAverage {
-    pub(crate) fn probe(machine: &Machine) -> Option<LoadAverage> {
-        machine.load?;
-        Some(LoadAverage { previous: None })
+    pub(crate) fn probe(proc_root: &Path) -> Option<LoadAverage> {
+        let mut load = LoadAverage {
+            loadavg: File::open(proc_root.join("loadavg")).ok(),
+            buffer: ReadBuffer::new(),
+            previous: None,
+        };
+        load.read()?;
+        Some(load)
+    }
+
+    fn read(&mut self) -> Option<Loadavg> {
+        self.buffer.head_text(&self.loadavg).and_then(parse_loadavg)
     }
 }
 
@@ -42,7 +55,7 @@ impl Source for LoadAverage {
     }
 
     fn tick(&mut self, now: f64, out: &mut Lines) {
-        let data = out.machine.load.map(|load| LoadData {
+        let data = self.read().map(|load| LoadData {
             kind: data_type::LOAD,
             load1: load.averages[0],
             load5: load.averages[1],
@@ -59,13 +72,12 @@ impl Source for LoadAverage {
 mod tests {
     use super::*;
     use crate::sources::fake_root;
-    use crate::sources::machine::machine_of;
     use crate::sources::tick_markers_under;
 
     #[test]
     fn load_average_reads_the_three_averages_and_runnable_threads() {
         let root = fake_root(&[("loadavg", "0.77 0.85 0.53 3/108 12481\n")]);
-        let mut load = LoadAverage::probe(&machine_of(root.path())).unwrap();
+        let mut load = LoadAverage::probe(root.path()).unwrap();
         tick_markers_under(&mut load, 0.0, root.path());
         let out = tick_markers_under(&mut load, 100.0, root.path());
         let data = out[0].data.as_ref().unwrap();

@@ -1,6 +1,7 @@
 //! What several sources need of the machine, read once a tick: /proc/stat and
 //! /proc/meminfo (the system tracks and the task's process tree; among the costliest files
-//! of a tick) and /proc/loadavg (the load track, and the process tree's new-pid check).
+//! of a tick), and the pid last given out (the process tree's new-pid check), from
+//! /proc/loadavg, read again only after /proc/stat has counted a fork.
 
 use crate::sources::procfs::ReadBuffer;
 use std::fs::File;
@@ -11,7 +12,8 @@ use std::path::Path;
 pub(crate) struct Machine {
     pub(crate) cpu: Option<CpuTimes>,
     pub(crate) memory: Option<MemInfo>,
-    pub(crate) load: Option<Loadavg>,
+    /// The pid most recently given out on the machine.
+    pub(crate) last_pid: Option<u32>,
 }
 
 /// /proc/stat, /proc/meminfo and /proc/loadavg, kept open.
@@ -20,6 +22,9 @@ pub(crate) struct MachineFiles {
     meminfo: Option<File>,
     loadavg: Option<File>,
     buffer: ReadBuffer,
+    /// The forks counted and the last pid as last read: without a fork since, no pid was
+    /// given out, and /proc/loadavg (a system call of the six of a tick) is not read.
+    forked: Option<(u64, Option<u32>)>,
 }
 
 impl MachineFiles {
@@ -30,14 +35,30 @@ impl MachineFiles {
             meminfo: open("meminfo"),
             loadavg: open("loadavg"),
             buffer: ReadBuffer::new(),
+            forked: None,
         }
     }
 
     pub(crate) fn read(&mut self) -> Machine {
+        let stat = self.buffer.head_text(&self.stat);
+        let forks = stat.and_then(parse_forks);
+        let cpu = stat.and_then(parse_cpu);
         Machine {
-            cpu: self.buffer.head_text(&self.stat).and_then(parse_cpu),
+            cpu,
             memory: self.buffer.head_text(&self.meminfo).and_then(parse_meminfo),
-            load: self.buffer.head_text(&self.loadavg).and_then(parse_loadavg),
+            last_pid: self.last_pid(forks),
+        }
+    }
+
+    fn last_pid(&mut self, forks: Option<u64>) -> Option<u32> {
+        match self.forked {
+            Some((counted, last_pid)) if forks == Some(counted) => last_pid,
+            _ => {
+                let load = self.buffer.head_text(&self.loadavg).and_then(parse_loadavg);
+                let last_pid = load.map(|load| load.last_pid);
+                self.forked = forks.map(|forks| (forks, last_pid));
+                last_pid
+            }
         }
     }
 }
@@ -46,6 +67,12 @@ impl MachineFiles {
 #[cfg(test)]
 pub(crate) fn machine_of(proc_root: &Path) -> Machine {
     MachineFiles::open(proc_root).read()
+}
+
+/// The `processes` line of /proc/stat: the forks (threads too) since boot.
+fn parse_forks(stat: &str) -> Option<u64> {
+    let line = stat.lines().find(|l| l.starts_with("processes "))?;
+    line["processes ".len()..].trim().parse().ok()
 }
 
 /// Jiffies since boot, in /proc/stat's order: user nice system idle iowait irq softirq steal.
@@ -127,7 +154,7 @@ pub(crate) struct Loadavg {
     pub(crate) last_pid: u32,
 }
 
-fn parse_loadavg(text: &str) -> Option<Loadavg> {
+pub(crate) fn parse_loadavg(text: &str) -> Option<Loadavg> {
     let mut fields = text.split_ascii_whitespace();
     let mut average = || fields.next()?.parse::<f64>().ok();
     let averages = [average()?, average()?, average()?];
@@ -151,5 +178,26 @@ mod tests {
         assert_eq!(info.used(), 400 * 1024);
         assert_eq!(info.cached, 200 * 1024, "SwapCached is not Cached");
         assert_eq!(info.swap_total - info.swap_free, 30 * 1024);
+    }
+
+    #[test]
+    fn loadavg_is_read_again_only_after_a_fork() {
+        let stat = |forks: u64| format!("cpu  1 2 3 4 5 6 7 8\nctxt 9\nprocesses {forks}\n");
+        let loadavg = |pid: u32| format!("0.50 0.40 0.30 1/99 {pid}\n");
+        let root = crate::sources::fake_root(&[("stat", &stat(70)), ("loadavg", &loadavg(700))]);
+        let write = |name: &str, text: String| std::fs::write(root.path().join(name), text);
+        let mut files = MachineFiles::open(root.path());
+        assert_eq!(files.read().last_pid, Some(700));
+        write("loadavg", loadavg(701)).unwrap();
+        assert_eq!(files.read().last_pid, Some(700), "no fork: not read");
+        write("stat", stat(71)).unwrap();
+        assert_eq!(files.read().last_pid, Some(701));
+        write("stat", "cpu  1 2 3 4 5 6 7 8\n".to_owned()).unwrap();
+        write("loadavg", loadavg(702)).unwrap();
+        assert_eq!(
+            files.read().last_pid,
+            Some(702),
+            "forks unknown: read every tick"
+        );
     }
 }

@@ -16,7 +16,7 @@ impl ProcessTree {
     /// listing would otherwise read the stat of every process on the machine, the costliest
     /// part of a short recording's start. With children already, they are read as at a tick.
     pub(super) fn list_before_children(&mut self, now: f64, machine: &Machine) {
-        self.list_unknown_processes(now, machine.load.map(|load| load.last_pid));
+        self.list_unknown_processes(now, machine.last_pid);
         // Asked after the listing: a child started during it is among those found here.
         if self.has_no_children() {
             let tick = self.tick;

@@ -372,7 +372,7 @@ impl Source for ProcessTree {
 
     fn tick(&mut self, now: f64, out: &mut Lines) {
         let gone = self.refresh(now);
-        let last_pid = out.machine.load.map(|load| load.last_pid);
+        let last_pid = out.machine.last_pid;
         self.discover(now, last_pid);
         for (pid, process) in &gone {
             if !process.ended {
