@@ -258,8 +258,12 @@ impl Source {
     fn run(&mut self, mut watcher: Option<Watcher>, poll_interval: Duration) {
         while self.deadline.is_none() {
             let scanned = Instant::now();
-            self.take_all();
+            let took = self.take_all();
             let woken = match &mut watcher {
+                // While scans find lines, the next one comes a SCAN_GAP later without the
+                // events being read: a burst's thousands of them (one a write) stay in the
+                // kernel's queue, which drops what overflows, until the files are quiet.
+                Some(_) if took => Woken::Events,
                 Some(watch) => watch.wait(RESCAN_WITH_EVENTS),
                 None => match self.stopped.recv_timeout(poll_interval) {
                     Ok(deadline) => {
@@ -281,8 +285,10 @@ impl Source {
         self.take_all();
     }
 
-    /// Sends batches until nothing new is left, or the deadline of stopping has passed.
-    fn take_all(&mut self) {
+    /// Sends batches until nothing new is left, or the deadline of stopping has passed;
+    /// whether any bytes were read.
+    fn take_all(&mut self) -> bool {
+        let mut took = false;
         while self
             .deadline
             .is_none_or(|deadline| Instant::now() < deadline)
@@ -300,14 +306,16 @@ impl Source {
                 self.merger
                     .read_batch_with(&mut self.reader, false, now_epoch_ms(), &mut encode)
             else {
-                return; // The directory is gone or unreadable: nothing to take.
+                return took; // The directory is gone or unreadable: nothing to take.
             };
             let more = end.scan.more;
+            took |= end.scan.bytes > 0;
             self.send(lines, count, urgent, end);
             if !more {
-                return;
+                return took;
             }
         }
+        took
     }
 
     /// Waits while the writer is behind, [`BATCH_WAIT`] at most, and not past the deadline
