@@ -227,7 +227,7 @@ pub struct ExportAtEndArgs {
     #[arg(long, value_name = "NAME", requires = "export_influx")]
     pub export_database: Option<String>,
     /// Once the profile is written, forward the task's metrics and summary to this statsd.
-    #[arg(long, value_name = "HOST:PORT")]
+    #[arg(long, value_name = "HOST:PORT", value_parser = parse_host_port)]
     pub export_statsd: Option<String>,
     #[command(flatten)]
     pub credentials: CredentialsArgs,
@@ -257,7 +257,7 @@ pub struct ExportArgs {
     #[arg(long, value_name = "NAME", requires = "influx")]
     pub database: Option<String>,
     /// Forward to a statsd (totals per series; statsd takes no timestamps).
-    #[arg(long, value_name = "HOST:PORT")]
+    #[arg(long, value_name = "HOST:PORT", value_parser = parse_host_port)]
     pub statsd: Option<String>,
     /// Print to stdout: influx (line protocol, ms timestamps) or json.
     #[arg(long, value_name = "FORMAT")]
@@ -495,6 +495,19 @@ pub(crate) fn parse_address(text: &str) -> Result<SocketAddr, String> {
     text.parse().map_err(|_| {
         format!("'{text}' is neither a port nor HOST:PORT (for example 127.0.0.1:8080)")
     })
+}
+
+/// A statsd's address, checked at start: a mistyped one would fail only once the task is
+/// over. The host is looked up then, not now.
+fn parse_host_port(text: &str) -> Result<String, String> {
+    match text.rsplit_once(':') {
+        Some((host, port)) if !host.is_empty() && port.parse::<u16>().is_ok_and(|p| p > 0) => {
+            Ok(text.to_owned())
+        }
+        _ => Err(format!(
+            "'{text}' is not HOST:PORT (for example localhost:8125)"
+        )),
+    }
 }
 
 pub(crate) fn parse_interval(text: &str) -> Result<Duration, String> {

@@ -365,21 +365,40 @@ fn credentials_others_can_read_or_put_in_the_url_are_refused() {
 #[test]
 fn a_failed_export_at_the_end_is_one_warning_that_names_the_cause_once() {
     let sandbox = Sandbox::new();
-    let output = run_metrics(&sandbox, &["--export-statsd", "localhost:noport"], &[]);
+    // A broadcast address: sendto(2) refuses it (EACCES) without a lookup or a network.
+    let output = run_metrics(&sandbox, &["--export-statsd", "255.255.255.255:9"], &[]);
     let stderr = String::from_utf8_lossy(&output.stderr);
     let warning = stderr
         .lines()
         .find(|line| line.contains("export failed"))
         .unwrap_or_else(|| panic!("no warning in {stderr}"));
-    assert_eq!(
-        warning.matches("invalid port value").count(),
-        1,
-        "{warning}"
-    );
+    assert_eq!(warning.matches("Permission denied").count(), 1, "{warning}");
     assert!(
         warning.ends_with("retry with tc-profile export profile_resource-usage.json"),
         "{warning}"
     );
+}
+
+#[test]
+fn a_statsd_address_without_a_port_is_refused_before_the_task_runs() {
+    let sandbox = Sandbox::new();
+    for flags in [
+        &[
+            "run",
+            "--export-statsd",
+            "localhost:noport",
+            "--",
+            "touch",
+            "ran",
+        ][..],
+        &["export", "nothing.jsonl", "--statsd", "localhost"],
+    ] {
+        let output = sandbox.command(flags).output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains("is not HOST:PORT"), "{stderr}");
+    }
+    assert!(!sandbox.path("ran").exists(), "the task ran");
 }
 
 #[test]
