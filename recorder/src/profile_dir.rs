@@ -31,10 +31,10 @@ const RESCAN_WITH_EVENTS: Duration = Duration::from_secs(5);
 /// the memory while the disk is slow.
 const BACKLOG_BATCHES: usize = 8;
 const BATCH_WAIT: Duration = Duration::from_secs(10);
-/// The least time from one scan's start to the next one's. Under a burst of writes inotify
-/// wakes the source at every line, and each scan costs a directory listing and a few system
-/// calls a file: a burst's lines gather into batches a few hundred lines long instead of a
-/// few dozen, for a millisecond more between a line's write and the log at most.
+/// The least time from one scan's start to the next one's, and the time between scans while
+/// they find lines (the events are not read then). Each scan costs a directory listing and
+/// a few system calls a file: a burst's lines gather into batches a few hundred lines long
+/// instead of a few dozen, for a millisecond more between a line's write and the log at most.
 const SCAN_GAP: Duration = Duration::from_millis(1);
 
 /// Where the marker files are, and how to read them.
@@ -218,8 +218,8 @@ impl Watcher {
         (self.inotify.watches(), self.descriptor.clone())
     }
 
-    /// Waits up to `timeout` for events, and takes what one read gets of them: a burst's
-    /// thousands of events (one a write) cost a read a scan, not a wake-up each.
+    /// Waits up to `timeout` for events, and takes what one read gets of them: the events
+    /// left from a burst cost a read a scan, not a wake-up each.
     fn wait(&mut self, timeout: Duration) -> Woken {
         let mut ready = libc::pollfd {
             fd: self.inotify.as_raw_fd(),

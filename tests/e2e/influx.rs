@@ -393,9 +393,7 @@ fn a_statsd_address_without_a_port_is_refused_before_the_task_runs() {
         ][..],
         &["export", "nothing.jsonl", "--statsd", "localhost"],
     ] {
-        let output = sandbox.command(flags).output().unwrap();
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert_eq!(output.status.code(), Some(2), "{stderr}");
+        let stderr = assert_exit_code(flags, &sandbox.run(flags), 2);
         assert!(stderr.contains("is not HOST:PORT"), "{stderr}");
     }
     assert!(!sandbox.path("ran").exists(), "the task ran");
