@@ -199,10 +199,9 @@ impl Recorder {
             influx: influx_listener.as_ref().map(|(_, info)| info.clone()),
         };
         let meta = header::meta(&config, clock, &sampler, endpoints, profile_dir);
-        let schemas = header::schemas(&meta);
         let watch = config.profile_dir.as_ref().map(DirWatch::start);
         let path = &config.log_path;
-        let (log, length) = header::create(path, meta)?;
+        let (log, length) = header::create(path, &meta)?;
         let name = path.display().to_string();
         let (markers, writer) = start_writer(log, name, length, config.sync, clock)?;
         let mut recorder = Recorder {
@@ -248,6 +247,7 @@ impl Recorder {
         }
         if let (Some(dir), Some(watch)) = (&config.profile_dir, watch) {
             let metrics = (metric_limits, config.interval);
+            let schemas = header::schemas(&meta);
             let ingester = Ingester::start(dir, watch, markers.clone(), schemas, metrics)?;
             recorder.ingester = Some(ingester);
         }

@@ -112,7 +112,7 @@ impl Ingester {
         config: &ProfileDirConfig,
         watch: DirWatch,
         sink: MarkerSink,
-        schemas: Vec<Value>,
+        schemas: &[Value],
         metrics: (MetricLimits, Duration),
     ) -> Result<Ingester, RecorderError> {
         let mut reader =
@@ -129,7 +129,7 @@ impl Ingester {
         let mut merger = Merger::new(
             sink.clock().start_epoch_ms(),
             config.limits.clone(),
-            &schemas,
+            schemas,
             Box::new(move || ids.fetch_add(1, Ordering::Relaxed)),
         )
         .with_metrics(metrics.0, metrics.1.as_secs_f64() * 1000.0);
