@@ -3,7 +3,7 @@
 //! monitor draws them, so that profiles from both tools look alike.
 
 use metric::metric_schemas;
-use parts::{field, graph};
+use parts::{field, graph, Field, Graph};
 use serde_json::{json, Map, Value};
 
 mod log;
@@ -147,7 +147,8 @@ pub mod track {
 pub fn categories() -> Value {
     let category =
         |name: &str, color: &str| json!({"name": name, "color": color, "subcategories": ["Other"]});
-    json!([
+    // An array of the values themselves: json! would copy each through the serializer.
+    Value::Array(vec![
         category("Other", "grey"),
         category("Worker", "blue"),
         category("Task", "green"),
@@ -329,7 +330,7 @@ fn source_schemas(name: &str) -> Vec<Value> {
 }
 
 /// A resource track's schema: drawn only as a graph, named in the tooltip.
-fn track_schema(name: &str, fields: &[Value], graphs: &[Value]) -> Value {
+fn track_schema(name: &str, fields: &[Field], graphs: &[Graph]) -> Value {
     json!({
         "name": name,
         "tooltipLabel": "{marker.name}",
