@@ -299,10 +299,11 @@ pub fn finish(session: Session, args: &RecordingArgs, reason: EndReason) -> Resu
     )?;
     drop(reading);
     let report = &finalized.report;
-    let summary = summarize(&finalized.profile);
-    if !args.quiet {
+    // Only what is printed or exported: a quiet run without exports needs no summary.
+    let summary = (!args.quiet || session.export.is_some()).then(|| summarize(&finalized.profile));
+    if let Some(summary) = summary.as_ref().filter(|_| !args.quiet) {
         eprintln!("tc-profile: {}", describe_finalized(report));
-        output::to_stderr(&SummaryFormat::Short.serialize(&summary))?;
+        output::to_stderr(&SummaryFormat::Short.serialize(summary))?;
     }
     if session.created_dir && !args.keep_log {
         // Never follows a symbolic link the task may have put in its place.
@@ -313,8 +314,8 @@ pub fn finish(session: Session, args: &RecordingArgs, reason: EndReason) -> Resu
             );
         }
     }
-    if let Some(export) = &session.export {
-        let task_report = TaskReport::new(&finalized.profile, &summary);
+    if let (Some(export), Some(summary)) = (&session.export, &summary) {
+        let task_report = TaskReport::new(&finalized.profile, summary);
         export_at_end(export, &task_report, &report.output);
     }
     Ok(())

@@ -85,7 +85,7 @@ impl DirReader {
         Ok(DirReader {
             path: path.to_owned(),
             dir,
-            buffer: vec![0; CHUNK_BYTES.max(limits.line_bytes + 1)],
+            buffer: Vec::new(),
             limits,
             files: HashMap::new(),
             names: HashMap::new(),
@@ -357,6 +357,10 @@ impl DirReader {
             take_unterminated,
             display: followed.name.clone(),
         };
+        if self.buffer.is_empty() {
+            // At the first file read: a directory without marker files maps no buffer.
+            self.buffer = vec![0; CHUNK_BYTES.max(self.limits.line_bytes + 1)];
+        }
         reading.run(followed, &mut self.buffer, visit)
     }
 }

@@ -3,7 +3,7 @@
 //! monitor draws them, so that profiles from both tools look alike.
 
 use metric::metric_schemas;
-use parts::{field, graph};
+use parts::{field, graph, Field, Graph};
 use serde_json::{json, Map, Value};
 
 mod log;
@@ -147,7 +147,8 @@ pub mod track {
 pub fn categories() -> Value {
     let category =
         |name: &str, color: &str| json!({"name": name, "color": color, "subcategories": ["Other"]});
-    json!([
+    // An array of the values themselves: json! would copy each through the serializer.
+    Value::Array(vec![
         category("Other", "grey"),
         category("Worker", "blue"),
         category("Task", "green"),
@@ -205,10 +206,20 @@ fn declare_category(meta: &mut Map<String, Value>, ours: u32) -> u32 {
 /// `Command`, and the schemas of the sources that are on.
 pub fn marker_schemas(sources: &[String]) -> Value {
     let mut schemas = vec![text_schema(), command_schema()];
-    for schema in sources.iter().flat_map(|source| source_schemas(source)) {
-        // The statsd listener and the InfluxDB endpoint share the metric schemas.
-        if !schemas.iter().any(|known| known["name"] == schema["name"]) {
-            schemas.push(schema);
+    let mut metrics = false;
+    for source in sources {
+        schemas.extend(source_schemas(source));
+        // The statsd listener, the InfluxDB endpoint and stat lines share the metric
+        // schemas: built once, after the first of them (each build took as long as all
+        // the other sources' schemas).
+        if !metrics
+            && matches!(
+                source.as_str(),
+                source::STATSD | source::INFLUX | source::LOG_LINES
+            )
+        {
+            metrics = true;
+            schemas.extend(metric_schemas());
         }
     }
     Value::Array(schemas)
@@ -304,8 +315,7 @@ fn source_schemas(name: &str) -> Vec<Value> {
                 graph("swap_out", "bar", "magenta"),
             ],
         )],
-        source::STATSD | source::INFLUX => metric_schemas(),
-        source::LOG_LINES => [log_schema()].into_iter().chain(metric_schemas()).collect(),
+        source::LOG_LINES => vec![log_schema()],
         source::CPU_FREQUENCY => vec![track_schema(
             data_type::CPU_FREQUENCY,
             &[
@@ -320,7 +330,7 @@ fn source_schemas(name: &str) -> Vec<Value> {
 }
 
 /// A resource track's schema: drawn only as a graph, named in the tooltip.
-fn track_schema(name: &str, fields: &[Value], graphs: &[Value]) -> Value {
+fn track_schema(name: &str, fields: &[Field], graphs: &[Graph]) -> Value {
     json!({
         "name": name,
         "tooltipLabel": "{marker.name}",

@@ -62,18 +62,18 @@ pub(crate) fn meta(
 }
 
 /// The schemas of a meta line.
-pub(crate) fn schemas(meta: &Line) -> Vec<Value> {
+pub(crate) fn schemas(meta: &Line) -> &[Value] {
     let Line::Meta(meta) = meta else {
-        return Vec::new();
+        return &[];
     };
     let schemas = meta.get("markerSchema").and_then(Value::as_array);
-    schemas.cloned().unwrap_or_default()
+    schemas.map_or(&[], Vec::as_slice)
 }
 
 /// Creates the log at `path` (never over an existing one) with `meta` and the thread line,
 /// durable and locked; returns it and its length.
-pub(crate) fn create(path: &Path, meta: Line) -> Result<(LogFile, u64), RecorderError> {
-    let headers = [meta, thread_line("tc-profile")].map(|line| encode_line(&line));
+pub(crate) fn create(path: &Path, meta: &Line) -> Result<(LogFile, u64), RecorderError> {
+    let headers = [encode_line(meta), encode_line(&thread_line("tc-profile"))];
     let file = create_log(path, |file| {
         headers.iter().try_for_each(|h| file.write_all(h))
     })

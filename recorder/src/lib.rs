@@ -37,6 +37,7 @@ mod error;
 mod header;
 mod influx;
 mod meta;
+mod oneshot;
 mod profile_dir;
 mod sampler;
 mod sources;
@@ -72,10 +73,11 @@ pub use tc_profile_influx::InfluxTarget;
 pub use writer::{LogSink, Place, SyncPolicy, WriterStats, MIN_SYNC_PERIOD};
 
 use channel::{start_writer, WriterThread};
-use crossbeam_channel::{bounded, RecvTimeoutError, Sender};
+use crossbeam_channel::{bounded, Sender};
 use error::spawn;
 use header::MetricEndpoints;
 use influx::{Forwarder, Forwarding, InfluxThreads, Unserved};
+use oneshot::NotGiven;
 use profile_dir::{DirWatch, Ingester};
 use std::fs::File;
 use std::io::Read;
@@ -197,10 +199,9 @@ impl Recorder {
             influx: influx_listener.as_ref().map(|(_, info)| info.clone()),
         };
         let meta = header::meta(&config, clock, &sampler, endpoints, profile_dir);
-        let schemas = header::schemas(&meta);
         let watch = config.profile_dir.as_ref().map(DirWatch::start);
         let path = &config.log_path;
-        let (log, length) = header::create(path, meta)?;
+        let (log, length) = header::create(path, &meta)?;
         let name = path.display().to_string();
         let (markers, writer) = start_writer(log, name, length, config.sync, clock)?;
         let mut recorder = Recorder {
@@ -246,6 +247,7 @@ impl Recorder {
         }
         if let (Some(dir), Some(watch)) = (&config.profile_dir, watch) {
             let metrics = (metric_limits, config.interval);
+            let schemas = header::schemas(&meta);
             let ingester = Ingester::start(dir, watch, markers.clone(), schemas, metrics)?;
             recorder.ingester = Some(ingester);
         }
@@ -321,10 +323,8 @@ impl Recorder {
         self.markers.line(&footer, true);
         let (stats, log) = match self.stop_writer(deadline) {
             Ok(Some(finished)) => finished,
-            Ok(None) | Err(RecvTimeoutError::Disconnected) => {
-                return Err(RecorderError::WriterPanicked)
-            }
-            Err(RecvTimeoutError::Timeout) => {
+            Ok(None) | Err(NotGiven::Closed) => return Err(RecorderError::WriterPanicked),
+            Err(NotGiven::Timeout) => {
                 return Err(RecorderError::WriterHung {
                     path: self.log_path.clone(),
                     waited: FINISH_WAIT,
@@ -367,7 +367,7 @@ impl Recorder {
     fn stop_writer(
         &mut self,
         deadline: Instant,
-    ) -> Result<Option<(WriterStats, LogFile)>, RecvTimeoutError> {
+    ) -> Result<Option<(WriterStats, LogFile)>, NotGiven> {
         match self.writer.take() {
             Some(writer) => writer.stop(&self.markers, deadline).map(Some),
             None => Ok(None),

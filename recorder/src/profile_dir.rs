@@ -6,7 +6,7 @@
 
 use crate::channel::MarkerSink;
 use crate::error::{spawn, RecorderError};
-use crossbeam_channel::{bounded, Receiver, Sender};
+use crate::oneshot::{oneshot, Giver, Taker};
 use inotify::{EventMask, Inotify, WatchDescriptor, WatchMask, Watches};
 use serde_json::{Map, Value};
 use std::io::ErrorKind;
@@ -84,11 +84,11 @@ pub(crate) fn prepare(path: &Path) -> Result<PathBuf, RecorderError> {
 /// The running source; [`Ingester::stop`] takes what is left and ends it.
 pub(crate) struct Ingester {
     /// The deadline of the last lines.
-    stop: Sender<Instant>,
+    stop: Giver<Instant>,
     /// The source's watch, removed by the stop: its removal event wakes the source.
     watch: Option<(Watches, WatchDescriptor)>,
-    /// Disconnected when the source's thread ends.
-    ended: Receiver<()>,
+    /// Closed when the source's thread ends.
+    ended: Taker<()>,
 }
 
 /// The directory's inotify watch, made before the log is created so that the log's
@@ -112,7 +112,7 @@ impl Ingester {
         config: &ProfileDirConfig,
         watch: DirWatch,
         sink: MarkerSink,
-        schemas: Vec<Value>,
+        schemas: &[Value],
         metrics: (MetricLimits, Duration),
     ) -> Result<Ingester, RecorderError> {
         let mut reader =
@@ -129,7 +129,7 @@ impl Ingester {
         let mut merger = Merger::new(
             sink.clock().start_epoch_ms(),
             config.limits.clone(),
-            &schemas,
+            schemas,
             Box::new(move || ids.fetch_add(1, Ordering::Relaxed)),
         )
         .with_metrics(metrics.0, metrics.1.as_secs_f64() * 1000.0);
@@ -138,8 +138,8 @@ impl Ingester {
         }
         let watcher = watch.watcher;
         let stop_watch = watcher.as_ref().map(Watcher::handle);
-        let (stop, stopped) = bounded(1);
-        let (end, ended) = bounded::<()>(0);
+        let (stop, stopped) = oneshot();
+        let (end, ended) = oneshot::<()>();
         let mut source = Source {
             reader,
             merger,
@@ -163,12 +163,12 @@ impl Ingester {
     /// taken by then stay in their files, past the last checkpoint, for the finalizer; a
     /// source stuck on a hung disk is left behind.
     pub(crate) fn stop(self, deadline: Instant) {
-        let _ = self.stop.send(deadline);
+        self.stop.give(deadline);
         if let Some((mut watches, descriptor)) = self.watch {
             // Fails only when the watch is gone already: its removal event is queued then.
             let _ = watches.remove(descriptor);
         }
-        let _ = self.ended.recv_deadline(deadline);
+        let _ = self.ended.take_deadline(deadline);
     }
 }
 
@@ -247,7 +247,7 @@ struct Source {
     reader: DirReader,
     merger: Merger,
     sink: MarkerSink,
-    stopped: Receiver<Instant>,
+    stopped: Taker<Instant>,
     /// Once stopping: when to stop taking lines.
     deadline: Option<Instant>,
 }
@@ -265,7 +265,7 @@ impl Source {
                 // kernel's queue, which drops what overflows, until the files are quiet.
                 Some(_) if took => Woken::Events,
                 Some(watch) => watch.wait(RESCAN_WITH_EVENTS),
-                None => match self.stopped.recv_timeout(poll_interval) {
+                None => match self.stopped.take_timeout(poll_interval) {
                     Ok(deadline) => {
                         self.deadline = Some(deadline);
                         continue;
@@ -278,8 +278,8 @@ impl Source {
             }
             self.deadline = match woken {
                 // At most one scan a SCAN_GAP: a burst's events gather meanwhile.
-                Woken::Events => self.stopped.recv_deadline(scanned + SCAN_GAP).ok(),
-                Woken::Timeout | Woken::Removed => self.stopped.try_recv().ok(),
+                Woken::Events => self.stopped.take_deadline(scanned + SCAN_GAP).ok(),
+                Woken::Timeout | Woken::Removed => self.stopped.try_take(),
             };
         }
         self.take_all();
@@ -323,7 +323,7 @@ impl Source {
     fn wait_for_room(&mut self) {
         let waited_enough = Instant::now() + BATCH_WAIT;
         while self.sink.backlog() >= BACKLOG_BATCHES {
-            if let Ok(deadline) = self.stopped.try_recv() {
+            if let Some(deadline) = self.stopped.try_take() {
                 self.deadline = Some(deadline);
             }
             let until = self

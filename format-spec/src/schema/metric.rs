@@ -1,7 +1,7 @@
 //! The schemas of the task's metric tracks: one per metric kind, a graph track per series,
 //! and the marker that counts what was dropped (SPEC.md, "Metric tracks").
 
-use super::parts::{field, graph};
+use super::parts::{field, graph, Field, Graph};
 use crate::metric::{self, MetricKind};
 use serde_json::{json, Value};
 
@@ -20,7 +20,7 @@ fn metric_schema(kind: MetricKind) -> Value {
         field(metric::key::METRIC, "Metric", "string"),
         field(metric::key::TAGS, "Tags", "string"),
     ];
-    let (values, graphs): (Vec<Value>, Vec<Value>) = match kind {
+    let (values, graphs): (Vec<Field>, Vec<Graph>) = match kind {
         MetricKind::Counter => (
             vec![field("value", "Sum in the interval", "decimal")],
             vec![graph("value", "bar", "teal")],

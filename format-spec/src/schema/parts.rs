@@ -1,11 +1,28 @@
-//! The pieces every schema is made of: a field under `data`, and a graph of a track.
+//! The pieces every schema is made of: a field under `data`, and a graph of a track. Structs,
+//! not `Value`s: `json!` serializes what it is given, and a `Value` given to it is copied
+//! through the serializer, which built each schema's fields twice.
 
-use serde_json::{json, Value};
+use serde::Serialize;
 
-pub(super) fn field(key: &str, label: &str, format: &str) -> Value {
-    json!({"key": key, "label": label, "format": format})
+#[derive(Serialize)]
+pub(super) struct Field<'a> {
+    key: &'a str,
+    label: &'a str,
+    format: &'a str,
 }
 
-pub(super) fn graph(key: &str, kind: &str, color: &str) -> Value {
-    json!({"key": key, "type": kind, "color": color})
+pub(super) fn field<'a>(key: &'a str, label: &'a str, format: &'a str) -> Field<'a> {
+    Field { key, label, format }
+}
+
+#[derive(Serialize)]
+pub(super) struct Graph<'a> {
+    key: &'a str,
+    #[serde(rename = "type")]
+    kind: &'a str,
+    color: &'a str,
+}
+
+pub(super) fn graph<'a>(key: &'a str, kind: &'a str, color: &'a str) -> Graph<'a> {
+    Graph { key, kind, color }
 }

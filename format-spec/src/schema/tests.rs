@@ -57,6 +57,28 @@ fn log_lines_declare_the_log_schema_and_the_metric_schemas_of_stat_lines() {
 }
 
 #[test]
+fn the_metric_schemas_are_declared_once_after_the_first_source_with_metric_tracks() {
+    let declared = names(&[
+        source::CPU,
+        source::STATSD,
+        source::INFLUX,
+        source::LOG_LINES,
+    ]);
+    let mut expected = vec![
+        "Text".to_owned(),
+        "Command".to_owned(),
+        data_type::CPU.to_owned(),
+    ];
+    expected.extend(
+        metric_schemas()
+            .iter()
+            .map(|s| s["name"].as_str().unwrap().to_owned()),
+    );
+    expected.push(data_type::LOG.to_owned());
+    assert_eq!(declared, expected);
+}
+
+#[test]
 fn categories_have_colours_the_profiler_knows_and_log_levels_their_own() {
     let categories = categories();
     let colour = |index: u32| categories[index as usize]["color"].as_str().unwrap();

@@ -3,15 +3,18 @@
 //! queue drops it, counted), so the command is never slowed by its recording.
 
 use crate::clock::Clock;
-use crossbeam_channel::{Sender, TrySendError};
+use crate::writer::Outbox;
 use std::fs::File;
 use std::io::{ErrorKind, Read, Write};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use tc_profile_format::task_log::{Captured, LineSplitter, Stream};
 
-/// Bytes read from the pipe at a time.
+/// Bytes read from the pipe at a time at most (a pipe's default capacity).
 const CHUNK_BYTES: usize = 64 << 10;
+/// The first reads' buffer: one that a read fills doubles, up to [`CHUNK_BYTES`], so that a
+/// quiet stream zeroes and touches a page, not sixteen.
+const FIRST_CHUNK_BYTES: usize = 4 << 10;
 
 /// What a relay sends the consumer.
 pub(crate) enum Message {
@@ -40,11 +43,11 @@ pub(crate) fn relay(
     mut from: impl Read,
     mut to: File,
     stream: Stream,
-    lines: Sender<Message>,
+    lines: Outbox<Message>,
     clock: Clock,
     counters: RelayCounters,
 ) {
-    let mut buffer = vec![0u8; CHUNK_BYTES];
+    let mut buffer = vec![0u8; FIRST_CHUNK_BYTES];
     let mut pending = LineSplitter::default();
     let mut ended = Vec::new();
     let send = |ended: &mut Vec<(Captured, f64)>| {
@@ -55,7 +58,7 @@ pub(crate) fn relay(
             stream,
             lines: std::mem::take(ended),
         };
-        if let Err(TrySendError::Full(Message::Lines { lines, .. })) = lines.try_send(message) {
+        if let Err(Message::Lines { lines, .. }) = lines.try_send(message) {
             let count = lines.len() as u64;
             counters.queue_full.fetch_add(count, Ordering::Relaxed);
         }
@@ -74,7 +77,47 @@ pub(crate) fn relay(
         let mut end_line = |line, arrival| ended.push((line, arrival));
         pending.take(&buffer[..read], clock.now_ms(), &mut end_line);
         send(&mut ended);
+        if read == buffer.len() && read < CHUNK_BYTES {
+            buffer.resize(read * 2, 0);
+        }
     }
     pending.finish(&mut |line, arrival| ended.push((line, arrival)));
     send(&mut ended);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::writer::bounded_inbox;
+    use std::io::Seek;
+
+    /// A stream that fills every read: the buffer grows from its first size to the cap
+    /// while every byte passes through in order and every line is taken.
+    #[test]
+    fn every_byte_passes_through_as_the_buffer_grows() {
+        let text: String = (0..20_000).map(|i| format!("line {i}\n")).collect();
+        let mut to = tempfile::tempfile().unwrap();
+        let (lines, messages) = bounded_inbox(1 << 10);
+        let counters = RelayCounters::default();
+        let from = std::io::Cursor::new(text.clone().into_bytes());
+        relay(
+            from,
+            to.try_clone().unwrap(),
+            Stream::Stdout,
+            lines,
+            Clock::start(),
+            counters.clone(),
+        );
+        let mut passed = String::new();
+        to.rewind().unwrap();
+        to.read_to_string(&mut passed).unwrap();
+        assert!(passed == text, "the output changed on its way through");
+        assert_eq!(counters.bytes.load(Ordering::Relaxed), text.len() as u64);
+        let mut taken = 0;
+        while let Ok(Message::Lines { lines, .. }) = messages.recv_until(None) {
+            taken += lines.len();
+        }
+        assert_eq!(taken, 20_000);
+        assert_eq!(counters.queue_full.load(Ordering::Relaxed), 0);
+    }
 }

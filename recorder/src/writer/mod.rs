@@ -7,12 +7,13 @@ mod inbox;
 mod log_file;
 mod outage;
 
-pub(crate) use inbox::{inbox, Inbox, Outbox};
+pub(crate) use inbox::{bounded_inbox, inbox, Inbox, Outbox};
 pub(crate) use log_file::{create_log, LogFile};
 pub use log_file::{LogSink, Place};
 
 use crate::clock::Clock;
-use crossbeam_channel::{RecvTimeoutError, Sender};
+use crate::oneshot::Giver;
+use crossbeam_channel::RecvTimeoutError;
 use log_file::PlaceWatch;
 use outage::Outages;
 use std::io;
@@ -67,7 +68,7 @@ pub(crate) enum Message {
         bytes: Vec<u8>,
         count: u64,
         urgent: bool,
-        ack: Option<Sender<()>>,
+        ack: Option<Giver<()>>,
     },
     /// Make everything durable and stop. Sent after the footer.
     Shutdown,
@@ -107,7 +108,7 @@ pub(crate) struct Writer<S> {
     last_sync_time: f64,
     place: PlaceWatch,
     /// Acknowledgements due once the lines taken so far are durable.
-    waiting: Vec<Sender<()>>,
+    waiting: Vec<Giver<()>>,
 }
 
 impl<S: LogSink> Writer<S> {
@@ -139,7 +140,7 @@ impl<S: LogSink> Writer<S> {
     /// Runs until Shutdown arrives or every sender is gone; returns the sink, still open.
     pub(crate) fn run(mut self, receiver: Inbox<Message>) -> (WriterStats, S) {
         loop {
-            let first = match receiver.recv_deadline(self.wake_deadline()) {
+            let first = match receiver.recv_until(Some(self.wake_deadline())) {
                 Ok(message) => message,
                 Err(RecvTimeoutError::Timeout) => {
                     self.on_timer();
@@ -197,7 +198,7 @@ impl<S: LogSink> Writer<S> {
     /// the never policy, which has none, at once).
     fn wake_waiting(&mut self) {
         for waiter in self.waiting.drain(..) {
-            let _ = waiter.send(());
+            waiter.give(());
         }
     }
 
