@@ -41,7 +41,8 @@ impl LoadAverage {
     }
 
     fn read(&mut self) -> Option<Loadavg> {
-        self.buffer.head_text(&self.loadavg).and_then(parse_loadavg)
+        let text = self.buffer.head_of(self.loadavg.as_ref()?)?;
+        parse_loadavg(text)
     }
 }
 

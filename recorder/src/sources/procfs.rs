@@ -2,7 +2,9 @@
 //! stat, and a file kept open regenerates its text on every read from offset 0: two preads
 //! a sample, where opening it each time takes six system calls (open, statx, lseek, two
 //! reads, close). A read returns at most about a page of a long file, so reading goes on
-//! until one returns nothing, or so little that it must have reached the end.
+//! until one returns nothing, or so little that it must have reached the end. The text is
+//! parsed as bytes ([`lines`], [`fields`], [`decimal`]): the files are ASCII, and a tick's
+//! parsing then needs no UTF-8 check and none of `str`'s searchers.
 
 use std::fs::File;
 use std::io;
@@ -69,11 +71,6 @@ impl ReadBuffer {
         Some(&self.bytes[..whole_lines])
     }
 
-    /// The text of [`ReadBuffer::head_of`] a file kept open.
-    pub(crate) fn head_text(&mut self, file: &Option<File>) -> Option<&str> {
-        std::str::from_utf8(self.head_of(file.as_ref()?)?).ok()
-    }
-
     /// The text of a file kept open, or None when there is none or it cannot be read.
     pub(crate) fn text_of(&mut self, file: &Option<File>) -> Option<&str> {
         std::str::from_utf8(self.read_file(file.as_ref()?).ok()?).ok()
@@ -90,6 +87,28 @@ pub(crate) fn sysconf(name: libc::c_int) -> Option<u64> {
     // SAFETY: sysconf(3) has no memory-safety preconditions.
     let value = unsafe { libc::sysconf(name) };
     (value > 0).then_some(value as u64)
+}
+
+/// The lines of a file's text, without their newlines.
+pub(crate) fn lines(text: &[u8]) -> impl DoubleEndedIterator<Item = &[u8]> {
+    text.split(|&b| b == b'\n')
+}
+
+/// The fields of a line, between ASCII whitespace (as `str::split_ascii_whitespace`).
+pub(crate) fn fields(line: &[u8]) -> impl Iterator<Item = &[u8]> {
+    line.split(u8::is_ascii_whitespace)
+        .filter(|field| !field.is_empty())
+}
+
+/// A field of decimal digits, or None (empty, another byte, or past u64).
+pub(crate) fn decimal(field: &[u8]) -> Option<u64> {
+    if field.is_empty() {
+        return None;
+    }
+    field.iter().try_fold(0u64, |value, &b| {
+        let digit = b.checked_sub(b'0').filter(|d| *d < 10)?;
+        value.checked_mul(10)?.checked_add(u64::from(digit))
+    })
 }
 
 /// The first number after `key` and whitespace or `=` on a line starting with `key`
@@ -132,6 +151,26 @@ mod tests {
             std::fs::write(&path, "y".repeat(length)).unwrap();
             let file = File::open(&path).unwrap();
             assert_eq!(buffer.read_file(&file).unwrap().len(), length);
+        }
+    }
+
+    #[test]
+    fn lines_and_fields_are_split_as_bytes() {
+        let text = b"cpu  1\t2 3\nintr 4\n";
+        let lines: Vec<&[u8]> = lines(text).collect();
+        assert_eq!(lines, [&b"cpu  1\t2 3"[..], b"intr 4", b""]);
+        let first: Vec<&[u8]> = fields(lines[0]).collect();
+        assert_eq!(first, [&b"cpu"[..], b"1", b"2", b"3"]);
+        assert_eq!(fields(b" \t \n").count(), 0);
+    }
+
+    #[test]
+    fn decimals_are_digits_only_and_fit_in_u64() {
+        assert_eq!(decimal(b"0"), Some(0));
+        assert_eq!(decimal(b"18446744073709551615"), Some(u64::MAX));
+        assert_eq!(decimal(b"18446744073709551616"), None, "past u64");
+        for bad in [&b""[..], b"-1", b"1.5", b"12\n", b"+3", b" 4"] {
+            assert_eq!(decimal(bad), None, "{bad:?}");
         }
     }
 

@@ -3,7 +3,7 @@
 
 use super::command_line;
 use crate::clock::Clock;
-use crate::sources::procfs::{sysconf, ReadBuffer};
+use crate::sources::procfs::{decimal, sysconf, ReadBuffer};
 use serde_json::json;
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -172,7 +172,8 @@ pub(crate) fn parse_stat(bytes: &[u8]) -> Option<(Stat, &[u8])> {
     let mut stat = Stat::default();
     let mut last = 0;
     for (i, field) in bytes.get(close + 2..)?.split(|&b| b == b' ').enumerate() {
-        let number = || parse_number(field);
+        // The last field is followed by the line's newline.
+        let number = || decimal(field.strip_suffix(b"\n").unwrap_or(field));
         match i + 3 {
             3 => stat.state = *field.first()?,
             4 => stat.ppid = number()? as u32,
@@ -190,16 +191,4 @@ pub(crate) fn parse_stat(bytes: &[u8]) -> Option<(Stat, &[u8])> {
         last = i + 3;
     }
     (last >= 24).then_some((stat, comm))
-}
-
-/// A decimal field, with the line's newline after the last one.
-fn parse_number(field: &[u8]) -> Option<u64> {
-    let digits = field.strip_suffix(b"\n").unwrap_or(field);
-    if digits.is_empty() {
-        return None;
-    }
-    digits.iter().try_fold(0u64, |value, &b| {
-        let digit = b.checked_sub(b'0').filter(|d| *d < 10)?;
-        value.checked_mul(10)?.checked_add(u64::from(digit))
-    })
 }
