@@ -6,10 +6,10 @@ use crate::sources::io::{whole_disks, Counters, IoData};
 use crate::sources::machine::{CpuTimes, Machine, MemInfo};
 use crate::sources::procfs::{decimal, fields, lines, ReadBuffer};
 use crate::sources::{Lines, Percent, Source};
-use serde::Serialize;
 use std::fs::File;
 use std::path::Path;
 use tc_profile_format::schema::{data_type, source, track};
+use tc_profile_format::{DataFields, TrackData};
 
 /// Bytes per sector in a disk's `stat`, whatever the device's real sector size.
 const DISKSTATS_SECTOR: u64 = 512;
@@ -40,11 +40,9 @@ struct Disk {
 // The `data` of each track (SPEC.md, "Categories and schemas"), typed so that a tick
 // encodes its lines without building JSON maps.
 
-#[derive(Serialize, Debug, PartialEq)]
+#[derive(Debug, PartialEq)]
 struct CpuData {
-    #[serde(rename = "type")]
     kind: &'static str,
-    #[serde(rename = "cpuPercent")]
     cpu_percent: Percent,
     nice: f64,
     user: f64,
@@ -61,9 +59,30 @@ struct CpuData {
     idle_pct: Percent,
 }
 
-#[derive(Serialize)]
+impl TrackData for CpuData {
+    fn data_type(&self) -> &'static str {
+        self.kind
+    }
+
+    fn write_fields(&self, fields: &mut DataFields) {
+        self.cpu_percent.write("cpuPercent", fields);
+        fields.f64("nice", self.nice);
+        fields.f64("user", self.user);
+        fields.f64("system", self.system);
+        fields.f64("iowait", self.iowait);
+        fields.f64("softirq", self.softirq);
+        fields.f64("steal", self.steal);
+        self.nice_pct.write("nice_pct", fields);
+        self.user_pct.write("user_pct", fields);
+        self.system_pct.write("system_pct", fields);
+        self.iowait_pct.write("iowait_pct", fields);
+        self.irq_pct.write("irq_pct", fields);
+        self.steal_pct.write("steal_pct", fields);
+        self.idle_pct.write("idle_pct", fields);
+    }
+}
+
 struct MemoryData {
-    #[serde(rename = "type")]
     kind: &'static str,
     used: u64,
     available: u64,
@@ -72,14 +91,39 @@ struct MemoryData {
     swap: u64,
 }
 
-#[derive(Serialize)]
+impl TrackData for MemoryData {
+    fn data_type(&self) -> &'static str {
+        self.kind
+    }
+
+    fn write_fields(&self, fields: &mut DataFields) {
+        fields.u64("used", self.used);
+        fields.u64("available", self.available);
+        fields.u64("cached", self.cached);
+        fields.u64("buffers", self.buffers);
+        fields.u64("swap", self.swap);
+    }
+}
+
 struct NetData {
-    #[serde(rename = "type")]
     kind: &'static str,
     recv_bytes: u64,
     recv_count: u64,
     sent_bytes: u64,
     sent_count: u64,
+}
+
+impl TrackData for NetData {
+    fn data_type(&self) -> &'static str {
+        self.kind
+    }
+
+    fn write_fields(&self, fields: &mut DataFields) {
+        fields.u64("recv_bytes", self.recv_bytes);
+        fields.u64("recv_count", self.recv_count);
+        fields.u64("sent_bytes", self.sent_bytes);
+        fields.u64("sent_count", self.sent_count);
+    }
 }
 
 /// CPU, memory, disk and network of the whole machine, from /proc files kept open (see
@@ -405,5 +449,34 @@ mod tests {
         let names: Vec<String> = markers.into_iter().map(|m| m.name).collect();
         assert!(names.contains(&"CPU Use".to_owned()), "{names:?}");
         assert!(names.contains(&"Memory".to_owned()), "{names:?}");
+    }
+
+    #[test]
+    fn track_lines_are_written_byte_for_byte_as_serde_wrote_them() {
+        let before = CpuTimes([100, 0, 50, 800, 0, 0, 0, 0]);
+        let after = CpuTimes([160, 10, 70, 900, 10, 0, 0, 0]);
+        let cpu = cpu_data(before, after).unwrap();
+        let memory = MemoryData {
+            kind: data_type::MEMORY,
+            used: 400,
+            available: 600,
+            cached: 200,
+            buffers: 10,
+            swap: 0,
+        };
+        let mut bytes = Vec::new();
+        let machine = Machine::default();
+        let mut lines = Lines::new(&mut bytes, &machine);
+        lines.track(track::CPU, 0.0, 100.5, &cpu);
+        lines.track(track::MEMORY, 100.5, 200.001, &memory);
+        assert_eq!(
+            String::from_utf8(bytes).unwrap(),
+            concat!(
+                r#"{"type":"marker","name":"CPU Use","startTime":0.0,"endTime":100.5,"category":0,"data":{"type":"CPU","cpuPercent":"45.0%","nice":0.05,"user":0.35,"system":0.45,"iowait":0.5,"softirq":0.5,"steal":0.5,"nice_pct":"5.0%","user_pct":"30.0%","system_pct":"10.0%","iowait_pct":"5.0%","irq_pct":"0.0%","steal_pct":"0.0%","idle_pct":"50.0%"}}"#,
+                "\n",
+                r#"{"type":"marker","name":"Memory","startTime":100.5,"endTime":200.001,"category":0,"data":{"type":"Mem","used":400,"available":600,"cached":200,"buffers":10,"swap":0}}"#,
+                "\n"
+            )
+        );
     }
 }
