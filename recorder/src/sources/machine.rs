@@ -3,7 +3,7 @@
 //! of a tick), and the pid last given out (the process tree's new-pid check), from
 //! /proc/loadavg, read again only after /proc/stat has counted a fork.
 
-use crate::sources::procfs::{decimal, fields, lines, ReadBuffer};
+use crate::sources::procfs::{decimal, fields, lines, numbers, ReadBuffer};
 use std::fs::File;
 use std::path::Path;
 
@@ -83,10 +83,9 @@ pub(crate) fn machine_of(proc_root: &Path) -> Machine {
 /// The `processes` line of /proc/stat: the forks (threads too) since boot. Looked for from
 /// the end, which it is near, past the per-CPU and interrupt lines of a big machine.
 fn parse_forks(stat: &[u8]) -> Option<u64> {
-    let forks = lines(stat)
-        .rev()
-        .find_map(|l| l.strip_prefix(b"processes "))?;
-    decimal(fields(forks).next()?)
+    let mut lines_from_end = stat.rsplit(|&b| b == b'\n');
+    let forks = lines_from_end.find_map(|l| l.strip_prefix(b"processes "))?;
+    numbers(forks).next()?
 }
 
 /// Jiffies since boot, in /proc/stat's order: user nice system idle iowait irq softirq steal.
@@ -95,12 +94,12 @@ pub(crate) struct CpuTimes(pub(crate) [u64; 8]);
 
 /// The first line of /proc/stat, `cpu  ...`: the sum of all CPUs.
 fn parse_cpu(stat: &[u8]) -> Option<CpuTimes> {
-    let line = lines(stat).find(|l| l.starts_with(b"cpu "))?;
+    let line = lines(stat).find_map(|l| l.strip_prefix(b"cpu "))?;
     let mut times = CpuTimes::default();
-    let mut fields = fields(line).skip(1);
+    let mut numbers = numbers(line);
     for slot in times.0.iter_mut() {
         // Kernels before 2.6.11 lack steal: a missing field stays 0.
-        *slot = fields.next().map_or(Some(0), decimal)?;
+        *slot = numbers.next().unwrap_or(Some(0))?;
     }
     Some(times)
 }
@@ -135,12 +134,12 @@ fn parse_meminfo(text: &[u8]) -> Option<MemInfo> {
     let mut found = 0;
     // The keys are near the top: stop once all are found.
     for line in lines(text) {
-        let Some(colon) = line.iter().position(|&b| b == b':') else {
+        let Some(colon) = memchr::memchr(b':', line) else {
             continue;
         };
         let (key, rest) = (&line[..colon], &line[colon + 1..]);
         if let Some(slot) = KEYS.iter().position(|k| *k == key) {
-            let kib = fields(rest).next().and_then(decimal);
+            let kib = numbers(rest).next().flatten();
             bytes[slot] = kib.map(|kib| kib * 1024);
             found += 1;
             if found == KEYS.len() {

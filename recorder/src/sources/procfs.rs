@@ -89,15 +89,47 @@ pub(crate) fn sysconf(name: libc::c_int) -> Option<u64> {
     (value > 0).then_some(value as u64)
 }
 
-/// The lines of a file's text, without their newlines.
-pub(crate) fn lines(text: &[u8]) -> impl DoubleEndedIterator<Item = &[u8]> {
-    text.split(|&b| b == b'\n')
+/// The lines of a file's text, without their newlines (none after the last newline).
+pub(crate) fn lines(text: &[u8]) -> impl Iterator<Item = &[u8]> {
+    let mut rest = text;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let end = memchr::memchr(b'\n', rest).unwrap_or(rest.len());
+        let line = &rest[..end];
+        rest = rest.get(end + 1..).unwrap_or_default();
+        Some(line)
+    })
 }
 
 /// The fields of a line, between ASCII whitespace (as `str::split_ascii_whitespace`).
 pub(crate) fn fields(line: &[u8]) -> impl Iterator<Item = &[u8]> {
     line.split(u8::is_ascii_whitespace)
         .filter(|field| !field.is_empty())
+}
+
+/// The fields of a line of numbers, read in one pass: each field's value, or None where it
+/// is not a decimal that fits in u64 (`-1`, `0.5`).
+pub(crate) fn numbers(line: &[u8]) -> impl Iterator<Item = Option<u64>> + '_ {
+    let mut at = 0;
+    std::iter::from_fn(move || {
+        at += line[at..].iter().position(|b| !b.is_ascii_whitespace())?;
+        let start = at;
+        let (mut value, mut digits_only) = (0u64, true);
+        while let Some(&b) = line.get(at).filter(|b| !b.is_ascii_whitespace()) {
+            let digit = b.wrapping_sub(b'0');
+            digits_only &= digit < 10;
+            value = value.wrapping_mul(10).wrapping_add(u64::from(digit));
+            at += 1;
+        }
+        // 19 digits never overflow u64; 20 may.
+        Some(match at - start {
+            _ if !digits_only => None,
+            ..20 => Some(value),
+            _ => decimal(&line[start..at]),
+        })
+    })
 }
 
 /// A field of decimal digits, or None (empty, another byte, or past u64).
@@ -156,12 +188,53 @@ mod tests {
 
     #[test]
     fn lines_and_fields_are_split_as_bytes() {
-        let text = b"cpu  1\t2 3\nintr 4\n";
+        let text = b"cpu  1\t2 3\n\nintr 4\nlast";
         let lines: Vec<&[u8]> = lines(text).collect();
-        assert_eq!(lines, [&b"cpu  1\t2 3"[..], b"intr 4", b""]);
+        assert_eq!(lines, [&b"cpu  1\t2 3"[..], b"", b"intr 4", b"last"]);
+        assert_eq!(
+            super::lines(b"a\n").count(),
+            1,
+            "nothing after the last newline"
+        );
         let first: Vec<&[u8]> = fields(lines[0]).collect();
         assert_eq!(first, [&b"cpu"[..], b"1", b"2", b"3"]);
         assert_eq!(fields(b" \t \n").count(), 0);
+    }
+
+    #[test]
+    fn numbers_are_read_as_decimal_does() {
+        let line = b"  0 18446744073709551615 18446744073709551616 00000000000000000000012\t-1 1.5 +3 42\n";
+        let read: Vec<Option<u64>> = numbers(line).collect();
+        let split: Vec<Option<u64>> = fields(line).map(decimal).collect();
+        assert_eq!(read, split);
+        let expected = [
+            Some(0),
+            Some(u64::MAX),
+            None,
+            Some(12),
+            None,
+            None,
+            None,
+            Some(42),
+        ];
+        assert_eq!(read, expected, "20 digits and more read exactly");
+        assert_eq!(numbers(b" \n ").count(), 0);
+    }
+
+    /// Lines of any fields, or of long runs of digits (u64's 20 digits and past).
+    fn number_lines() -> impl proptest::strategy::Strategy<Value = Vec<u8>> {
+        use proptest::prelude::*;
+        let bytes =
+            |alphabet: &'static [u8]| prop::collection::vec(prop::sample::select(alphabet), 0..80);
+        prop_oneof![bytes(b"0129 \t\n-.x"), bytes(b"99999999991 ")]
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn numbers_are_fields_read_as_decimals(line in number_lines()) {
+            let split: Vec<Option<u64>> = fields(&line).map(decimal).collect();
+            proptest::prop_assert_eq!(numbers(&line).collect::<Vec<_>>(), split);
+        }
     }
 
     #[test]

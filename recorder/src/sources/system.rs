@@ -4,7 +4,7 @@
 
 use crate::sources::io::{whole_disks, Counters, IoData};
 use crate::sources::machine::{CpuTimes, Machine, MemInfo};
-use crate::sources::procfs::{decimal, fields, lines, ReadBuffer};
+use crate::sources::procfs::{lines, numbers, ReadBuffer};
 use crate::sources::{Lines, Percent, Source};
 use std::fs::File;
 use std::path::Path;
@@ -300,8 +300,8 @@ fn cpu_data(before: CpuTimes, after: CpuTimes) -> Option<CpuData> {
 /// A disk's `stat`: reads, reads merged, sectors read, ms reading, writes, writes merged,
 /// sectors written, ...
 fn parse_disk_stat(text: &[u8]) -> Counters {
-    let mut fields = fields(text);
-    let numbers: [u64; 7] = std::array::from_fn(|_| fields.next().and_then(decimal).unwrap_or(0));
+    let mut fields = numbers(text);
+    let numbers: [u64; 7] = std::array::from_fn(|_| fields.next().flatten().unwrap_or(0));
     Counters {
         read_count: numbers[0],
         read_bytes: numbers[2] * DISKSTATS_SECTOR,
@@ -314,15 +314,15 @@ fn parse_net_dev(text: &[u8]) -> Counters {
     let mut sum = Counters::default();
     // Two header lines, then "iface: rx_bytes rx_packets ... (8 rx fields) tx_bytes tx_packets".
     for line in lines(text).skip(2) {
-        let Some(colon) = line.iter().position(|&b| b == b':') else {
+        let Some(colon) = memchr::memchr(b':', line) else {
             continue;
         };
         if line[..colon].trim_ascii() == b"lo" {
             continue;
         }
-        let mut fields = fields(&line[colon + 1..]);
+        let mut fields = numbers(&line[colon + 1..]);
         let numbers: [Option<u64>; 10] =
-            std::array::from_fn(|_| fields.next().map(|f| decimal(f).unwrap_or(0)));
+            std::array::from_fn(|_| fields.next().map(|n| n.unwrap_or(0)));
         let [Some(recv_bytes), Some(recv_count), .., Some(sent_bytes), Some(sent_count)] = numbers
         else {
             continue;
