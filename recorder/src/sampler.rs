@@ -171,7 +171,9 @@ pub(crate) fn run_sampler(
     let (mut next, mut woke) = (started, started);
     loop {
         let last = stop.load(Ordering::Acquire);
-        let mut lines = Vec::with_capacity(2048);
+        // Room for a tick's lines with the paced sources' (some 2 KiB at most on a machine of
+        // one disk): one allocation, never grown.
+        let mut lines = Vec::with_capacity(4096);
         let now = clock.ms_at(woke);
         let count = if last {
             sampler.last_tick(now, &mut lines)

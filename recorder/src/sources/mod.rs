@@ -96,17 +96,8 @@ impl Percent {
     fn text(self, buffer: &mut [u8; PERCENT_MAX]) -> &str {
         let tenths = (self.0.clamp(0.0, 1.0) * 1000.0).round() as u32;
         let (whole, tenth) = (tenths / 10, tenths % 10);
-        let mut at = PERCENT_MAX - 3;
-        buffer[at..].copy_from_slice(&[b'.', b'0' + tenth as u8, b'%']);
-        let mut rest = whole;
-        loop {
-            at -= 1;
-            buffer[at] = b'0' + (rest % 10) as u8;
-            rest /= 10;
-            if rest == 0 {
-                break;
-            }
-        }
+        buffer[PERCENT_MAX - 3..].copy_from_slice(&[b'.', b'0' + tenth as u8, b'%']);
+        let at = digits_before(whole, buffer, PERCENT_MAX - 3);
         // ASCII digits, a point and a percent sign.
         std::str::from_utf8(&buffer[at..]).unwrap_or_default()
     }
@@ -114,6 +105,20 @@ impl Percent {
 
 /// "100.0%".
 const PERCENT_MAX: usize = 6;
+
+/// Writes the decimal digits of `value` into `buffer`, ending before `end`; returns where
+/// they start. Without `fmt`'s machinery, for text made at every tick.
+pub(crate) fn digits_before(value: u32, buffer: &mut [u8], end: usize) -> usize {
+    let (mut at, mut rest) = (end, value);
+    loop {
+        at -= 1;
+        buffer[at] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            return at;
+        }
+    }
+}
 
 impl fmt::Display for Percent {
     fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
