@@ -42,8 +42,9 @@ pub use aggregate::{
 };
 pub use lines::{
     decode_line, decode_marker_raw, decode_marker_text, encode_line, encode_line_into,
-    encode_marker_line_into, Checkpoint, Close, DecodeError, Dropped, EndReason, FileProgress,
-    Footer, Gap, Ingest, Line, Marker, OpenInterval, RawMarker,
+    encode_marker_line_into, encode_track_line_into, Checkpoint, Close, DataFields, DecodeError,
+    Dropped, EndReason, FileProgress, Footer, Gap, Ingest, Line, Marker, OpenInterval, RawMarker,
+    TrackData,
 };
 pub use merge::{log_time, same_name_match, Batch, BatchEnd, Merger, Taken, TakenMarker};
 pub use meta::{

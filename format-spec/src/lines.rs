@@ -7,8 +7,11 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use std::borrow::Cow;
 
+mod by_hand;
 mod plain_marker;
+mod track_line;
 pub(crate) use plain_marker::encode_plain_marker_line_into;
+pub use track_line::{encode_track_line_into, DataFields, TrackData};
 
 /// One line of a log. Serialization puts `type` first, as the profiler requires.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]

@@ -1,7 +1,7 @@
 //! The `marker` line of a marker-file marker taken on the plain path, written by hand:
 //! the bytes serde writes for it, without serde's work a key.
 
-use serde_json::ser::{CompactFormatter, Formatter};
+use super::by_hand::write_marker_head;
 
 /// [`crate::encode_marker_line_into`] of a marker whose `data` is the text of a compact JSON
 /// object, checked already (a marker file's, on the plain path), written as it is; the same
@@ -14,41 +14,9 @@ pub(crate) fn encode_plain_marker_line_into(
     category: u32,
     data: &str,
 ) {
-    bytes.extend_from_slice(br#"{"type":"marker","name":"#);
-    write_str(bytes, name);
-    bytes.extend_from_slice(br#","startTime":"#);
-    write_f64(bytes, start_time);
-    bytes.extend_from_slice(br#","endTime":"#);
-    match end_time {
-        Some(time) => write_f64(bytes, time),
-        None => bytes.extend_from_slice(b"null"),
-    }
-    bytes.extend_from_slice(br#","category":"#);
-    // Writing into a Vec cannot fail.
-    let _ = CompactFormatter.write_u32(bytes, category);
-    bytes.extend_from_slice(br#","data":"#);
+    write_marker_head(bytes, name, start_time, end_time, category);
     bytes.extend_from_slice(data.as_bytes());
     bytes.extend_from_slice(b"}\n");
-}
-
-/// A JSON string as serde_json writes it: as it is unless it holds a byte to escape.
-fn write_str(bytes: &mut Vec<u8>, text: &str) {
-    if text.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\') {
-        let _ = serde_json::to_writer(&mut *bytes, text);
-    } else {
-        bytes.push(b'"');
-        bytes.extend_from_slice(text.as_bytes());
-        bytes.push(b'"');
-    }
-}
-
-/// A number as serde_json writes it (`null` when not finite).
-fn write_f64(bytes: &mut Vec<u8>, value: f64) {
-    if value.is_finite() {
-        let _ = CompactFormatter.write_f64(bytes, value);
-    } else {
-        bytes.extend_from_slice(b"null");
-    }
 }
 
 #[cfg(test)]

@@ -2,21 +2,31 @@
 
 use crate::sources::procfs::ReadBuffer;
 use crate::sources::{Lines, Source};
-use serde::Serialize;
 use std::fs::{self, File};
 use std::path::Path;
 use tc_profile_format::schema::{data_type, source, track};
+use tc_profile_format::{DataFields, TrackData};
 
 /// A file per CPU a read, for a figure that matters over seconds.
 const FREQUENCY_PACE_MS: f64 = 1000.0;
 
-#[derive(Serialize)]
 struct FrequencyData {
-    #[serde(rename = "type")]
     kind: &'static str,
     mhz: u64,
     min_mhz: u64,
     max_mhz: u64,
+}
+
+impl TrackData for FrequencyData {
+    fn data_type(&self) -> &'static str {
+        self.kind
+    }
+
+    fn write_fields(&self, fields: &mut DataFields) {
+        fields.u64("mhz", self.mhz);
+        fields.u64("min_mhz", self.min_mhz);
+        fields.u64("max_mhz", self.max_mhz);
+    }
 }
 
 /// "CPU Frequency": mean, lowest and highest current frequency of the CPUs, from cpufreq

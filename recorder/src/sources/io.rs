@@ -1,10 +1,10 @@
 //! What the machine's IO track and the cgroup's share: read and write counters, the
 //! `data` of an IO sample, and the whole disks that both count.
 
-use serde::Serialize;
 use std::fs;
 use std::path::{Path, PathBuf};
 use tc_profile_format::schema::data_type;
+use tc_profile_format::{DataFields, TrackData};
 
 #[derive(Clone, Copy, Default)]
 pub(crate) struct Counters {
@@ -14,14 +14,25 @@ pub(crate) struct Counters {
     pub(crate) write_bytes: u64,
 }
 
-#[derive(Serialize)]
 pub(crate) struct IoData {
-    #[serde(rename = "type")]
     kind: &'static str,
     read_bytes: u64,
     read_count: u64,
     write_bytes: u64,
     write_count: u64,
+}
+
+impl TrackData for IoData {
+    fn data_type(&self) -> &'static str {
+        self.kind
+    }
+
+    fn write_fields(&self, fields: &mut DataFields) {
+        fields.u64("read_bytes", self.read_bytes);
+        fields.u64("read_count", self.read_count);
+        fields.u64("write_bytes", self.write_bytes);
+        fields.u64("write_count", self.write_count);
+    }
 }
 
 impl From<Counters> for IoData {

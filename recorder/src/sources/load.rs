@@ -3,22 +3,33 @@
 use crate::sources::machine::{parse_loadavg, Loadavg};
 use crate::sources::procfs::ReadBuffer;
 use crate::sources::{Lines, Source};
-use serde::Serialize;
 use std::fs::File;
 use std::path::Path;
 use tc_profile_format::schema::{data_type, source, track};
+use tc_profile_format::{DataFields, TrackData};
 
 /// The kernel updates the averages every 5 s: sampling them more often repeats them.
 const LOAD_PACE_MS: f64 = 5000.0;
 
-#[derive(Serialize)]
 struct LoadData {
-    #[serde(rename = "type")]
     kind: &'static str,
     load1: f64,
     load5: f64,
     load15: f64,
     runnable: u64,
+}
+
+impl TrackData for LoadData {
+    fn data_type(&self) -> &'static str {
+        self.kind
+    }
+
+    fn write_fields(&self, fields: &mut DataFields) {
+        fields.f64("load1", self.load1);
+        fields.f64("load5", self.load5);
+        fields.f64("load15", self.load15);
+        fields.u64("runnable", self.runnable);
+    }
 }
 
 /// "Load": the 1, 5 and 15 minute load averages and the runnable threads, from the
@@ -41,7 +52,8 @@ impl LoadAverage {
     }
 
     fn read(&mut self) -> Option<Loadavg> {
-        self.buffer.head_text(&self.loadavg).and_then(parse_loadavg)
+        let text = self.buffer.head_of(self.loadavg.as_ref()?)?;
+        parse_loadavg(text)
     }
 }
 

@@ -3,7 +3,7 @@
 //! of a tick), and the pid last given out (the process tree's new-pid check), from
 //! /proc/loadavg, read again only after /proc/stat has counted a fork.
 
-use crate::sources::procfs::ReadBuffer;
+use crate::sources::procfs::{decimal, fields, lines, numbers, ReadBuffer};
 use std::fs::File;
 use std::path::Path;
 
@@ -40,12 +40,19 @@ impl MachineFiles {
     }
 
     pub(crate) fn read(&mut self) -> Machine {
-        let stat = self.buffer.head_text(&self.stat);
+        let stat = self
+            .stat
+            .as_ref()
+            .and_then(|file| self.buffer.head_of(file));
         let forks = stat.and_then(parse_forks);
         let cpu = stat.and_then(parse_cpu);
+        let meminfo = self
+            .meminfo
+            .as_ref()
+            .and_then(|file| self.buffer.head_of(file));
         Machine {
             cpu,
-            memory: self.buffer.head_text(&self.meminfo).and_then(parse_meminfo),
+            memory: meminfo.and_then(parse_meminfo),
             last_pid: self.last_pid(forks),
         }
     }
@@ -54,7 +61,11 @@ impl MachineFiles {
         match self.forked {
             Some((counted, last_pid)) if forks == Some(counted) => last_pid,
             _ => {
-                let load = self.buffer.head_text(&self.loadavg).and_then(parse_loadavg);
+                let loadavg = self
+                    .loadavg
+                    .as_ref()
+                    .and_then(|file| self.buffer.head_of(file));
+                let load = loadavg.and_then(parse_loadavg);
                 let last_pid = load.map(|load| load.last_pid);
                 self.forked = forks.map(|forks| (forks, last_pid));
                 last_pid
@@ -69,23 +80,26 @@ pub(crate) fn machine_of(proc_root: &Path) -> Machine {
     MachineFiles::open(proc_root).read()
 }
 
-/// The `processes` line of /proc/stat: the forks (threads too) since boot.
-fn parse_forks(stat: &str) -> Option<u64> {
-    let line = stat.lines().find(|l| l.starts_with("processes "))?;
-    line["processes ".len()..].trim().parse().ok()
+/// The `processes` line of /proc/stat: the forks (threads too) since boot. Looked for from
+/// the end, which it is near, past the per-CPU and interrupt lines of a big machine.
+fn parse_forks(stat: &[u8]) -> Option<u64> {
+    let mut lines_from_end = stat.rsplit(|&b| b == b'\n');
+    let forks = lines_from_end.find_map(|l| l.strip_prefix(b"processes "))?;
+    numbers(forks).next()?
 }
 
 /// Jiffies since boot, in /proc/stat's order: user nice system idle iowait irq softirq steal.
 #[derive(Clone, Copy, Default)]
 pub(crate) struct CpuTimes(pub(crate) [u64; 8]);
 
-fn parse_cpu(stat: &str) -> Option<CpuTimes> {
-    let line = stat.lines().find(|l| l.starts_with("cpu "))?;
+/// The first line of /proc/stat, `cpu  ...`: the sum of all CPUs.
+fn parse_cpu(stat: &[u8]) -> Option<CpuTimes> {
+    let line = lines(stat).find_map(|l| l.strip_prefix(b"cpu "))?;
     let mut times = CpuTimes::default();
-    let mut fields = line.split_ascii_whitespace().skip(1);
+    let mut numbers = numbers(line);
     for slot in times.0.iter_mut() {
         // Kernels before 2.6.11 lack steal: a missing field stays 0.
-        *slot = fields.next().map_or(Ok(0), str::parse).ok()?;
+        *slot = numbers.next().unwrap_or(Some(0))?;
     }
     Some(times)
 }
@@ -106,26 +120,27 @@ impl MemInfo {
     }
 }
 
-fn parse_meminfo(text: &str) -> Option<MemInfo> {
-    const KEYS: [&str; 7] = [
-        "MemTotal",
-        "MemFree",
-        "MemAvailable",
-        "Buffers",
-        "Cached",
-        "SwapTotal",
-        "SwapFree",
+fn parse_meminfo(text: &[u8]) -> Option<MemInfo> {
+    const KEYS: [&[u8]; 7] = [
+        b"MemTotal",
+        b"MemFree",
+        b"MemAvailable",
+        b"Buffers",
+        b"Cached",
+        b"SwapTotal",
+        b"SwapFree",
     ];
     let mut bytes = [None; KEYS.len()];
     let mut found = 0;
     // The keys are near the top: stop once all are found.
-    for line in text.lines() {
-        let Some((key, rest)) = line.split_once(':') else {
+    for line in lines(text) {
+        let Some(colon) = memchr::memchr(b':', line) else {
             continue;
         };
+        let (key, rest) = (&line[..colon], &line[colon + 1..]);
         if let Some(slot) = KEYS.iter().position(|k| *k == key) {
-            let kib = rest.split_ascii_whitespace().next().map(str::parse::<u64>);
-            bytes[slot] = kib.and_then(Result::ok).map(|kib| kib * 1024);
+            let kib = numbers(rest).next().flatten();
+            bytes[slot] = kib.map(|kib| kib * 1024);
             found += 1;
             if found == KEYS.len() {
                 break;
@@ -154,12 +169,19 @@ pub(crate) struct Loadavg {
     pub(crate) last_pid: u32,
 }
 
-pub(crate) fn parse_loadavg(text: &str) -> Option<Loadavg> {
-    let mut fields = text.split_ascii_whitespace();
-    let mut average = || fields.next()?.parse::<f64>().ok();
+pub(crate) fn parse_loadavg(text: &[u8]) -> Option<Loadavg> {
+    let mut fields = fields(text);
+    let mut average = || {
+        std::str::from_utf8(fields.next()?)
+            .ok()?
+            .parse::<f64>()
+            .ok()
+    };
     let averages = [average()?, average()?, average()?];
-    let runnable = fields.next()?.split_once('/')?.0.parse().ok()?;
-    let last_pid = fields.next()?.parse().ok()?;
+    let running = fields.next()?;
+    let slash = running.iter().position(|&b| b == b'/')?;
+    let runnable = decimal(&running[..slash])?;
+    let last_pid = decimal(fields.next()?)?.try_into().ok()?;
     Some(Loadavg {
         averages,
         runnable,
@@ -174,10 +196,40 @@ mod tests {
     #[test]
     fn meminfo_used_is_total_minus_available() {
         let text = "MemTotal: 1000 kB\nMemFree: 100 kB\nMemAvailable: 600 kB\nBuffers: 10 kB\nCached: 200 kB\nSwapCached: 7 kB\nSwapTotal: 50 kB\nSwapFree: 20 kB\n";
-        let info = parse_meminfo(text).unwrap();
+        let info = parse_meminfo(text.as_bytes()).unwrap();
         assert_eq!(info.used(), 400 * 1024);
         assert_eq!(info.cached, 200 * 1024, "SwapCached is not Cached");
         assert_eq!(info.swap_total - info.swap_free, 30 * 1024);
+    }
+
+    #[test]
+    fn stat_gives_the_cpu_line_and_the_forks_past_long_lines() {
+        let intr = format!("intr 99{}", " 0".repeat(4000));
+        let stat = format!(
+            "cpu  10 20 30 40 50 60 70 80 90 100\ncpu0 1 2 3 4 5 6 7 8\n{intr}\nctxt 5\nprocesses 4321\nprocs_running 2\nsoftirq 1 2 3\n"
+        );
+        assert_eq!(
+            parse_cpu(stat.as_bytes()).unwrap().0,
+            [10, 20, 30, 40, 50, 60, 70, 80]
+        );
+        assert_eq!(parse_forks(stat.as_bytes()), Some(4321));
+        let old_kernel = parse_cpu(b"cpu  1 2 3 4 5 6 7\n").unwrap();
+        assert_eq!(old_kernel.0, [1, 2, 3, 4, 5, 6, 7, 0], "no steal: 0");
+        assert!(parse_cpu(b"cpu  1 2 x 4\n").is_none(), "not a number");
+        assert!(parse_cpu(b"cpu0 1 2 3 4\n").is_none(), "no sum line");
+        assert_eq!(parse_forks(b"cpu  1\nprocesses_x 5\n"), None);
+    }
+
+    #[test]
+    fn loadavg_gives_the_averages_the_runnable_and_the_last_pid() {
+        let load = parse_loadavg(b"0.77 0.85 0.53 3/108 12481\n").unwrap();
+        assert_eq!(load.averages, [0.77, 0.85, 0.53]);
+        assert_eq!((load.runnable, load.last_pid), (3, 12481));
+        assert!(
+            parse_loadavg(b"0.77 0.85 0.53 3 12481\n").is_none(),
+            "no slash"
+        );
+        assert!(parse_loadavg(b"0.77 0.85 0.53 3/108 4294967296\n").is_none());
     }
 
     #[test]

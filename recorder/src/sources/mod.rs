@@ -14,10 +14,10 @@ pub(crate) mod swap;
 pub(crate) mod system;
 
 use machine::Machine;
-use serde::{Serialize, Serializer};
 use std::fmt;
 use tc_profile_format::schema::category;
-use tc_profile_format::{encode_line_into, encode_marker_line_into, Line, Marker};
+use tc_profile_format::TrackData;
+use tc_profile_format::{encode_line_into, encode_track_line_into, DataFields, Line, Marker};
 
 /// One kind of samples.
 pub(crate) trait Source: Send {
@@ -61,9 +61,9 @@ impl<'a> Lines<'a> {
     }
 
     /// A resource track's sample: an interval marker (category Other) from the previous
-    /// tick to this one. Typed `data` is encoded without building a JSON map.
-    pub(crate) fn track(&mut self, name: &str, start: f64, end: f64, data: &impl Serialize) {
-        encode_marker_line_into(self.bytes, name, start, Some(end), category::OTHER, data);
+    /// tick to this one, its `data` written by hand (no JSON map, no serde).
+    pub(crate) fn track(&mut self, name: &str, start: f64, end: f64, data: &impl TrackData) {
+        encode_track_line_into(self.bytes, name, start, Some(end), category::OTHER, data);
         self.count += 1;
     }
 
@@ -85,17 +85,44 @@ pub(crate) fn fraction(part: f64, whole: f64) -> f64 {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) struct Percent(pub(crate) f64);
 
-impl fmt::Display for Percent {
-    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        // Integer tenths: exact-decimal float formatting costs more than the rest of a tick.
+impl Percent {
+    /// Writes it as the value of `key`.
+    pub(crate) fn write(self, key: &'static str, fields: &mut DataFields) {
+        fields.str(key, self.text(&mut [0; PERCENT_MAX]));
+    }
+
+    /// Its text, "45.0%", in `buffer`: from integer tenths, where exact-decimal float
+    /// formatting cost more than the rest of a tick, and without `fmt`'s machinery.
+    fn text(self, buffer: &mut [u8; PERCENT_MAX]) -> &str {
         let tenths = (self.0.clamp(0.0, 1.0) * 1000.0).round() as u32;
-        write!(f, "{}.{}%", tenths / 10, tenths % 10)
+        let (whole, tenth) = (tenths / 10, tenths % 10);
+        buffer[PERCENT_MAX - 3..].copy_from_slice(&[b'.', b'0' + tenth as u8, b'%']);
+        let at = digits_before(whole, buffer, PERCENT_MAX - 3);
+        // ASCII digits, a point and a percent sign.
+        std::str::from_utf8(&buffer[at..]).unwrap_or_default()
     }
 }
 
-impl Serialize for Percent {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_str(self)
+/// "100.0%".
+const PERCENT_MAX: usize = 6;
+
+/// Writes the decimal digits of `value` into `buffer`, ending before `end`; returns where
+/// they start. Without `fmt`'s machinery, for text made at every tick.
+pub(crate) fn digits_before(value: u32, buffer: &mut [u8], end: usize) -> usize {
+    let (mut at, mut rest) = (end, value);
+    loop {
+        at -= 1;
+        buffer[at] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            return at;
+        }
+    }
+}
+
+impl fmt::Display for Percent {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str(self.text(&mut [0; PERCENT_MAX]))
     }
 }
 
@@ -140,4 +167,22 @@ pub(crate) fn fake_root(files: &[(&str, &str)]) -> tempfile::TempDir {
         std::fs::write(path, text).unwrap();
     }
     root
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_percent_is_its_tenths_with_a_point() {
+        for n in 0..=20_000 {
+            let share = n as f64 / 20_000.0;
+            let tenths = (share * 1000.0).round() as u32;
+            let expected = format!("{}.{}%", tenths / 10, tenths % 10);
+            assert_eq!(Percent(share).to_string(), expected, "{share}");
+        }
+        assert_eq!(Percent(1.5).to_string(), "100.0%");
+        assert_eq!(Percent(-0.2).to_string(), "0.0%");
+        assert_eq!(Percent(f64::NAN).to_string(), "0.0%");
+    }
 }

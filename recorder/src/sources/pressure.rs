@@ -4,10 +4,10 @@
 
 use crate::sources::procfs::ReadBuffer;
 use crate::sources::{fraction, Lines, Source};
-use serde::Serialize;
 use std::fs::File;
 use std::path::Path;
 use tc_profile_format::schema::{data_type, source, track};
+use tc_profile_format::{DataFields, TrackData};
 
 /// Three files a read: at every 0.1 s tick they cost more than their shares tell.
 const PRESSURE_PACE_MS: f64 = 1000.0;
@@ -18,12 +18,21 @@ const RESOURCES: [(&str, &str); 3] = [
     ("io", track::IO_PRESSURE),
 ];
 
-#[derive(Serialize)]
 struct PressureData {
-    #[serde(rename = "type")]
     kind: &'static str,
     some: f64,
     full: f64,
+}
+
+impl TrackData for PressureData {
+    fn data_type(&self) -> &'static str {
+        self.kind
+    }
+
+    fn write_fields(&self, fields: &mut DataFields) {
+        fields.f64("some", self.some);
+        fields.f64("full", self.full);
+    }
 }
 
 /// Microseconds stalled since boot: (some, full).

@@ -2,7 +2,9 @@
 //! stat, and a file kept open regenerates its text on every read from offset 0: two preads
 //! a sample, where opening it each time takes six system calls (open, statx, lseek, two
 //! reads, close). A read returns at most about a page of a long file, so reading goes on
-//! until one returns nothing, or so little that it must have reached the end.
+//! until one returns nothing, or so little that it must have reached the end. The text is
+//! parsed as bytes ([`lines`], [`fields`], [`decimal`]): the files are ASCII, and a tick's
+//! parsing then needs no UTF-8 check and none of `str`'s searchers.
 
 use std::fs::File;
 use std::io;
@@ -69,11 +71,6 @@ impl ReadBuffer {
         Some(&self.bytes[..whole_lines])
     }
 
-    /// The text of [`ReadBuffer::head_of`] a file kept open.
-    pub(crate) fn head_text(&mut self, file: &Option<File>) -> Option<&str> {
-        std::str::from_utf8(self.head_of(file.as_ref()?)?).ok()
-    }
-
     /// The text of a file kept open, or None when there is none or it cannot be read.
     pub(crate) fn text_of(&mut self, file: &Option<File>) -> Option<&str> {
         std::str::from_utf8(self.read_file(file.as_ref()?).ok()?).ok()
@@ -90,6 +87,60 @@ pub(crate) fn sysconf(name: libc::c_int) -> Option<u64> {
     // SAFETY: sysconf(3) has no memory-safety preconditions.
     let value = unsafe { libc::sysconf(name) };
     (value > 0).then_some(value as u64)
+}
+
+/// The lines of a file's text, without their newlines (none after the last newline).
+pub(crate) fn lines(text: &[u8]) -> impl Iterator<Item = &[u8]> {
+    let mut rest = text;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let end = memchr::memchr(b'\n', rest).unwrap_or(rest.len());
+        let line = &rest[..end];
+        rest = rest.get(end + 1..).unwrap_or_default();
+        Some(line)
+    })
+}
+
+/// The fields of a line, between ASCII whitespace (as `str::split_ascii_whitespace`).
+pub(crate) fn fields(line: &[u8]) -> impl Iterator<Item = &[u8]> {
+    line.split(u8::is_ascii_whitespace)
+        .filter(|field| !field.is_empty())
+}
+
+/// The fields of a line of numbers, read in one pass: each field's value, or None where it
+/// is not a decimal that fits in u64 (`-1`, `0.5`).
+pub(crate) fn numbers(line: &[u8]) -> impl Iterator<Item = Option<u64>> + '_ {
+    let mut at = 0;
+    std::iter::from_fn(move || {
+        at += line[at..].iter().position(|b| !b.is_ascii_whitespace())?;
+        let start = at;
+        let (mut value, mut digits_only) = (0u64, true);
+        while let Some(&b) = line.get(at).filter(|b| !b.is_ascii_whitespace()) {
+            let digit = b.wrapping_sub(b'0');
+            digits_only &= digit < 10;
+            value = value.wrapping_mul(10).wrapping_add(u64::from(digit));
+            at += 1;
+        }
+        // 19 digits never overflow u64; 20 may.
+        Some(match at - start {
+            _ if !digits_only => None,
+            ..20 => Some(value),
+            _ => decimal(&line[start..at]),
+        })
+    })
+}
+
+/// A field of decimal digits, or None (empty, another byte, or past u64).
+pub(crate) fn decimal(field: &[u8]) -> Option<u64> {
+    if field.is_empty() {
+        return None;
+    }
+    field.iter().try_fold(0u64, |value, &b| {
+        let digit = b.checked_sub(b'0').filter(|d| *d < 10)?;
+        value.checked_mul(10)?.checked_add(u64::from(digit))
+    })
 }
 
 /// The first number after `key` and whitespace or `=` on a line starting with `key`
@@ -132,6 +183,67 @@ mod tests {
             std::fs::write(&path, "y".repeat(length)).unwrap();
             let file = File::open(&path).unwrap();
             assert_eq!(buffer.read_file(&file).unwrap().len(), length);
+        }
+    }
+
+    #[test]
+    fn lines_and_fields_are_split_as_bytes() {
+        let text = b"cpu  1\t2 3\n\nintr 4\nlast";
+        let lines: Vec<&[u8]> = lines(text).collect();
+        assert_eq!(lines, [&b"cpu  1\t2 3"[..], b"", b"intr 4", b"last"]);
+        assert_eq!(
+            super::lines(b"a\n").count(),
+            1,
+            "nothing after the last newline"
+        );
+        let first: Vec<&[u8]> = fields(lines[0]).collect();
+        assert_eq!(first, [&b"cpu"[..], b"1", b"2", b"3"]);
+        assert_eq!(fields(b" \t \n").count(), 0);
+    }
+
+    #[test]
+    fn numbers_are_read_as_decimal_does() {
+        let line = b"  0 18446744073709551615 18446744073709551616 00000000000000000000012\t-1 1.5 +3 42\n";
+        let read: Vec<Option<u64>> = numbers(line).collect();
+        let split: Vec<Option<u64>> = fields(line).map(decimal).collect();
+        assert_eq!(read, split);
+        let expected = [
+            Some(0),
+            Some(u64::MAX),
+            None,
+            Some(12),
+            None,
+            None,
+            None,
+            Some(42),
+        ];
+        assert_eq!(read, expected, "20 digits and more read exactly");
+        assert_eq!(numbers(b" \n ").count(), 0);
+    }
+
+    /// Lines of any fields, or of long runs of digits (u64's 20 digits and past).
+    fn number_lines() -> impl proptest::strategy::Strategy<Value = Vec<u8>> {
+        use proptest::prelude::*;
+        let bytes =
+            |alphabet: &'static [u8]| prop::collection::vec(prop::sample::select(alphabet), 0..80);
+        prop_oneof![bytes(b"0129 \t\n-.x"), bytes(b"99999999991 ")]
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn numbers_are_fields_read_as_decimals(line in number_lines()) {
+            let split: Vec<Option<u64>> = fields(&line).map(decimal).collect();
+            proptest::prop_assert_eq!(numbers(&line).collect::<Vec<_>>(), split);
+        }
+    }
+
+    #[test]
+    fn decimals_are_digits_only_and_fit_in_u64() {
+        assert_eq!(decimal(b"0"), Some(0));
+        assert_eq!(decimal(b"18446744073709551615"), Some(u64::MAX));
+        assert_eq!(decimal(b"18446744073709551616"), None, "past u64");
+        for bad in [&b""[..], b"-1", b"1.5", b"12\n", b"+3", b" 4"] {
+            assert_eq!(decimal(bad), None, "{bad:?}");
         }
     }
 

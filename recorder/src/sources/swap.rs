@@ -3,20 +3,29 @@
 use crate::sources::machine::Machine;
 use crate::sources::procfs::{keyed_number, sysconf, ReadBuffer};
 use crate::sources::{Lines, Source};
-use serde::Serialize;
 use std::fs::File;
 use std::path::Path;
 use tc_profile_format::schema::{data_type, source, track};
+use tc_profile_format::{DataFields, TrackData};
 
 /// /proc/vmstat is the longest file the sampler reads; swapping shows over seconds.
 const SWAP_PACE_MS: f64 = 1000.0;
 
-#[derive(Serialize)]
 struct SwapData {
-    #[serde(rename = "type")]
     kind: &'static str,
     swap_in: u64,
     swap_out: u64,
+}
+
+impl TrackData for SwapData {
+    fn data_type(&self) -> &'static str {
+        self.kind
+    }
+
+    fn write_fields(&self, fields: &mut DataFields) {
+        fields.u64("swap_in", self.swap_in);
+        fields.u64("swap_out", self.swap_out);
+    }
 }
 
 /// "Swap": bytes swapped in and out per interval, from /proc/vmstat. On only where swap is

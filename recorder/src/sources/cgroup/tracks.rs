@@ -7,11 +7,11 @@ use crate::sources::cgroup::TaskCgroup;
 use crate::sources::io::{self, whole_disks, IoData};
 use crate::sources::procfs::{keyed_number, sysconf, ReadBuffer};
 use crate::sources::{fraction, Lines, Percent, Source};
-use serde::Serialize;
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 use tc_profile_format::schema::{data_type, source, track};
 use tc_profile_format::CgroupInfo;
+use tc_profile_format::{DataFields, TrackData};
 
 /// A v1 limit at or above this is "no limit" (the kernel shows its page counter's maximum).
 const V1_UNLIMITED: u64 = 1 << 62;
@@ -57,29 +57,52 @@ struct CpuCounters {
     throttled_count: u64,
 }
 
-#[derive(Serialize)]
 struct MemoryData {
-    #[serde(rename = "type")]
     kind: &'static str,
     current: u64,
-    #[serde(skip_serializing_if = "Option::is_none")]
     peak: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     limit: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     failcnt: Option<u64>,
 }
 
-#[derive(Serialize)]
+impl TrackData for MemoryData {
+    fn data_type(&self) -> &'static str {
+        self.kind
+    }
+
+    fn write_fields(&self, fields: &mut DataFields) {
+        fields.u64("current", self.current);
+        if let Some(peak) = self.peak {
+            fields.u64("peak", peak);
+        }
+        if let Some(limit) = self.limit {
+            fields.u64("limit", limit);
+        }
+        if let Some(failcnt) = self.failcnt {
+            fields.u64("failcnt", failcnt);
+        }
+    }
+}
+
 struct CpuData {
-    #[serde(rename = "type")]
     kind: &'static str,
     cpu: f64,
-    #[serde(rename = "cpuPercent")]
     cpu_percent: Percent,
     throttled: f64,
-    #[serde(rename = "throttledCount")]
     throttled_count: u64,
+}
+
+impl TrackData for CpuData {
+    fn data_type(&self) -> &'static str {
+        self.kind
+    }
+
+    fn write_fields(&self, fields: &mut DataFields) {
+        fields.f64("cpu", self.cpu);
+        self.cpu_percent.write("cpuPercent", fields);
+        fields.f64("throttled", self.throttled);
+        fields.u64("throttledCount", self.throttled_count);
+    }
 }
 
 /// The files read, per hierarchy; the first one of the v1 list tells the hierarchy.

@@ -19,12 +19,12 @@ use crate::sources::machine::{CpuTimes, Machine};
 use crate::sources::procfs::ReadBuffer;
 use crate::sources::{fraction, Lines, Percent, Source};
 use process::{describe_status, open_files_max, parse_stat, stat_path, Process, StatUnits};
-use serde::Serialize;
 use std::collections::HashMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use tc_profile_format::schema::{data_type, source, track};
+use tc_profile_format::{DataFields, TrackData};
 
 /// At most this many pids given out since the last look are read one by one; past that, or
 /// when pids wrapped around, /proc is listed whole.
@@ -56,30 +56,57 @@ pub enum Follow {
 }
 
 /// `data` of "Task CPU" and "Other CPU".
-#[derive(Serialize)]
 struct CpuShare {
-    #[serde(rename = "type")]
     kind: &'static str,
     cpu: f64,
-    #[serde(rename = "cpuPercent")]
     cpu_percent: Percent,
-    #[serde(skip_serializing_if = "Option::is_none")]
     processes: Option<u64>,
 }
 
-#[derive(Serialize)]
+impl TrackData for CpuShare {
+    fn data_type(&self) -> &'static str {
+        self.kind
+    }
+
+    fn write_fields(&self, fields: &mut DataFields) {
+        fields.f64("cpu", self.cpu);
+        self.cpu_percent.write("cpuPercent", fields);
+        if let Some(processes) = self.processes {
+            fields.u64("processes", processes);
+        }
+    }
+}
+
 struct TaskMemory {
-    #[serde(rename = "type")]
     kind: &'static str,
     rss: u64,
     processes: u64,
 }
 
-#[derive(Serialize)]
+impl TrackData for TaskMemory {
+    fn data_type(&self) -> &'static str {
+        self.kind
+    }
+
+    fn write_fields(&self, fields: &mut DataFields) {
+        fields.u64("rss", self.rss);
+        fields.u64("processes", self.processes);
+    }
+}
+
 struct OtherMemory {
-    #[serde(rename = "type")]
     kind: &'static str,
     used: u64,
+}
+
+impl TrackData for OtherMemory {
+    fn data_type(&self) -> &'static str {
+        self.kind
+    }
+
+    fn write_fields(&self, fields: &mut DataFields) {
+        fields.u64("used", self.used);
+    }
 }
 
 pub(crate) struct ProcessTree {

@@ -3,9 +3,12 @@
 
 use super::command_line;
 use crate::clock::Clock;
-use crate::sources::procfs::{sysconf, ReadBuffer};
+use crate::sources::digits_before;
+use crate::sources::procfs::{decimal, sysconf, ReadBuffer};
 use serde_json::json;
+use std::ffi::OsStr;
 use std::fs::File;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use tc_profile_format::schema::{category, data_type};
 use tc_profile_format::Marker;
@@ -159,20 +162,31 @@ pub fn describe_status(status: Option<i32>) -> String {
     }
 }
 
+/// `proc_root/<pid>/stat`, in one allocation: discovery reads a path for every pid given
+/// out on the machine.
 pub(crate) fn stat_path(proc_root: &Path, pid: u32) -> PathBuf {
-    proc_root.join(pid.to_string()).join("stat")
+    const PID_MAX: usize = "4294967295".len();
+    let mut path = PathBuf::with_capacity(proc_root.as_os_str().len() + PID_MAX + "//stat".len());
+    path.push(proc_root);
+    let mut digits = [0; PID_MAX];
+    let start = digits_before(pid, &mut digits, PID_MAX);
+    path.push(OsStr::from_bytes(&digits[start..]));
+    path.push("stat");
+    path
 }
 
 /// Parses `pid (comm) state ppid ...`; the command name may hold spaces and parentheses,
 /// so the fields start after the last `)`. Field numbers are proc(5)'s.
 pub(crate) fn parse_stat(bytes: &[u8]) -> Option<(Stat, &[u8])> {
-    let open = bytes.iter().position(|&b| b == b'(')?;
-    let close = bytes.iter().rposition(|&b| b == b')')?;
+    let open = memchr::memchr(b'(', bytes)?;
+    let close = memchr::memrchr(b')', bytes)?;
     let comm = bytes.get(open + 1..close)?;
     let mut stat = Stat::default();
     let mut last = 0;
+    // Split, and only the fields used parsed: most of the 52 are not.
     for (i, field) in bytes.get(close + 2..)?.split(|&b| b == b' ').enumerate() {
-        let number = || parse_number(field);
+        // The last field is followed by the line's newline.
+        let number = || decimal(field.strip_suffix(b"\n").unwrap_or(field));
         match i + 3 {
             3 => stat.state = *field.first()?,
             4 => stat.ppid = number()? as u32,
@@ -190,16 +204,4 @@ pub(crate) fn parse_stat(bytes: &[u8]) -> Option<(Stat, &[u8])> {
         last = i + 3;
     }
     (last >= 24).then_some((stat, comm))
-}
-
-/// A decimal field, with the line's newline after the last one.
-fn parse_number(field: &[u8]) -> Option<u64> {
-    let digits = field.strip_suffix(b"\n").unwrap_or(field);
-    if digits.is_empty() {
-        return None;
-    }
-    digits.iter().try_fold(0u64, |value, &b| {
-        let digit = b.checked_sub(b'0').filter(|d| *d < 10)?;
-        value.checked_mul(10)?.checked_add(u64::from(digit))
-    })
 }

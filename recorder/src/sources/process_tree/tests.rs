@@ -32,6 +32,17 @@ fn stat_fields_are_read_after_the_last_parenthesis() {
     assert!(parse_stat(b"1 (x) S 0 1").is_none(), "too short");
 }
 
+#[test]
+fn a_stat_path_is_the_pids_directory_and_stat() {
+    let root = Path::new("/proc");
+    assert_eq!(stat_path(root, 4242), Path::new("/proc/4242/stat"));
+    assert_eq!(stat_path(root, 0), Path::new("/proc/0/stat"));
+    assert_eq!(
+        stat_path(root, u32::MAX),
+        Path::new("/proc/4294967295/stat")
+    );
+}
+
 /// A /proc with this machine's stat and meminfo, the test's own stat, and `loadavg`.
 fn fake_proc(loadavg: &str) -> tempfile::TempDir {
     let root = tempfile::tempdir().unwrap();
