@@ -5,8 +5,8 @@
 
 use crate::clock::Clock;
 use crate::error::{spawn, RecorderError};
-use crate::oneshot::{oneshot, Giver, NotGiven, Taker};
 use crate::writer::{inbox, LogSink, Message, Outbox, SyncPolicy, Writer, WriterStats};
+use crossbeam_channel::{bounded, Receiver, RecvTimeoutError, Sender};
 use serde_json::Value;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -26,7 +26,7 @@ const DURABLE_WAIT: Duration = Duration::from_secs(1);
 /// The writer thread, detached: [`WriterThread::stop`] waits for it until a deadline, and a
 /// writer stuck on a hung disk is left behind rather than waited for for ever.
 pub(crate) struct WriterThread<S> {
-    finished: Taker<(WriterStats, S)>,
+    finished: Receiver<(WriterStats, S)>,
 }
 
 impl<S> WriterThread<S> {
@@ -36,9 +36,9 @@ impl<S> WriterThread<S> {
         self,
         markers: &MarkerSink,
         deadline: Instant,
-    ) -> Result<(WriterStats, S), NotGiven> {
+    ) -> Result<(WriterStats, S), RecvTimeoutError> {
         markers.sender.send(Message::Shutdown);
-        let (mut stats, sink) = self.finished.take_deadline(deadline)?;
+        let (mut stats, sink) = self.finished.recv_deadline(deadline)?;
         stats.lines_lost += markers.dropped.load(Ordering::Relaxed);
         Ok((stats, sink))
     }
@@ -55,9 +55,9 @@ pub(crate) fn start_writer<S: LogSink + 'static>(
     let (sender, receiver) = inbox();
     let dropped = Arc::new(AtomicU64::new(0));
     let writer = Writer::new(log, name, length, policy, clock, Arc::clone(&dropped));
-    let (done, finished) = oneshot();
+    let (done, finished) = bounded(1);
     spawn("tc-profile-writer", move || {
-        done.give(writer.run(receiver));
+        let _ = done.send(writer.run(receiver));
     })?;
     let markers = MarkerSink {
         sender,
@@ -152,7 +152,7 @@ impl MarkerSink {
         bytes: Vec<u8>,
         count: u64,
         urgent: bool,
-        ack: Option<Giver<()>>,
+        ack: Option<Sender<()>>,
     ) -> bool {
         if self.sender.len() >= BACKLOG_LINES {
             self.dropped.fetch_add(count, Ordering::Relaxed);
@@ -167,7 +167,7 @@ impl MarkerSink {
         self.enqueue(bytes, count, urgent, None)
     }
 
-    fn enqueue(&self, bytes: Vec<u8>, count: u64, urgent: bool, ack: Option<Giver<()>>) -> bool {
+    fn enqueue(&self, bytes: Vec<u8>, count: u64, urgent: bool, ack: Option<Sender<()>>) -> bool {
         let message = Message::Line {
             bytes,
             count,
@@ -193,9 +193,9 @@ impl MarkerSink {
             self.send(bytes, true);
             return;
         };
-        let (ack, durable) = oneshot();
+        let (ack, durable) = bounded(1);
         if self.send_acknowledged(bytes, 1, true, Some(ack)) {
-            let _ = durable.take_timeout(wait);
+            let _ = durable.recv_timeout(wait);
         }
     }
 }
@@ -289,7 +289,7 @@ mod tests {
         markers.instant("footer-like", 1, None);
         let stopped = thread.stop(&markers, Instant::now() + Duration::from_millis(10));
         assert!(
-            matches!(stopped, Err(NotGiven::Timeout)),
+            matches!(stopped, Err(RecvTimeoutError::Timeout)),
             "the writer is left behind"
         );
         drop(hang);

@@ -37,7 +37,6 @@ mod error;
 mod header;
 mod influx;
 mod meta;
-mod oneshot;
 mod profile_dir;
 mod sampler;
 mod sources;
@@ -73,11 +72,10 @@ pub use tc_profile_influx::InfluxTarget;
 pub use writer::{LogSink, Place, SyncPolicy, WriterStats, MIN_SYNC_PERIOD};
 
 use channel::{start_writer, WriterThread};
-use crossbeam_channel::{bounded, Sender};
+use crossbeam_channel::{bounded, RecvTimeoutError, Sender};
 use error::spawn;
 use header::MetricEndpoints;
 use influx::{Forwarder, Forwarding, InfluxThreads, Unserved};
-use oneshot::NotGiven;
 use profile_dir::{DirWatch, Ingester};
 use std::fs::File;
 use std::io::Read;
@@ -323,8 +321,10 @@ impl Recorder {
         self.markers.line(&footer, true);
         let (stats, log) = match self.stop_writer(deadline) {
             Ok(Some(finished)) => finished,
-            Ok(None) | Err(NotGiven::Closed) => return Err(RecorderError::WriterPanicked),
-            Err(NotGiven::Timeout) => {
+            Ok(None) | Err(RecvTimeoutError::Disconnected) => {
+                return Err(RecorderError::WriterPanicked)
+            }
+            Err(RecvTimeoutError::Timeout) => {
                 return Err(RecorderError::WriterHung {
                     path: self.log_path.clone(),
                     waited: FINISH_WAIT,
@@ -367,7 +367,7 @@ impl Recorder {
     fn stop_writer(
         &mut self,
         deadline: Instant,
-    ) -> Result<Option<(WriterStats, LogFile)>, NotGiven> {
+    ) -> Result<Option<(WriterStats, LogFile)>, RecvTimeoutError> {
         match self.writer.take() {
             Some(writer) => writer.stop(&self.markers, deadline).map(Some),
             None => Ok(None),

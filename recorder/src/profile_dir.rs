@@ -6,7 +6,7 @@
 
 use crate::channel::MarkerSink;
 use crate::error::{spawn, RecorderError};
-use crate::oneshot::{oneshot, Giver, Taker};
+use crossbeam_channel::{bounded, Receiver, Sender};
 use inotify::{EventMask, Inotify, WatchDescriptor, WatchMask, Watches};
 use serde_json::{Map, Value};
 use std::io::ErrorKind;
@@ -84,11 +84,11 @@ pub(crate) fn prepare(path: &Path) -> Result<PathBuf, RecorderError> {
 /// The running source; [`Ingester::stop`] takes what is left and ends it.
 pub(crate) struct Ingester {
     /// The deadline of the last lines.
-    stop: Giver<Instant>,
+    stop: Sender<Instant>,
     /// The source's watch, removed by the stop: its removal event wakes the source.
     watch: Option<(Watches, WatchDescriptor)>,
-    /// Closed when the source's thread ends.
-    ended: Taker<()>,
+    /// Disconnected when the source's thread ends.
+    ended: Receiver<()>,
 }
 
 /// The directory's inotify watch, made before the log is created so that the log's
@@ -138,8 +138,8 @@ impl Ingester {
         }
         let watcher = watch.watcher;
         let stop_watch = watcher.as_ref().map(Watcher::handle);
-        let (stop, stopped) = oneshot();
-        let (end, ended) = oneshot::<()>();
+        let (stop, stopped) = bounded(1);
+        let (end, ended) = bounded::<()>(0);
         let mut source = Source {
             reader,
             merger,
@@ -163,12 +163,12 @@ impl Ingester {
     /// taken by then stay in their files, past the last checkpoint, for the finalizer; a
     /// source stuck on a hung disk is left behind.
     pub(crate) fn stop(self, deadline: Instant) {
-        self.stop.give(deadline);
+        let _ = self.stop.send(deadline);
         if let Some((mut watches, descriptor)) = self.watch {
             // Fails only when the watch is gone already: its removal event is queued then.
             let _ = watches.remove(descriptor);
         }
-        let _ = self.ended.take_deadline(deadline);
+        let _ = self.ended.recv_deadline(deadline);
     }
 }
 
@@ -247,7 +247,7 @@ struct Source {
     reader: DirReader,
     merger: Merger,
     sink: MarkerSink,
-    stopped: Taker<Instant>,
+    stopped: Receiver<Instant>,
     /// Once stopping: when to stop taking lines.
     deadline: Option<Instant>,
 }
@@ -265,7 +265,7 @@ impl Source {
                 // kernel's queue, which drops what overflows, until the files are quiet.
                 Some(_) if took => Woken::Events,
                 Some(watch) => watch.wait(RESCAN_WITH_EVENTS),
-                None => match self.stopped.take_timeout(poll_interval) {
+                None => match self.stopped.recv_timeout(poll_interval) {
                     Ok(deadline) => {
                         self.deadline = Some(deadline);
                         continue;
@@ -278,8 +278,8 @@ impl Source {
             }
             self.deadline = match woken {
                 // At most one scan a SCAN_GAP: a burst's events gather meanwhile.
-                Woken::Events => self.stopped.take_deadline(scanned + SCAN_GAP).ok(),
-                Woken::Timeout | Woken::Removed => self.stopped.try_take(),
+                Woken::Events => self.stopped.recv_deadline(scanned + SCAN_GAP).ok(),
+                Woken::Timeout | Woken::Removed => self.stopped.try_recv().ok(),
             };
         }
         self.take_all();
@@ -323,7 +323,7 @@ impl Source {
     fn wait_for_room(&mut self) {
         let waited_enough = Instant::now() + BATCH_WAIT;
         while self.sink.backlog() >= BACKLOG_BATCHES {
-            if let Some(deadline) = self.stopped.try_take() {
+            if let Ok(deadline) = self.stopped.try_recv() {
                 self.deadline = Some(deadline);
             }
             let until = self

@@ -5,7 +5,7 @@
 
 use crate::channel::MarkerSink;
 use crate::error::{spawn, RecorderError};
-use crate::oneshot::{oneshot, Giver, NotGiven, Taker};
+use crossbeam_channel::{bounded, Receiver, RecvTimeoutError, Sender};
 use std::path::Path;
 use std::time::{Duration, Instant};
 use tc_profile_format::task_log::{LogFollower, Placement};
@@ -13,9 +13,9 @@ use tc_profile_format::{encode_line_into, Checkpoint, Ingest, Line};
 
 /// The running source; [`LogFileSource::stop`] takes the last lines and ends it.
 pub(crate) struct LogFileSource {
-    stop: Giver<Instant>,
-    /// Closed when the source's thread ends.
-    ended: Taker<()>,
+    stop: Sender<Instant>,
+    /// Disconnected when the source's thread ends.
+    ended: Receiver<()>,
 }
 
 impl LogFileSource {
@@ -25,8 +25,8 @@ impl LogFileSource {
         interval: Duration,
     ) -> Result<LogFileSource, RecorderError> {
         let follower = LogFollower::new(path);
-        let (stop, stopped) = oneshot();
-        let (end, ended) = oneshot::<()>();
+        let (stop, stopped) = bounded(1);
+        let (end, ended) = bounded::<()>(0);
         spawn("tc-profile-task-log", move || {
             let _end = end;
             run(follower, &sink, interval, &stopped);
@@ -37,12 +37,17 @@ impl LogFileSource {
     /// Takes every line written so far, a last one without its newline included, then
     /// stops; by `deadline` at most (what is left stays in the file for the finalizer).
     pub(crate) fn stop(self, deadline: Instant) {
-        self.stop.give(deadline);
-        let _ = self.ended.take_deadline(deadline);
+        let _ = self.stop.send(deadline);
+        let _ = self.ended.recv_deadline(deadline);
     }
 }
 
-fn run(mut follower: LogFollower, sink: &MarkerSink, interval: Duration, stopped: &Taker<Instant>) {
+fn run(
+    mut follower: LogFollower,
+    sink: &MarkerSink,
+    interval: Duration,
+    stopped: &Receiver<Instant>,
+) {
     let mut placement = Placement {
         start_epoch_ms: sink.clock().start_epoch_ms(),
         latest: 0.0,
@@ -50,10 +55,10 @@ fn run(mut follower: LogFollower, sink: &MarkerSink, interval: Duration, stopped
         fallback: sink.now(),
     };
     loop {
-        let deadline = match stopped.take_timeout(interval) {
+        let deadline = match stopped.recv_timeout(interval) {
             Ok(deadline) => Some(deadline),
-            Err(NotGiven::Closed) => Some(Instant::now()),
-            Err(NotGiven::Timeout) => None,
+            Err(RecvTimeoutError::Disconnected) => Some(Instant::now()),
+            Err(RecvTimeoutError::Timeout) => None,
         };
         while take(&mut follower, sink, &mut placement, deadline.is_some()) {
             if deadline.is_some_and(|d| Instant::now() >= d) {

@@ -4,8 +4,7 @@
 use super::relay::Message;
 use crate::channel::MarkerSink;
 use crate::statsd::record_packet;
-use crate::writer::Inbox;
-use crossbeam_channel::RecvTimeoutError;
+use crossbeam_channel::{Receiver, RecvTimeoutError};
 use serde_json::json;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -56,10 +55,15 @@ impl Consumer {
 
     /// Takes lines until [`Message::Stop`], then flushes the metrics and says what was
     /// dropped.
-    pub(crate) fn run(mut self, messages: Inbox<Message>) {
+    pub(crate) fn run(mut self, messages: Receiver<Message>) {
         loop {
             // Without a metric interval due there is nothing to wake for: Stop is a message.
-            let message = messages.recv_until(self.metric_interval.map(|(_, flush_at)| flush_at));
+            let message = match self.metric_interval {
+                Some((_, flush_at)) => {
+                    messages.recv_timeout(flush_at.saturating_duration_since(Instant::now()))
+                }
+                None => messages.recv().map_err(|_| RecvTimeoutError::Disconnected),
+            };
             match message {
                 Ok(Message::Lines { stream, lines }) => {
                     for (line, arrival) in lines {

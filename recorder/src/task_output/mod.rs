@@ -9,8 +9,8 @@ mod relay;
 
 use crate::channel::MarkerSink;
 use crate::error::{spawn, RecorderError};
-use crate::writer::{bounded_inbox, Outbox};
 use consumer::Consumer;
+use crossbeam_channel::{bounded, Sender};
 use relay::{relay, Message, RelayCounters};
 use std::fs::File;
 use std::io::Read;
@@ -30,7 +30,7 @@ const IDLE_RELAY_WAIT: Duration = Duration::from_secs(1);
 
 /// The running source.
 pub(crate) struct TaskOutput {
-    lines: Outbox<Message>,
+    lines: Sender<Message>,
     counters: RelayCounters,
     markers: MarkerSink,
     relays: Vec<JoinHandle<()>>,
@@ -43,7 +43,7 @@ impl TaskOutput {
         limits: MetricLimits,
         interval: Duration,
     ) -> Result<TaskOutput, RecorderError> {
-        let (lines, messages) = bounded_inbox(QUEUE_READS);
+        let (lines, messages) = bounded(QUEUE_READS);
         let counters = RelayCounters::default();
         let consumer = Consumer::new(
             markers.clone(),
@@ -99,7 +99,7 @@ impl TaskOutput {
         // A blocking send: the consumer blocks only on its receive, so it takes Stop once it
         // has drained the queue; a Stop given up at the deadline would leave the join
         // waiting for relays that a process left holding the pipes keeps alive.
-        self.lines.send(Message::Stop);
+        let _ = self.lines.send(Message::Stop);
         let _ = self.consumer.join();
     }
 }

@@ -3,7 +3,7 @@
 //! queue drops it, counted), so the command is never slowed by its recording.
 
 use crate::clock::Clock;
-use crate::writer::Outbox;
+use crossbeam_channel::{Sender, TrySendError};
 use std::fs::File;
 use std::io::{ErrorKind, Read, Write};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -43,7 +43,7 @@ pub(crate) fn relay(
     mut from: impl Read,
     mut to: File,
     stream: Stream,
-    lines: Outbox<Message>,
+    lines: Sender<Message>,
     clock: Clock,
     counters: RelayCounters,
 ) {
@@ -58,7 +58,7 @@ pub(crate) fn relay(
             stream,
             lines: std::mem::take(ended),
         };
-        if let Err(Message::Lines { lines, .. }) = lines.try_send(message) {
+        if let Err(TrySendError::Full(Message::Lines { lines, .. })) = lines.try_send(message) {
             let count = lines.len() as u64;
             counters.queue_full.fetch_add(count, Ordering::Relaxed);
         }

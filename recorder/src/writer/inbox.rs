@@ -1,26 +1,16 @@
-//! The channel into the writer (and into the task output's consumer), with a wake-up of its
-//! own: a sender unparks the receiver after each message, and the receiver parks until then
-//! (one futex wait), because crossbeam's own blocking receive spins and yields about a dozen
-//! times before it sleeps, which at ten ticks a second was a quarter of the writer's CPU.
+//! The channel into the writer, with a wake-up of its own: a sender unparks the writer after
+//! each message, and the writer parks until then (one futex wait), because crossbeam's own
+//! blocking receive spins and yields about a dozen times before it sleeps, which at ten
+//! ticks a second was a quarter of the writer's CPU.
 
-use crossbeam_channel::{
-    bounded, unbounded, Receiver, RecvTimeoutError, Sender, TryIter, TryRecvError, TrySendError,
-};
+use crossbeam_channel::{unbounded, Receiver, RecvTimeoutError, Sender, TryIter, TryRecvError};
 use std::sync::{Arc, OnceLock, Weak};
 use std::thread::Thread;
 use std::time::Instant;
 
-/// An unbounded channel into the writer: the senders' end, cheap to clone, and the writer's.
+/// A channel into the writer: the senders' end, cheap to clone, and the writer's.
 pub(crate) fn inbox<T>() -> (Outbox<T>, Inbox<T>) {
-    over(unbounded())
-}
-
-/// An inbox that holds `capacity` messages at most: see [`Outbox::try_send`].
-pub(crate) fn bounded_inbox<T>(capacity: usize) -> (Outbox<T>, Inbox<T>) {
-    over(bounded(capacity))
-}
-
-fn over<T>((sender, receiver): (Sender<T>, Receiver<T>)) -> (Outbox<T>, Inbox<T>) {
+    let (sender, receiver) = unbounded();
     let wake = Arc::new(Wake::default());
     let inbox = Inbox {
         receiver,
@@ -29,18 +19,18 @@ fn over<T>((sender, receiver): (Sender<T>, Receiver<T>)) -> (Outbox<T>, Inbox<T>
     (Outbox { sender, wake }, inbox)
 }
 
-/// The receiver's thread, once it has first waited; unparked when the last sender is gone,
+/// The writer's thread, once it has first waited; unparked when the last sender is gone,
 /// after its channel end (declared first in [`Outbox`], so dropped first), so that the
-/// receiver wakes to find the channel disconnected.
+/// writer wakes to find the channel disconnected.
 #[derive(Default)]
 struct Wake {
-    receiver: OnceLock<Thread>,
+    writer: OnceLock<Thread>,
 }
 
 impl Wake {
     fn unpark(&self) {
-        if let Some(receiver) = self.receiver.get() {
-            receiver.unpark();
+        if let Some(writer) = self.writer.get() {
+            writer.unpark();
         }
     }
 }
@@ -67,23 +57,14 @@ impl<T> Clone for Outbox<T> {
 }
 
 impl<T> Outbox<T> {
-    /// Sends `message` and wakes the receiver; false once the receiver is gone. Waits
-    /// while a bounded inbox is full.
+    /// Sends `message` and wakes the writer; false once the writer is gone.
     pub(crate) fn send(&self, message: T) -> bool {
         let sent = self.sender.send(message).is_ok();
         self.wake.unpark();
         sent
     }
 
-    /// Sends `message` unless a bounded inbox is full (or the receiver gone): then gives it
-    /// back.
-    pub(crate) fn try_send(&self, message: T) -> Result<(), T> {
-        let sent = self.sender.try_send(message);
-        self.wake.unpark();
-        sent.map_err(TrySendError::into_inner)
-    }
-
-    /// Messages waiting for the receiver.
+    /// Messages waiting for the writer.
     pub(crate) fn len(&self) -> usize {
         self.sender.len()
     }
@@ -95,11 +76,10 @@ pub(crate) struct Inbox<T> {
 }
 
 impl<T> Inbox<T> {
-    /// The next message, waiting for it until `deadline` (None: for as long as a sender
-    /// is left). Called on the receiver's thread.
-    pub(crate) fn recv_until(&self, deadline: Option<Instant>) -> Result<T, RecvTimeoutError> {
+    /// The next message, waiting for it until `deadline`. Called on the writer's thread.
+    pub(crate) fn recv_deadline(&self, deadline: Instant) -> Result<T, RecvTimeoutError> {
         if let Some(wake) = self.wake.upgrade() {
-            let _ = wake.receiver.set(std::thread::current());
+            let _ = wake.writer.set(std::thread::current());
         }
         loop {
             match self.receiver.try_recv() {
@@ -107,17 +87,12 @@ impl<T> Inbox<T> {
                 Err(TryRecvError::Disconnected) => return Err(RecvTimeoutError::Disconnected),
                 Err(TryRecvError::Empty) => {}
             }
-            // A wake-up that came before this park makes it return at once.
-            match deadline {
-                None => std::thread::park(),
-                Some(deadline) => {
-                    let left = deadline.saturating_duration_since(Instant::now());
-                    if left.is_zero() {
-                        return Err(RecvTimeoutError::Timeout);
-                    }
-                    std::thread::park_timeout(left);
-                }
+            let now = Instant::now();
+            if now >= deadline {
+                return Err(RecvTimeoutError::Timeout);
             }
+            // A wake-up that came before this park makes it return at once.
+            std::thread::park_timeout(deadline - now);
         }
     }
 
@@ -141,7 +116,7 @@ mod tests {
     #[test]
     fn a_message_wakes_a_writer_parked_until_far_away() {
         let (outbox, inbox) = inbox();
-        let writer = std::thread::spawn(move || inbox.recv_until(Some(far_away())));
+        let writer = std::thread::spawn(move || inbox.recv_deadline(far_away()));
         std::thread::sleep(Duration::from_millis(20));
         assert!(outbox.send(Message::Shutdown));
         let received = writer.join().unwrap();
@@ -152,7 +127,7 @@ mod tests {
     fn the_last_sender_gone_wakes_the_writer_to_a_disconnected_channel() {
         let (outbox, inbox) = inbox::<Message>();
         let second = outbox.clone();
-        let writer = std::thread::spawn(move || inbox.recv_until(Some(far_away())));
+        let writer = std::thread::spawn(move || inbox.recv_deadline(far_away()));
         std::thread::sleep(Duration::from_millis(20));
         drop(outbox);
         drop(second);
@@ -161,17 +136,9 @@ mod tests {
     }
 
     #[test]
-    fn a_full_bounded_inbox_gives_the_message_back() {
-        let (outbox, inbox) = bounded_inbox(1);
-        assert_eq!(outbox.try_send(1), Ok(()));
-        assert_eq!(outbox.try_send(2), Err(2));
-        assert!(matches!(inbox.recv_until(None), Ok(1)));
-    }
-
-    #[test]
     fn waiting_ends_at_the_deadline() {
         let (_outbox, inbox) = inbox::<Message>();
-        let received = inbox.recv_until(Some(Instant::now() + Duration::from_millis(5)));
+        let received = inbox.recv_deadline(Instant::now() + Duration::from_millis(5));
         assert!(matches!(received, Err(RecvTimeoutError::Timeout)));
     }
 }

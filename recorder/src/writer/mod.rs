@@ -7,13 +7,12 @@ mod inbox;
 mod log_file;
 mod outage;
 
-pub(crate) use inbox::{bounded_inbox, inbox, Inbox, Outbox};
+pub(crate) use inbox::{inbox, Inbox, Outbox};
 pub(crate) use log_file::{create_log, LogFile};
 pub use log_file::{LogSink, Place};
 
 use crate::clock::Clock;
-use crate::oneshot::Giver;
-use crossbeam_channel::RecvTimeoutError;
+use crossbeam_channel::{RecvTimeoutError, Sender};
 use log_file::PlaceWatch;
 use outage::Outages;
 use std::io;
@@ -68,7 +67,7 @@ pub(crate) enum Message {
         bytes: Vec<u8>,
         count: u64,
         urgent: bool,
-        ack: Option<Giver<()>>,
+        ack: Option<Sender<()>>,
     },
     /// Make everything durable and stop. Sent after the footer.
     Shutdown,
@@ -108,7 +107,7 @@ pub(crate) struct Writer<S> {
     last_sync_time: f64,
     place: PlaceWatch,
     /// Acknowledgements due once the lines taken so far are durable.
-    waiting: Vec<Giver<()>>,
+    waiting: Vec<Sender<()>>,
 }
 
 impl<S: LogSink> Writer<S> {
@@ -140,7 +139,7 @@ impl<S: LogSink> Writer<S> {
     /// Runs until Shutdown arrives or every sender is gone; returns the sink, still open.
     pub(crate) fn run(mut self, receiver: Inbox<Message>) -> (WriterStats, S) {
         loop {
-            let first = match receiver.recv_until(Some(self.wake_deadline())) {
+            let first = match receiver.recv_deadline(self.wake_deadline()) {
                 Ok(message) => message,
                 Err(RecvTimeoutError::Timeout) => {
                     self.on_timer();
@@ -198,7 +197,7 @@ impl<S: LogSink> Writer<S> {
     /// the never policy, which has none, at once).
     fn wake_waiting(&mut self) {
         for waiter in self.waiting.drain(..) {
-            waiter.give(());
+            let _ = waiter.send(());
         }
     }
 
