@@ -88,7 +88,7 @@ pub(crate) fn relay(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::writer::bounded_inbox;
+    use crossbeam_channel::bounded;
     use std::io::Seek;
 
     /// A stream that fills every read: the buffer grows from its first size to the cap
@@ -97,7 +97,7 @@ mod tests {
     fn every_byte_passes_through_as_the_buffer_grows() {
         let text: String = (0..20_000).map(|i| format!("line {i}\n")).collect();
         let mut to = tempfile::tempfile().unwrap();
-        let (lines, messages) = bounded_inbox(1 << 10);
+        let (lines, messages) = bounded(1 << 10);
         let counters = RelayCounters::default();
         let from = std::io::Cursor::new(text.clone().into_bytes());
         relay(
@@ -114,7 +114,7 @@ mod tests {
         assert!(passed == text, "the output changed on its way through");
         assert_eq!(counters.bytes.load(Ordering::Relaxed), text.len() as u64);
         let mut taken = 0;
-        while let Ok(Message::Lines { lines, .. }) = messages.recv_until(None) {
+        while let Ok(Message::Lines { lines, .. }) = messages.try_recv() {
             taken += lines.len();
         }
         assert_eq!(taken, 20_000);
