@@ -95,30 +95,18 @@ impl Percent {
     /// formatting cost more than the rest of a tick, and without `fmt`'s machinery.
     fn text(self, buffer: &mut [u8; PERCENT_MAX]) -> &str {
         let tenths = (self.0.clamp(0.0, 1.0) * 1000.0).round() as u32;
-        let (whole, tenth) = (tenths / 10, tenths % 10);
-        buffer[PERCENT_MAX - 3..].copy_from_slice(&[b'.', b'0' + tenth as u8, b'%']);
-        let at = digits_before(whole, buffer, PERCENT_MAX - 3);
+        let mut digits = itoa::Buffer::new();
+        let whole = digits.format(tenths / 10).as_bytes();
+        let end = whole.len() + 3;
+        buffer[..whole.len()].copy_from_slice(whole);
+        buffer[whole.len()..end].copy_from_slice(&[b'.', b'0' + (tenths % 10) as u8, b'%']);
         // ASCII digits, a point and a percent sign.
-        std::str::from_utf8(&buffer[at..]).unwrap_or_default()
+        std::str::from_utf8(&buffer[..end]).unwrap_or_default()
     }
 }
 
 /// "100.0%".
 const PERCENT_MAX: usize = 6;
-
-/// Writes the decimal digits of `value` into `buffer`, ending before `end`; returns where
-/// they start. Without `fmt`'s machinery, for text made at every tick.
-pub(crate) fn digits_before(value: u32, buffer: &mut [u8], end: usize) -> usize {
-    let (mut at, mut rest) = (end, value);
-    loop {
-        at -= 1;
-        buffer[at] = b'0' + (rest % 10) as u8;
-        rest /= 10;
-        if rest == 0 {
-            return at;
-        }
-    }
-}
 
 impl fmt::Display for Percent {
     fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {

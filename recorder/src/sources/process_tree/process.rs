@@ -3,12 +3,9 @@
 
 use super::command_line;
 use crate::clock::Clock;
-use crate::sources::digits_before;
 use crate::sources::procfs::{decimal, sysconf, ReadBuffer};
 use serde_json::json;
-use std::ffi::OsStr;
 use std::fs::File;
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use tc_profile_format::schema::{category, data_type};
 use tc_profile_format::Marker;
@@ -168,9 +165,7 @@ pub(crate) fn stat_path(proc_root: &Path, pid: u32) -> PathBuf {
     const PID_MAX: usize = "4294967295".len();
     let mut path = PathBuf::with_capacity(proc_root.as_os_str().len() + PID_MAX + "//stat".len());
     path.push(proc_root);
-    let mut digits = [0; PID_MAX];
-    let start = digits_before(pid, &mut digits, PID_MAX);
-    path.push(OsStr::from_bytes(&digits[start..]));
+    path.push(itoa::Buffer::new().format(pid));
     path.push("stat");
     path
 }
