@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """Mozilla's monitor turning N markers into its profile: stop, as_profile, JSON dump.
 
-Usage: monitor_finalize.py N STREAM.jsonl OUT.json
+Usage: monitor_finalize.py N STREAM.jsonl OUT.json [--own-text]
 Run with the venv python printed by ./setup-baseline.
 
 The monitor from peers/ (peer.py) records N markers with streaming on (the
-same Text interval markers as monitor_markers.py), so STREAM is its own JSON Lines log of
+same Text interval markers as monitor_markers.py, or with --own-text each its own text,
+"step 1" to "step N", as a task's steps have), so STREAM is its own JSON Lines log of
 them, the log tc-profile finalizes in the same run. Then the timed part, what the monitor
 does at the end of a CI task: stop(), as_profile(), json.dump to OUT.
 Prints {"seconds","peak_rss_bytes","markers"}: wall seconds of the timed part; peak RSS
@@ -22,13 +23,15 @@ from mozsystemmonitor.resourcemonitor import SystemResourceMonitor
 
 def main():
     n, stream, out_path = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+    own_text = sys.argv[4:] == ["--own-text"]
     monitor = SystemResourceMonitor(poll_interval=1.0)
     monitor.start()
     monitor.start_streaming(stream)
-    for _ in range(n):
+    for i in range(n):
         now = time.monotonic()
+        text = f"step {i + 1}" if own_text else "x"
         SystemResourceMonitor.record_marker("bench", now, now + 0.001,
-                                            {"type": "Text", "text": "x"})
+                                            {"type": "Text", "text": text})
     t0 = time.perf_counter()
     monitor.stop()
     profile = monitor.as_profile()
