@@ -29,6 +29,7 @@ use tc_profile_finalizer::{finalize, FinalizeOptions};
 const FAILURE: u8 = 2;
 
 fn main() -> ExitCode {
+    give_large_allocations_their_own_pages();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(error) => return usage_error(error),
@@ -39,6 +40,19 @@ fn main() -> ExitCode {
             eprintln!("tc-profile: error: {}", report::describe_error(&error));
             ExitCode::from(FAILURE)
         }
+    }
+}
+
+/// Allocations from 32 KiB (the finalizer's read buffers, its columns) get pages of their
+/// own, so that a growing column moves by mremap instead of leaving its old copy in the
+/// heap. glibc's threshold, 128 KiB, rises to the size of each such block freed; the copies
+/// left behind were 0.4 MB of the 8.6 MB that finalizing 100,000 markers, each with its own
+/// text, peaked at.
+fn give_large_allocations_their_own_pages() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: sets a parameter of glibc's allocator, before any other thread runs.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 32 * 1024);
     }
 }
 
