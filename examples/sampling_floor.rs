@@ -32,6 +32,8 @@ struct Handoff {
     ticks: Mutex<Vec<Vec<u8>>>,
     writer: std::sync::OnceLock<Thread>,
     stop: AtomicBool,
+    /// Set by the sampler after its last tick.
+    sampled_last: AtomicBool,
 }
 
 fn main() -> Result<(), String> {
@@ -112,6 +114,7 @@ fn sample(handoff: &Handoff, files: &[File], interval: Duration) {
             thread::park_timeout(wait);
         }
     }
+    handoff.sampled_last.store(true, Ordering::Release);
     if let Some(writer) = handoff.writer.get() {
         writer.unpark();
     }
@@ -121,6 +124,9 @@ fn write_ticks(handoff: &Handoff, mut log: File) -> Result<(), String> {
     let _ = handoff.writer.set(thread::current());
     let mut last_sync = Instant::now();
     loop {
+        // Read before the take: the ticks it takes then include the last one. Two unparks
+        // can wake the thread once, so the flag, not the wake-up, says when to end.
+        let last = handoff.sampled_last.load(Ordering::Acquire);
         let ticks = std::mem::take(&mut *handoff.ticks.lock().unwrap_or_else(|e| e.into_inner()));
         for tick in &ticks {
             log.write_all(tick).map_err(|e| format!("write: {e}"))?;
@@ -129,7 +135,7 @@ fn write_ticks(handoff: &Handoff, mut log: File) -> Result<(), String> {
             log.sync_data().map_err(|e| format!("fdatasync: {e}"))?;
             last_sync = Instant::now();
         }
-        if ticks.is_empty() && handoff.stop.load(Ordering::Acquire) {
+        if last {
             return log.sync_data().map_err(|e| format!("fdatasync: {e}"));
         }
         thread::park();
