@@ -30,16 +30,13 @@ pub fn write_atomically(
             written: 0,
             started: 0,
         };
-        let mut counted = CountingWriter {
-            inner: BufWriter::with_capacity(1 << 16, early),
-            written: 0,
-        };
-        fill(&mut counted)?;
-        let file = counted.inner.into_inner().map_err(|e| e.into_error())?.file;
-        file.sync_all()?;
+        let mut buffered = BufWriter::with_capacity(1 << 16, early);
+        fill(&mut buffered)?;
+        let output = buffered.into_inner().map_err(|e| e.into_error())?;
+        output.file.sync_all()?;
         fs::rename(&temporary, path)?;
         File::open(directory)?.sync_all()?;
-        Ok(counted.written)
+        Ok(output.written)
     })();
     if result.is_err() {
         let _ = fs::remove_file(&temporary);
@@ -129,6 +126,7 @@ fn temporary_path(path: &Path) -> PathBuf {
 /// fsync 4.8 -> 0.9 ms, its finalize 29.6 -> 25.2 ms, the CPU the same).
 struct EarlyWriteback {
     file: File,
+    /// Bytes written to the file: what [`write_atomically`] returns.
     written: u64,
     /// Bytes whose writeback has been started.
     started: u64,
@@ -175,23 +173,6 @@ fn start_writeback(file: &File, offset: u64, length: u64) {
 
 #[cfg(not(target_os = "linux"))]
 fn start_writeback(_: &File, _: u64, _: u64) {}
-
-struct CountingWriter<W> {
-    inner: W,
-    written: u64,
-}
-
-impl<W: Write> Write for CountingWriter<W> {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let n = self.inner.write(buf)?;
-        self.written += n as u64;
-        Ok(n)
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        self.inner.flush()
-    }
-}
 
 #[cfg(test)]
 mod tests {
