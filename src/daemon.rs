@@ -53,6 +53,10 @@ pub struct DaemonArgs {
     /// port 0: any): GET /tasks/ID/profile.json, /tasks/ID/log.jsonl, /worker/profile.json.
     #[arg(long, value_name = "ADDR", value_parser = parse_address)]
     pub http: Option<SocketAddr>,
+    /// Seconds a machine segment grows before the next one starts (tests: rotation and
+    /// retention within seconds).
+    #[arg(long, value_name = "SECONDS", default_value = "600", value_parser = parse_timeout, hide = true)]
+    pub segment_age: Duration,
     /// Once listening, write the socket's path to this file (whole or not at all), and on
     /// a second line the live profiles' base URL with --http.
     #[arg(long, value_name = "PATH")]
@@ -136,6 +140,7 @@ pub fn daemon(args: DaemonArgs) -> Result<u8> {
         retain: args.retain,
         task_timeout: args.task_timeout,
         http: args.http,
+        segment_age: args.segment_age,
         ..DaemonConfig::new(args.state_dir, socket.clone())
     };
     let daemon = Daemon::start(config)?;

@@ -60,7 +60,7 @@ impl Daemon {
             .ok_or_else(|| DaemonError::StateDirLocked { path: dir.clone() })?;
         let files = StateFiles::new(dir);
         let open = files.load().map_err(DaemonError::state(dir))?;
-        let segments = Segments::start(&dir.join("segments"), config.interval)?;
+        let segments = Segments::start(&dir.join("segments"), config.interval, config.segment_age)?;
         let mut running = Vec::new();
         for mut open in open {
             let recorder = tasks::start_part(&mut open, &dir.join("tasks"), config.interval)?;
