@@ -3,7 +3,7 @@
 //! socket and print what it did.
 
 use crate::cli::{parse_address, parse_interval};
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
@@ -95,6 +95,10 @@ pub struct TaskStartArgs {
     /// The task's cgroup: its processes are the task's tracks, its counters recorded.
     #[arg(long, value_name = "PATH")]
     pub cgroup: Option<PathBuf>,
+    /// Let --pid 1 or a cgroup hierarchy's root be the task: every process of the host
+    /// (other users' command lines included) in its profile.
+    #[arg(long)]
+    pub allow_host: bool,
     #[command(flatten)]
     pub socket: SocketArg,
 }
@@ -170,7 +174,8 @@ pub fn task(args: TaskArgs) -> Result<u8> {
                 run: args.run_id,
                 profile_dir: args.profile_dir.map(absolute).transpose()?,
                 pid: args.pid,
-                cgroup: args.cgroup,
+                cgroup: args.cgroup.map(absolute).transpose()?,
+                allow_host: args.allow_host,
             },
         ),
         TaskCommand::End(args) => (
@@ -195,18 +200,26 @@ pub fn worker_profile(args: WorkerProfileArgs) -> Result<u8> {
     send(&args.socket.path(), request)
 }
 
+/// The daemon's socket could not be reached, or gave no reply.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "{socket}: cannot reach the daemon ({why}): start `tc-profile daemon`, or give its --socket"
+)]
+pub struct Unreachable {
+    socket: String,
+    why: std::io::Error,
+}
+
 /// Asks the daemon, and prints the path its reply names.
 fn send(socket: &Path, request: Request) -> Result<u8> {
-    let reply = ask(socket, request).with_context(|| {
-        format!(
-            "{}: cannot reach the daemon: start `tc-profile daemon`, or give its --socket",
-            socket.display()
-        )
+    let reply = ask(socket, request).map_err(|why| Unreachable {
+        socket: socket.display().to_string(),
+        why,
     })?;
     let path = match reply {
         Reply::ProfileDir { profile_dir } => profile_dir,
         Reply::Output { output } => output,
-        Reply::Error { error } => bail!("{error}"),
+        Reply::Error { error } => return Err(error.into()),
     };
     crate::output::to_stdout(format!("{}\n", path.display()).as_bytes())?;
     Ok(0)

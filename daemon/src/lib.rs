@@ -9,6 +9,7 @@
 //! [`Request`] and [`Reply`] (what a client sends and gets, [`ask`]), [`LiveServer`].
 
 mod bounded;
+mod check;
 mod config;
 mod error;
 mod http;
@@ -24,7 +25,7 @@ mod worker;
 pub use config::{DaemonConfig, Retain, DEFAULT_SOCKET, SOCKET_VARIABLE};
 pub use error::DaemonError;
 pub use http::LiveServer;
-pub use protocol::{Reply, Request};
+pub use protocol::{ErrorCode, ErrorReply, Reply, Request};
 pub use server::ask;
 
 use segments::Segments;
@@ -52,7 +53,10 @@ pub struct Daemon {
 impl Daemon {
     /// Locks the state directory, starts the machine's segment, resumes the open tasks a
     /// previous daemon left (each in a new part), and listens on the socket.
-    pub fn start(config: DaemonConfig) -> Result<Daemon, DaemonError> {
+    pub fn start(mut config: DaemonConfig) -> Result<Daemon, DaemonError> {
+        // Absolute, so that the paths in replies mean the same to every client.
+        config.state_dir = std::path::absolute(&config.state_dir)
+            .map_err(DaemonError::state(&config.state_dir))?;
         let dir = &config.state_dir;
         std::fs::create_dir_all(dir.join("tasks")).map_err(DaemonError::state(dir))?;
         let lock = state::lock(dir)

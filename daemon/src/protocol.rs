@@ -32,6 +32,9 @@ pub enum Request {
         pid: Option<u32>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         cgroup: Option<PathBuf>,
+        /// Whether the task may be the whole host: pid 1, or the root cgroup.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        allow_host: bool,
     },
     #[serde(rename_all = "camelCase")]
     TaskEnd {
@@ -52,6 +55,51 @@ pub enum Request {
     },
 }
 
+/// Why a request was not done: a code a client can act on, and one line for a person.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, thiserror::Error)]
+#[error("{message}")]
+pub struct ErrorReply {
+    pub code: ErrorCode,
+    pub message: String,
+}
+
+/// What kind of failure an [`ErrorReply`] is (SPEC.md, "Daemon protocol").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ErrorCode {
+    /// Not a request of this protocol, or a value it does not take (a task id, a relative
+    /// path).
+    BadRequest,
+    /// No process of that pid.
+    NoSuchProcess,
+    /// No cgroup at that path.
+    NoSuchCgroup,
+    /// A process or cgroup a task may not be: pid 0, the daemon's own, the whole host
+    /// without `allowHost`.
+    Refused,
+    /// The task is not open.
+    NotOpen,
+    /// The task is open already, with its processes.
+    AlreadyOpen,
+    /// The task was finalized by the timeout; the message names its profile.
+    TimedOut,
+    /// Try again: the daemon is serving as many requests as it takes, or the task is ending.
+    Busy,
+    /// A file could not be read or written: the state directory, a log, the output.
+    Io,
+    /// A fault of the daemon's own (a thread or a recorder that could not start).
+    Internal,
+}
+
+impl ErrorReply {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> ErrorReply {
+        ErrorReply {
+            code,
+            message: message.into(),
+        }
+    }
+}
+
 /// A reply: what was done, or why not.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
@@ -64,7 +112,7 @@ pub enum Reply {
         output: PathBuf,
     },
     Error {
-        error: String,
+        error: ErrorReply,
     },
 }
 
@@ -135,13 +183,10 @@ mod tests {
 
     #[test]
     fn replies_are_told_apart_by_their_keys() {
-        let reply: Reply = serde_json::from_str(r#"{"error":"no such task"}"#).unwrap();
-        assert_eq!(
-            reply,
-            Reply::Error {
-                error: "no such task".into()
-            }
-        );
+        let line = r#"{"error":{"code":"not-open","message":"no such task"}}"#;
+        let reply: Reply = serde_json::from_str(line).unwrap();
+        let error = ErrorReply::new(ErrorCode::NotOpen, "no such task");
+        assert_eq!(reply, Reply::Error { error });
         let reply: Reply = serde_json::from_str(r#"{"profileDir":"/p"}"#).unwrap();
         assert_eq!(
             reply,

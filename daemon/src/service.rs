@@ -1,6 +1,7 @@
 //! The daemon's answers to `task-start` and `task-end`, under one lock: the machine's
 //! segment, the running tasks, and the state file that lists them.
 
+use crate::check;
 use crate::config::DaemonConfig;
 use crate::error::DaemonError;
 use crate::logs::{complete_lines, epoch_ms};
@@ -9,6 +10,7 @@ use crate::segments::Segments;
 use crate::state::{EndedTask, Followed, OpenTask, StateFiles};
 use crate::tasks::{self, check_task_id};
 use crate::worker;
+use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
@@ -70,9 +72,11 @@ impl Shared {
                 profile_dir,
                 pid,
                 cgroup,
+                allow_host,
             } => {
                 let follow = pid.map(Followed::Pid).or(cgroup.map(Followed::Cgroup));
-                self.start_task(&task, run, profile_dir, follow)
+                check_start(profile_dir.as_deref(), follow.as_ref(), allow_host)
+                    .and_then(|()| self.start_task(&task, run, profile_dir, follow))
                     .map(|profile_dir| Reply::ProfileDir { profile_dir })
             }
             Request::TaskEnd {
@@ -86,20 +90,48 @@ impl Shared {
                     timed_out: false,
                     output,
                 };
-                self.end_task(&task, run, ending)
+                check::absolute("output", &ending.output)
+                    .and_then(|()| self.end_task(&task, run, ending))
+                    .map_err(|error| self.explain_not_open(error))
                     .map(|output| Reply::Output { output })
             }
             Request::WorkerProfile {
                 since,
                 until,
                 output,
-            } => self
-                .worker_profile(since, until, &output)
+            } => check::absolute("output", &output)
+                .and_then(|()| self.worker_profile(since, until, &output))
                 .map(|()| Reply::Output { output }),
         };
         result.unwrap_or_else(|error| Reply::Error {
-            error: error.to_string(),
+            error: error.reply(),
         })
+    }
+
+    /// A task not open because the timeout ended it: says where its profile went.
+    fn explain_not_open(&self, error: DaemonError) -> DaemonError {
+        let DaemonError::NotOpen { task, run } = &error else {
+            return error;
+        };
+        let history = self.files.history().unwrap_or_default();
+        match history
+            .iter()
+            .rev()
+            .find(|ended| ended.task == *task && ended.run == *run)
+        {
+            Some(ended) if ended.timed_out => DaemonError::TimedOut {
+                task: task.clone(),
+                run: *run,
+                profile: self.timed_out_path(task, *run),
+            },
+            _ => error,
+        }
+    }
+
+    /// Where the timeout writes a task's profile.
+    fn timed_out_path(&self, task: &str, run: u32) -> PathBuf {
+        let name = format!("{task}-{run}.json");
+        self.config.state_dir.join("timed-out").join(name)
     }
 
     fn tasks_dir(&self) -> PathBuf {
@@ -123,7 +155,7 @@ impl Shared {
         self.end_timed_out();
         let mut inner = self.lock();
         if inner.ending.iter().any(|open| open.is(task, run)) {
-            return Err(DaemonError::Request(format!(
+            return Err(DaemonError::Busy(format!(
                 "task {task} run {run} is ending: its profile is being written; wait for its \
                  `task end` to answer, then start it again"
             )));
@@ -168,11 +200,10 @@ impl Shared {
     fn attach(&self, running: &mut Running, follow: Option<Followed>) -> Result<(), DaemonError> {
         let open = &mut running.open;
         if follow.is_none() || open.follow.is_some() {
-            return Err(DaemonError::Request(format!(
-                "task {} run {} is already open; give --pid or --cgroup to attach its processes \
-                 once, or end it first",
-                open.task, open.run
-            )));
+            return Err(DaemonError::AlreadyOpen {
+                task: open.task.clone(),
+                run: open.run,
+            });
         }
         if let Some(recorder) = running.recorder.take() {
             tasks::finish_part(recorder)?;
@@ -205,9 +236,8 @@ impl Shared {
         let end_time = epoch_ms();
         // The machine's sample that covers the end is written at the tick after it.
         std::thread::sleep(self.config.interval + SAMPLE_LAG);
-        let written =
-            tasks::task_profile(&open, &self.segments_dir(), end_time, ending.exit_status)
-                .and_then(|profile| write_profile(&ending.output, &profile));
+        let written = tasks::task_profile(&open, &self.segments_dir(), end_time, ending.notes())
+            .and_then(|profile| write_profile(&ending.output, &profile));
         let mut inner = self.lock();
         inner.ending.retain(|o| !o.is(task, run));
         if let Err(error) = written {
@@ -253,7 +283,7 @@ impl Shared {
             let ending = Ending {
                 exit_status: None,
                 timed_out: true,
-                output: dir.join(format!("{task}-{run}.json")),
+                output: self.timed_out_path(&task, run),
             };
             let done = std::fs::create_dir_all(&dir)
                 .map_err(DaemonError::state(&dir))
@@ -290,7 +320,7 @@ impl Shared {
     /// A running task's profile so far, from its logs as they are (left untouched).
     pub fn live_task_profile(&self, task: &str, run: u32) -> Result<Profile, DaemonError> {
         let open = self.open_task(task, run)?;
-        tasks::task_profile(&open, &self.segments_dir(), epoch_ms(), None)
+        tasks::task_profile(&open, &self.segments_dir(), epoch_ms(), Map::new())
     }
 
     /// The complete lines of the log a running task's part is being written to.
@@ -366,6 +396,32 @@ pub fn write_profile(path: &Path, profile: &Profile) -> Result<(), DaemonError> 
         })
 }
 
+/// A start's paths and processes, checked before anything is made for it.
+fn check_start(
+    profile_dir: Option<&Path>,
+    follow: Option<&Followed>,
+    allow_host: bool,
+) -> Result<(), DaemonError> {
+    if let Some(dir) = profile_dir {
+        check::absolute("profileDir", dir)?;
+    }
+    follow.map_or(Ok(()), |follow| check::follow(follow, allow_host))
+}
+
+impl Ending {
+    /// What `meta.tcProfile` says of the end: `exitStatus`, `timedOut`.
+    fn notes(&self) -> Map<String, Value> {
+        let mut notes = Map::new();
+        if let Some(status) = self.exit_status {
+            notes.insert("exitStatus".to_owned(), status.into());
+        }
+        if self.timed_out {
+            notes.insert("timedOut".to_owned(), true.into());
+        }
+        notes
+    }
+}
+
 fn not_open(task: &str, run: u32) -> DaemonError {
     DaemonError::NotOpen {
         task: task.to_owned(),
@@ -422,10 +478,13 @@ mod tests {
             profile_dir: None,
             pid: None,
             cgroup: None,
+            allow_host: false,
         });
         let Reply::Error { error } = reply else {
             panic!("{reply:?}");
         };
+        assert_eq!(error.code, crate::ErrorCode::Busy);
+        let error = error.message;
         assert!(
             error.contains("is ending") && error.contains("wait"),
             "{error}"

@@ -85,12 +85,13 @@ pub fn finish_part(recorder: Recorder) -> Result<(), DaemonError> {
     Ok(())
 }
 
-/// The task's profile over `start..end` (epoch ms): its parts and the machine's segments.
+/// The task's profile over `start..end` (epoch ms): its parts and the machine's segments,
+/// `notes` added to `meta.tcProfile`.
 pub fn task_profile(
     open: &OpenTask,
     segments_dir: &Path,
     end: f64,
-    exit_status: Option<i32>,
+    notes: Map<String, Value>,
 ) -> Result<Profile, DaemonError> {
     let own = open
         .parts
@@ -101,10 +102,7 @@ pub fn task_profile(
         own,
         machine: machine_logs(segments_dir, open.start_time, end)?,
         extra: Vec::new(),
-        tc_profile: exit_status
-            .map(|status| ("exitStatus".to_owned(), status.into()))
-            .into_iter()
-            .collect(),
+        tc_profile: notes,
     };
     let span = Span {
         start: open.start_time,

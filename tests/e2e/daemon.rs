@@ -318,7 +318,7 @@ fn a_task_survives_a_sigkilled_daemon_with_its_downtime_marked_and_ends_once() {
         "--socket",
         "daemon.sock",
     ]);
-    assert_eq!(again.status.code(), Some(2), "{}", describe(&[], &again));
+    assert_eq!(again.status.code(), Some(65), "{}", describe(&[], &again));
     let stderr = String::from_utf8_lossy(&again.stderr);
     assert!(stderr.contains("task k run 0 is not open"), "{stderr}");
     assert!(!sandbox.path("again.json").exists());
@@ -378,7 +378,15 @@ fn a_task_whose_end_never_comes_is_finalized_once_by_the_next_start_after_the_ti
         "--socket",
         "daemon.sock",
     ]);
-    assert_eq!(late.status.code(), Some(2), "{}", describe(&[], &late));
+    assert_eq!(late.status.code(), Some(65), "{}", describe(&[], &late));
+    let stderr = String::from_utf8_lossy(&late.stderr);
+    let kept = sandbox.path("state/timed-out/forgotten-0.json");
+    assert!(
+        stderr.contains("ended by --task-timeout") && stderr.contains(&*kept.to_string_lossy()),
+        "{stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert_eq!(profile["meta"]["tcProfile"]["timedOut"], true);
     ask(&sandbox, &["worker-profile", "-o", "worker.json"]);
     let rows = profile_markers(&read_json(&sandbox.path("worker.json")));
     assert_eq!(
@@ -399,7 +407,7 @@ fn a_second_daemon_and_a_wrong_request_are_refused_in_one_line() {
     let second = sandbox.run(&args);
     assert_eq!(
         second.status.code(),
-        Some(2),
+        Some(75),
         "{}",
         describe(&args, &second)
     );
@@ -415,7 +423,11 @@ fn a_second_daemon_and_a_wrong_request_are_refused_in_one_line() {
     BufReader::new(&stream).read_line(&mut reply).unwrap();
     let reply: serde_json::Value = serde_json::from_str(&reply).unwrap();
     assert!(
-        reply["error"].as_str().unwrap().contains("version 9"),
+        reply["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("version 9")
+            && reply["error"]["code"] == "bad-request",
         "{reply}"
     );
 
