@@ -71,6 +71,7 @@ impl Daemon {
             running.push(Running {
                 open,
                 recorder: Some(recorder),
+                tree: None,
             });
         }
         let shared = Arc::new(Shared {

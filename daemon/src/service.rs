@@ -23,6 +23,8 @@ pub struct Running {
     /// None when its next part could not be started: its end still writes the profile of
     /// the parts it has.
     pub recorder: Option<Recorder>,
+    /// The part that follows the processes attached after the start, beside `recorder`.
+    pub tree: Option<Recorder>,
 }
 
 pub struct Inner {
@@ -189,14 +191,15 @@ impl Shared {
         inner.tasks.push(Running {
             open,
             recorder: Some(recorder),
+            tree: None,
         });
         self.save_locked(&inner)?;
         Ok(dir)
     }
 
-    /// A second start of an open task gives it the process tree it did not have: its
-    /// current part ends, then the next follows the tree (never two parts at once, which
-    /// would both take the same marker lines).
+    /// A second start of an open task gives it the process tree it did not have, from
+    /// now on, in a part of its own: the part that follows the profile directory goes on
+    /// (never two parts on the marker files, which would both take the same lines).
     fn attach(&self, running: &mut Running, follow: Option<Followed>) -> Result<(), DaemonError> {
         let open = &mut running.open;
         if follow.is_none() || open.follow.is_some() {
@@ -205,12 +208,15 @@ impl Shared {
                 run: open.run,
             });
         }
-        if let Some(recorder) = running.recorder.take() {
-            tasks::finish_part(recorder)?;
-        }
         open.follow = follow;
         let interval = self.config.interval;
-        running.recorder = Some(tasks::start_part(open, &self.tasks_dir(), interval)?);
+        match tasks::start_tree_part(open, &self.tasks_dir(), interval) {
+            Ok(tree) => running.tree = Some(tree),
+            Err(error) => {
+                open.follow = None;
+                return Err(error);
+            }
+        }
         Ok(())
     }
 
@@ -224,14 +230,20 @@ impl Shared {
             .iter()
             .position(|r| r.open.is(task, run))
             .ok_or_else(|| not_open(task, run))?;
-        let Running { mut open, recorder } = inner.tasks.remove(index);
+        let Running {
+            mut open,
+            recorder,
+            tree,
+        } = inner.tasks.remove(index);
         // Still in the state file until its profile is written.
         inner.ending.push(open.clone());
         drop(inner);
         // A part that cannot be finished (its disk full) is read up to its last whole line
         // all the same: returning here would leave the task in `ending`, never to end.
-        if let Some(Err(error)) = recorder.map(tasks::finish_part) {
-            warn(&error);
+        for part in [tree, recorder].into_iter().flatten() {
+            if let Err(error) = tasks::finish_part(part) {
+                warn(&error);
+            }
         }
         let end_time = epoch_ms();
         // The machine's sample that covers the end is written at the tick after it.
@@ -245,6 +257,7 @@ impl Shared {
             inner.tasks.push(Running {
                 open,
                 recorder: recorder.ok(),
+                tree: None,
             });
             self.save_locked(&inner)?;
             return Err(error);
@@ -375,7 +388,8 @@ impl Shared {
         // Every part and the segment get their footer, whichever fails first.
         let parts = std::mem::take(&mut inner.tasks)
             .into_iter()
-            .filter_map(|r| r.recorder)
+            .flat_map(|r| [r.tree, r.recorder])
+            .flatten()
             .map(tasks::finish_part);
         let segment = inner.segments.take().map(|segments| segments.finish());
         let mut first = Ok(());

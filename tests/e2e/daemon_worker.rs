@@ -2,9 +2,13 @@
 //! and applies retention; `task start` refuses what it cannot follow, with an exit status
 //! that says why; the task's first phase is whole; `--json` says what the task needs.
 
-use crate::daemon::Daemon;
-use crate::util::{wait_for, Sandbox};
+use crate::daemon::{ask, Daemon};
+use crate::util::{
+    assert_processed_profile, epoch_ms, profile_markers, read_json, wait_for, MarkerRow, Sandbox,
+    BIN,
+};
 use std::collections::BTreeSet;
+use std::process::{Child, Command};
 
 /// The segment files in the state directory now.
 fn segment_names(sandbox: &Sandbox) -> BTreeSet<String> {
@@ -97,6 +101,111 @@ fn task_start_refuses_what_it_cannot_follow_with_an_exit_status_that_says_why() 
             .unwrap()
             .contains("output t.json is relative"),
         "{reply}"
+    );
+    daemon.stop();
+}
+
+/// The README's order: `task start`, the task launched with its profile directory, then
+/// `task start --pid`. The task's first instruction begins `phase`, ends it 0.3 s later.
+/// Returns the epoch ms between the launch and the attach.
+fn start_launch_attach(sandbox: &Sandbox, task: &str) -> (Child, f64) {
+    let dir = ask(sandbox, &["task", "start", task]);
+    let script = format!("'{BIN}' begin phase; sleep 0.3; '{BIN}' end phase");
+    let child = Command::new("sh")
+        .args(["-c", &script])
+        .env("TASKCLUSTER_PROFILE_DIR", &dir)
+        .spawn()
+        .unwrap();
+    let launched = epoch_ms();
+    let pid = child.id().to_string();
+    ask(sandbox, &["task", "start", task, "--pid", &pid]);
+    (child, launched)
+}
+
+/// The "Process" markers whose command starts with `command`.
+fn processes<'a>(rows: &'a [MarkerRow], command: &str) -> Vec<&'a MarkerRow> {
+    let is_process = |m: &&MarkerRow| m.data["type"] == "Process";
+    let named = |m: &&MarkerRow| m.data["command"].as_str().unwrap().starts_with(command);
+    rows.iter().filter(is_process).filter(named).collect()
+}
+
+#[test]
+fn a_phase_the_task_begins_before_the_attach_is_whole_in_fifty_runs_of_fifty() {
+    let sandbox = Sandbox::new();
+    let daemon = Daemon::start(&sandbox, &[]);
+    let runs: Vec<(String, f64)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..10)
+            .map(|worker| {
+                let sandbox = &sandbox;
+                scope.spawn(move || {
+                    let mut done = Vec::new();
+                    for round in 0..5 {
+                        let task = format!("t{worker}-{round}");
+                        let (mut child, launched) = start_launch_attach(sandbox, &task);
+                        assert!(child.wait().unwrap().success());
+                        let output = format!("{task}.json");
+                        ask(sandbox, &["task", "end", &task, "-o", &output]);
+                        done.push((output, launched));
+                    }
+                    done
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().unwrap())
+            .collect()
+    });
+    let mut whole = 0;
+    for (output, launched) in &runs {
+        let profile = read_json(&sandbox.path(output));
+        let rows = profile_markers(&profile);
+        let phase: Vec<&MarkerRow> = rows.iter().filter(|m| m.name == "phase").collect();
+        let start = profile["meta"]["startTime"].as_f64().unwrap();
+        let lasted = phase.first().and_then(|m| Some(m.end? - m.start));
+        if phase.len() == 1 && lasted >= Some(300.0) && phase[0].data.get("cutOff").is_none() {
+            whole += 1;
+        } else {
+            eprintln!("{output}: {phase:?}");
+        }
+        // The task's shell, seen from the attach on, starts when it was launched.
+        let shell = processes(&rows, "sh");
+        assert_eq!(shell.len(), 1, "{output}: {shell:?}");
+        let began = start + shell[0].start;
+        assert!(began <= *launched, "{output}: {began} after {launched}");
+    }
+    assert_processed_profile(&read_json(&sandbox.path(&runs[0].0)));
+    assert_eq!(whole, 50, "runs whose phase is whole");
+    daemon.stop();
+}
+
+#[test]
+fn a_process_started_before_a_daemon_kill_keeps_its_start_time_after_the_restart() {
+    let sandbox = Sandbox::new();
+    let daemon = Daemon::start(&sandbox, &[]);
+    ask(&sandbox, &["task", "start", "k"]);
+    let mut process = Command::new("sleep").arg("30.4").spawn().unwrap();
+    let launched = epoch_ms();
+    let pid = process.id().to_string();
+    ask(&sandbox, &["task", "start", "k", "--pid", &pid]);
+    crate::daemon::wait_in_segment(&sandbox, "CPU Use");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    daemon.kill();
+    let killed_at = epoch_ms();
+    let daemon = Daemon::start(&sandbox, &[]);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    process.kill().unwrap();
+    process.wait().unwrap();
+    ask(&sandbox, &["task", "end", "k", "-o", "k.json"]);
+    let profile = read_json(&sandbox.path("k.json"));
+    assert_processed_profile(&profile);
+    let rows = profile_markers(&profile);
+    let sleeps = processes(&rows, "sleep 30.4");
+    assert_eq!(sleeps.len(), 1, "{sleeps:?}");
+    let began = profile["meta"]["startTime"].as_f64().unwrap() + sleeps[0].start;
+    assert!(
+        began <= launched && began < killed_at,
+        "began {began}, launched {launched}, killed at {killed_at}"
     );
     daemon.stop();
 }
