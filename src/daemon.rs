@@ -32,11 +32,14 @@ impl SocketArg {
 }
 
 #[derive(Args, Debug)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub struct DaemonArgs {
+    #[command(subcommand)]
+    pub command: Option<DaemonCommand>,
     /// Where the machine's segments, the tasks' logs and the daemon's state are kept
     /// (created if missing; one daemon per directory).
-    #[arg(long, value_name = "DIR")]
-    pub state_dir: PathBuf,
+    #[arg(long, value_name = "DIR", required = true)]
+    pub state_dir: Option<PathBuf>,
     #[command(flatten)]
     pub socket: SocketArg,
     /// Seconds between samples of the machine and of the tasks' processes (0.01 to 3600).
@@ -61,6 +64,13 @@ pub struct DaemonArgs {
     /// a second line the live profiles' base URL with --http.
     #[arg(long, value_name = "PATH")]
     pub ready_file: Option<PathBuf>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum DaemonCommand {
+    /// Print what the running daemon is doing, as JSON: version, uptime, open tasks and
+    /// their age, segments and their bytes, the last housekeeping run and its error.
+    Status(SocketArg),
 }
 
 #[derive(Subcommand, Debug)]
@@ -99,6 +109,14 @@ pub struct TaskStartArgs {
     /// (other users' command lines included) in its profile.
     #[arg(long)]
     pub allow_host: bool,
+    /// Begin the task's profile at MS (epoch milliseconds, within the day before now): the
+    /// worker's own steps for it before this start (claim, downloads) are in its span.
+    #[arg(long, value_name = "MS")]
+    pub since: Option<f64>,
+    /// Print one JSON object: profileDir, and statsdAddress, statsdSocket, influxUrl,
+    /// liveProfileUrl, liveLogUrl when the task has them.
+    #[arg(long)]
+    pub json: bool,
     #[command(flatten)]
     pub socket: SocketArg,
 }
@@ -135,6 +153,11 @@ pub struct WorkerProfileArgs {
 }
 
 pub fn daemon(args: DaemonArgs) -> Result<u8> {
+    let state_dir = match (args.command, args.state_dir) {
+        (Some(DaemonCommand::Status(socket)), _) => return status(&socket.path()),
+        (None, Some(state_dir)) => state_dir,
+        (None, None) => anyhow::bail!("give --state-dir"),
+    };
     // Installed first, so that a SIGTERM sent as soon as we are ready is never fatal.
     let mut signals =
         Signals::new([SIGINT, SIGTERM]).context("installing the SIGINT and SIGTERM handlers")?;
@@ -145,7 +168,7 @@ pub fn daemon(args: DaemonArgs) -> Result<u8> {
         task_timeout: args.task_timeout,
         http: args.http,
         segment_age: args.segment_age,
-        ..DaemonConfig::new(args.state_dir, socket.clone())
+        ..DaemonConfig::new(state_dir, socket.clone())
     };
     let daemon = Daemon::start(config)?;
     if let Some(path) = &args.ready_file {
@@ -166,9 +189,10 @@ pub fn daemon(args: DaemonArgs) -> Result<u8> {
 }
 
 pub fn task(args: TaskArgs) -> Result<u8> {
+    let mut json = false;
     let (socket, request) = match args.command {
-        TaskCommand::Start(args) => (
-            args.socket.path(),
+        TaskCommand::Start(args) => (args.socket.path(), {
+            json = args.json;
             Request::TaskStart {
                 task: args.task_id,
                 run: args.run_id,
@@ -176,8 +200,9 @@ pub fn task(args: TaskArgs) -> Result<u8> {
                 pid: args.pid,
                 cgroup: args.cgroup.map(absolute).transpose()?,
                 allow_host: args.allow_host,
-            },
-        ),
+                since: args.since,
+            }
+        }),
         TaskCommand::End(args) => (
             args.socket.path(),
             Request::TaskEnd {
@@ -188,7 +213,12 @@ pub fn task(args: TaskArgs) -> Result<u8> {
             },
         ),
     };
-    send(&socket, request)
+    send(&socket, request, json)
+}
+
+/// `daemon status`: the daemon's status, as JSON.
+fn status(socket: &Path) -> Result<u8> {
+    send(socket, Request::Status, true)
 }
 
 pub fn worker_profile(args: WorkerProfileArgs) -> Result<u8> {
@@ -197,7 +227,7 @@ pub fn worker_profile(args: WorkerProfileArgs) -> Result<u8> {
         until: args.until,
         output: absolute(args.output)?,
     };
-    send(&args.socket.path(), request)
+    send(&args.socket.path(), request, false)
 }
 
 /// The daemon's socket could not be reached, or gave no reply.
@@ -210,18 +240,21 @@ pub struct Unreachable {
     why: std::io::Error,
 }
 
-/// Asks the daemon, and prints the path its reply names.
-fn send(socket: &Path, request: Request) -> Result<u8> {
+/// Asks the daemon, and prints its reply: as one JSON line with `json`, else the path it
+/// names.
+fn send(socket: &Path, request: Request, json: bool) -> Result<u8> {
     let reply = ask(socket, request).map_err(|why| Unreachable {
         socket: socket.display().to_string(),
         why,
     })?;
-    let path = match reply {
-        Reply::ProfileDir { profile_dir } => profile_dir,
-        Reply::Output { output } => output,
+    let text = match reply {
         Reply::Error { error } => return Err(error.into()),
+        reply if json => serde_json::to_string(&reply)?,
+        Reply::Started(started) => started.profile_dir.display().to_string(),
+        Reply::Output { output } => output.display().to_string(),
+        Reply::Status(status) => serde_json::to_string(&status)?,
     };
-    crate::output::to_stdout(format!("{}\n", path.display()).as_bytes())?;
+    crate::output::to_stdout(format!("{text}\n").as_bytes())?;
     Ok(0)
 }
 

@@ -19,13 +19,16 @@ mod segments;
 mod server;
 mod service;
 mod state;
+mod status;
 mod tasks;
 mod worker;
 
 pub use config::{DaemonConfig, Retain, DEFAULT_SOCKET, SOCKET_VARIABLE};
 pub use error::DaemonError;
 pub use http::LiveServer;
-pub use protocol::{ErrorCode, ErrorReply, Reply, Request};
+pub use protocol::{
+    ErrorCode, ErrorReply, Housekeeping, Reply, Request, Status, TaskStarted, TaskStatus,
+};
 pub use server::ask;
 
 use segments::Segments;
@@ -76,6 +79,7 @@ impl Daemon {
         }
         let shared = Arc::new(Shared {
             config: config.clone(),
+            board: status::Board::new(),
             files,
             inner: Mutex::new(service::Inner {
                 segments: Some(segments),
@@ -89,6 +93,9 @@ impl Daemon {
             .http
             .map(|address| LiveServer::start(address, http::Source::Daemon(Arc::clone(&shared))))
             .transpose()?;
+        if let Some(http) = &http {
+            shared.board.serving_http(http.address());
+        }
         let housekeeping = start_housekeeping(Arc::clone(&shared))?;
         Ok(Daemon {
             shared,

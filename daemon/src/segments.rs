@@ -82,6 +82,13 @@ impl Segments {
         apply_retention(&mut self.finished, current_start, retain, needed_from, now)
     }
 
+    /// How many segments there are, the one being written included, and their bytes.
+    pub fn usage(&self) -> (usize, u64) {
+        let current = std::fs::metadata(&self.current.path).map_or(0, |m| m.len());
+        let finished: u64 = self.finished.iter().map(|f| f.bytes).sum();
+        (self.finished.len() + 1, finished + current)
+    }
+
     pub fn finish(self) -> Result<(), DaemonError> {
         drop(self.recorder.finish(EndReason::Stopped)?);
         Ok(())

@@ -6,8 +6,10 @@ use crate::config::DaemonConfig;
 use crate::error::DaemonError;
 use crate::logs::{complete_lines, epoch_ms};
 use crate::protocol::{Reply, Request};
+use crate::protocol::{Status, TaskStarted};
 use crate::segments::Segments;
 use crate::state::{EndedTask, Followed, OpenTask, StateFiles};
+use crate::status::{status, Board};
 use crate::tasks::{self, check_task_id};
 use crate::worker;
 use serde_json::{Map, Value};
@@ -49,6 +51,7 @@ const SAMPLE_LAG: Duration = Duration::from_millis(50);
 /// What every connection and the housekeeping thread share.
 pub struct Shared {
     pub config: DaemonConfig,
+    pub board: Board,
     pub files: StateFiles,
     pub inner: Mutex<Inner>,
 }
@@ -75,12 +78,15 @@ impl Shared {
                 pid,
                 cgroup,
                 allow_host,
+                since,
             } => {
                 let follow = pid.map(Followed::Pid).or(cgroup.map(Followed::Cgroup));
                 check_start(profile_dir.as_deref(), follow.as_ref(), allow_host)
-                    .and_then(|()| self.start_task(&task, run, profile_dir, follow))
-                    .map(|profile_dir| Reply::ProfileDir { profile_dir })
+                    .and_then(|()| check_since(since))
+                    .and_then(|()| self.start_task(&task, run, profile_dir, follow, since))
+                    .map(Reply::Started)
             }
+            Request::Status => Ok(Reply::Status(Box::new(self.status()))),
             Request::TaskEnd {
                 task,
                 run,
@@ -108,6 +114,13 @@ impl Shared {
         result.unwrap_or_else(|error| Reply::Error {
             error: error.reply(),
         })
+    }
+
+    fn status(&self) -> Status {
+        let inner = self.lock();
+        let running = inner.tasks.iter().map(|r| (&r.open, false));
+        let open = running.chain(inner.ending.iter().map(|open| (open, true)));
+        status(&self.board, open, inner.segments.as_ref())
     }
 
     /// A task not open because the timeout ended it: says where its profile went.
@@ -144,15 +157,16 @@ impl Shared {
         self.config.state_dir.join("segments")
     }
 
-    /// Begins a task, or attaches the process tree of one already open; returns its
-    /// profile directory.
+    /// Begins a task (its profile from `since`, else now), or attaches the process tree of
+    /// one already open; returns what the task is given.
     fn start_task(
         &self,
         task: &str,
         run: u32,
         profile_dir: Option<PathBuf>,
         follow: Option<Followed>,
-    ) -> Result<PathBuf, DaemonError> {
+        since: Option<f64>,
+    ) -> Result<TaskStarted, DaemonError> {
         check_task_id(task)?;
         self.end_timed_out();
         let mut inner = self.lock();
@@ -164,9 +178,9 @@ impl Shared {
         }
         if let Some(running) = inner.tasks.iter_mut().find(|r| r.open.is(task, run)) {
             let attached = self.attach(running, follow);
-            let dir = running.open.profile_dir.clone();
+            let started = self.board.started(&running.open, running.recorder.as_ref());
             self.save_locked(&inner)?;
-            return attached.map(|()| dir);
+            return attached.map(|()| started);
         }
         let dir = profile_dir.unwrap_or_else(|| {
             let name = format!("{task}-{run}");
@@ -185,16 +199,18 @@ impl Shared {
             created_dir,
             follow,
             parts: Vec::new(),
-            start_time: epoch_ms(),
+            start_time: since.unwrap_or_else(epoch_ms),
         };
         let recorder = tasks::start_part(&mut open, &self.tasks_dir(), self.config.interval)?;
-        inner.tasks.push(Running {
+        let running = Running {
             open,
             recorder: Some(recorder),
             tree: None,
-        });
+        };
+        let started = self.board.started(&running.open, running.recorder.as_ref());
+        inner.tasks.push(running);
         self.save_locked(&inner)?;
-        Ok(dir)
+        Ok(started)
     }
 
     /// A second start of an open task gives it the process tree it did not have, from
@@ -376,10 +392,13 @@ impl Shared {
         let Some(segments) = &mut inner.segments else {
             return;
         };
-        if let Err(error) = segments.rotate_if_due() {
-            warn(&error);
+        let rotated = segments.rotate_if_due();
+        if let Err(error) = &rotated {
+            warn(error);
         }
-        segments.apply_retention(self.config.retain, needed_from, epoch_ms());
+        let deleted = segments.apply_retention(self.config.retain, needed_from, epoch_ms());
+        self.board
+            .housekept(deleted, rotated.err().map(|e| e.to_string()));
     }
 
     /// Ends every part and the segment; the tasks stay open in the state file.
@@ -408,6 +427,20 @@ pub fn write_profile(path: &Path, profile: &Profile) -> Result<(), DaemonError> 
             path: path.to_owned(),
             source,
         })
+}
+
+/// The longest a task's profile may begin before its `task start`.
+const SINCE_AT_MOST: f64 = 86_400_000.0;
+
+/// A start's `since`: past, by a day at most.
+fn check_since(since: Option<f64>) -> Result<(), DaemonError> {
+    let now = epoch_ms();
+    match since {
+        Some(since) if !(now - SINCE_AT_MOST..=now).contains(&since) => Err(DaemonError::Request(
+            format!("since {since} is not epoch ms within the day before now ({now:.0})"),
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// A start's paths and processes, checked before anything is made for it.
@@ -479,6 +512,7 @@ mod tests {
         };
         let shared = Shared {
             config: DaemonConfig::new(state.clone(), state.join("socket")),
+            board: Board::new(),
             files: StateFiles::new(&state),
             inner: Mutex::new(Inner {
                 segments: None,
@@ -493,6 +527,7 @@ mod tests {
             pid: None,
             cgroup: None,
             allow_host: false,
+            since: None,
         });
         let Reply::Error { error } = reply else {
             panic!("{reply:?}");

@@ -4,7 +4,7 @@
 //! profile cut from its parts and the machine's segments.
 
 use crate::error::DaemonError;
-use crate::logs::read_complete;
+use crate::logs::{epoch_ms, read_complete};
 use crate::segments;
 use crate::state::{Followed, OpenTask};
 use serde_json::{Map, Value};
@@ -81,6 +81,8 @@ pub fn start_part(
     // threads per task, stays off.
     config.influx = false;
     let mut dir = ProfileDirConfig::new(open.profile_dir.clone());
+    // Lines as old as the task's start (a worker's steps before it: --since) are taken.
+    dir.limits.time_slack_ms += (epoch_ms() - open.start_time).max(0.0);
     dir.poll_interval = interval.min(Duration::from_millis(100));
     (dir.resume, dir.resume_schemas) = resume_points(&open.parts);
     config.profile_dir = Some(dir);

@@ -156,7 +156,7 @@ fn a_phase_the_task_begins_before_the_attach_is_whole_in_fifty_runs_of_fifty() {
             .flat_map(|w| w.join().unwrap())
             .collect()
     });
-    let mut whole = 0;
+    let (mut whole, mut shells) = (0, 0);
     for (output, launched) in &runs {
         let profile = read_json(&sandbox.path(output));
         let rows = profile_markers(&profile);
@@ -168,12 +168,17 @@ fn a_phase_the_task_begins_before_the_attach_is_whole_in_fifty_runs_of_fifty() {
         } else {
             eprintln!("{output}: {phase:?}");
         }
-        // The task's shell, seen from the attach on, starts when it was launched.
+        // The task's shell, seen from the attach on, starts when it was launched (a
+        // sampler starved past the shell's life, on a loaded machine, never saw it end).
         let shell = processes(&rows, "sh");
-        assert_eq!(shell.len(), 1, "{output}: {shell:?}");
-        let began = start + shell[0].start;
-        assert!(began <= *launched, "{output}: {began} after {launched}");
+        assert!(shell.len() <= 1, "{output}: {shell:?}");
+        for process in shell {
+            let began = start + process.start;
+            assert!(began <= *launched, "{output}: {began} after {launched}");
+            shells += 1;
+        }
     }
+    assert!(shells > 0, "no run drew its shell");
     assert_processed_profile(&read_json(&sandbox.path(&runs[0].0)));
     assert_eq!(whole, 50, "runs whose phase is whole");
     daemon.stop();
@@ -206,6 +211,72 @@ fn a_process_started_before_a_daemon_kill_keeps_its_start_time_after_the_restart
     assert!(
         began <= launched && began < killed_at,
         "began {began}, launched {launched}, killed at {killed_at}"
+    );
+    daemon.stop();
+}
+
+#[test]
+fn task_start_json_gives_what_the_task_needs_and_since_puts_the_workers_steps_in_its_span() {
+    let sandbox = Sandbox::new();
+    let daemon = Daemon::start(&sandbox, &["--http", "0"]);
+    let since = (epoch_ms() - 3000.0).round();
+    let since_text = since.to_string();
+    let line = ask(
+        &sandbox,
+        &["task", "start", "j", "--json", "--since", &since_text],
+    );
+    let started: serde_json::Value = serde_json::from_str(&line).unwrap();
+    let dir = started["profileDir"].as_str().unwrap();
+    assert!(std::path::Path::new(dir).is_dir(), "{started}");
+    let statsd: std::net::SocketAddr = started["statsdAddress"].as_str().unwrap().parse().unwrap();
+    assert!(statsd.ip().is_loopback(), "{started}");
+    for key in ["liveProfileUrl", "liveLogUrl"] {
+        let (status, _, _) = crate::util::http_get(started[key].as_str().unwrap());
+        assert_eq!(status, 200, "{key}: {started}");
+    }
+    // Without --json, the profile directory alone, as before.
+    assert_eq!(
+        ask(&sandbox, &["task", "start", "plain"]),
+        dir.replace("j-0", "plain-0")
+    );
+    // The worker's claim, a second before the start, in the task's span at its time.
+    let claim = format!(
+        "{{\"type\":\"marker\",\"name\":\"claim\",\"startTime\":{},\"endTime\":{}}}\n",
+        since + 500.0,
+        since + 1500.0
+    );
+    crate::util::append(
+        &std::path::Path::new(dir).join("worker.jsonl"),
+        claim.as_bytes(),
+    );
+
+    let status: serde_json::Value =
+        serde_json::from_str(&ask(&sandbox, &["daemon", "status"])).unwrap();
+    assert_eq!(status["version"], env!("CARGO_PKG_VERSION"));
+    let tasks = status["tasks"].as_array().unwrap();
+    assert_eq!(tasks.len(), 2, "{status}");
+    assert_eq!(tasks[0]["task"], "j", "oldest first: {status}");
+    assert!(tasks[0]["ageMs"].as_f64().unwrap() >= 3000.0, "{status}");
+    assert!(status["segments"].as_u64().unwrap() >= 1, "{status}");
+    assert!(status["segmentBytes"].as_u64().unwrap() > 0, "{status}");
+    wait_for(|| {
+        let status = ask(&sandbox, &["daemon", "status"]);
+        let status: serde_json::Value = serde_json::from_str(&status).unwrap();
+        status["housekeeping"]["at"].is_number() && status["housekeeping"]["error"].is_null()
+    });
+
+    ask(&sandbox, &["task", "end", "j", "-o", "j.json"]);
+    let profile = read_json(&sandbox.path("j.json"));
+    assert_processed_profile(&profile);
+    assert_eq!(profile["meta"]["startTime"].as_f64(), Some(since));
+    let rows = profile_markers(&profile);
+    let claim: Vec<&MarkerRow> = rows.iter().filter(|m| m.name == "claim").collect();
+    assert_eq!(claim.len(), 1);
+    // To the microsecond: times are epoch ms against a start in epoch ms.
+    let (start, end) = (claim[0].start, claim[0].end.unwrap());
+    assert!(
+        (start - 500.0).abs() < 0.01 && (end - 1500.0).abs() < 0.01,
+        "{start} {end}"
     );
     daemon.stop();
 }
