@@ -170,6 +170,10 @@ pub fn daemon(args: DaemonArgs) -> Result<u8> {
         segment_age: args.segment_age,
         ..DaemonConfig::new(state_dir, socket.clone())
     };
+    // A ready file left by a daemon that died says nothing of this one.
+    if let Some(path) = &args.ready_file {
+        remove_if_present(path)?;
+    }
     let daemon = Daemon::start(config)?;
     if let Some(path) = &args.ready_file {
         let mut ready = format!("{}\n", socket.display());
@@ -183,9 +187,48 @@ pub fn daemon(args: DaemonArgs) -> Result<u8> {
             )
         })?;
     }
+    notify_ready().context("telling the service manager that the daemon is ready")?;
     signals.forever().next();
-    daemon.stop()?;
+    let stopped = daemon.stop();
+    if let Some(path) = &args.ready_file {
+        remove_if_present(path)?;
+    }
+    stopped?;
     Ok(0)
+}
+
+fn remove_if_present(path: &Path) -> Result<()> {
+    match std::fs::remove_file(path) {
+        Err(error) if error.kind() != std::io::ErrorKind::NotFound => {
+            Err(error).with_context(|| format!("{}: cannot remove the ready file", path.display()))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// systemd's readiness protocol (`Type=notify`, sd_notify(3)): one datagram `READY=1` to
+/// the socket `NOTIFY_SOCKET` names, a path or, from `@`, an abstract name.
+fn notify_ready() -> std::io::Result<()> {
+    use std::os::unix::net::UnixDatagram;
+    let Some(name) = std::env::var_os("NOTIFY_SOCKET") else {
+        return Ok(());
+    };
+    let socket = UnixDatagram::unbound()?;
+    let message = b"READY=1";
+    match name.as_encoded_bytes().strip_prefix(b"@") {
+        #[cfg(target_os = "linux")]
+        Some(abstract_name) => {
+            use std::os::linux::net::SocketAddrExt;
+            let address = std::os::unix::net::SocketAddr::from_abstract_name(abstract_name)?;
+            socket.send_to_addr(message, &address)?;
+        }
+        #[cfg(not(target_os = "linux"))]
+        Some(_) => return Err(std::io::Error::other("abstract sockets are Linux's")),
+        None => {
+            socket.send_to(message, &name)?;
+        }
+    }
+    Ok(())
 }
 
 pub fn task(args: TaskArgs) -> Result<u8> {

@@ -79,6 +79,15 @@ impl Server {
     }
 }
 
+/// A daemon whose start failed after the socket listened leaves no socket behind.
+impl Drop for Server {
+    fn drop(&mut self) {
+        if self.handle.is_some() {
+            self.stop();
+        }
+    }
+}
+
 fn serve(listener: &UnixListener, shared: &Arc<Shared>, stop: &AtomicBool) {
     let shared = Arc::clone(shared);
     let answer = Arc::new(move |stream| answer(stream, &shared));

@@ -280,3 +280,52 @@ fn task_start_json_gives_what_the_task_needs_and_since_puts_the_workers_steps_in
     );
     daemon.stop();
 }
+
+#[test]
+fn the_daemon_tells_systemd_it_is_ready_and_leaves_no_ready_file_or_socket_behind() {
+    let sandbox = Sandbox::new();
+    // A socket left by a SIGKILLed daemon, which nothing answers: replaced.
+    drop(std::os::unix::net::UnixListener::bind(sandbox.path("daemon.sock")).unwrap());
+    let notify = std::os::unix::net::UnixDatagram::bind(sandbox.path("notify")).unwrap();
+    let notify_path = sandbox.path("notify");
+    let env = [("NOTIFY_SOCKET", notify_path.to_str().unwrap())];
+    let daemon = Daemon::start_with(&sandbox, &[], &env);
+    let mut message = [0; 64];
+    let length = notify.recv(&mut message).unwrap();
+    assert_eq!(&message[..length], b"READY=1");
+    ask(&sandbox, &["daemon", "status"]);
+    daemon.stop();
+    assert!(!sandbox.path("ready").exists(), "the ready file is removed");
+    assert!(
+        !sandbox.path("daemon.sock").exists(),
+        "the socket is removed"
+    );
+
+    // A start that fails once the socket listens (its --http port taken) leaves neither.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port().to_string();
+    std::fs::write(sandbox.path("ready"), "stale\n").unwrap();
+    let args = [
+        "daemon",
+        "--state-dir",
+        "state",
+        "--socket",
+        "daemon.sock",
+        "--ready-file",
+        "ready",
+        "--http",
+        &port,
+    ];
+    let failed = sandbox.run(&args);
+    let stderr = String::from_utf8_lossy(&failed.stderr);
+    assert_eq!(failed.status.code(), Some(74), "{stderr}");
+    assert!(stderr.contains("cannot serve HTTP there"), "{stderr}");
+    assert!(
+        !sandbox.path("ready").exists(),
+        "the stale ready file is removed"
+    );
+    assert!(
+        !sandbox.path("daemon.sock").exists(),
+        "the socket is removed"
+    );
+}
