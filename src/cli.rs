@@ -126,21 +126,23 @@ pub enum Command {
     AddLog(AddLogArgs),
     /// Record the whole worker (a service): per-task profiles are cut from it on request.
     #[command(
-        after_help = "Example:\n  tc-profile daemon --state-dir /var/lib/tc-profile --ready-file /run/tc-profile/ready\n\n\
+        after_help = crate::with_exit_statuses("Example:\n  tc-profile daemon --state-dir /var/lib/tc-profile --ready-file /run/tc-profile/ready\n\n\
         Samples the machine into segment logs in DIR and listens on a Unix socket (mode 0600)\n\
         for `task start`, `task end` and `worker-profile`. On SIGTERM or SIGINT it ends every\n\
-        log cleanly and exits 0; the tasks still open are resumed by the next daemon."
+        log cleanly and exits 0; the tasks still open are resumed by the next daemon.")
     )]
     Daemon(crate::daemon::DaemonArgs),
     /// Begin or end a task recorded by the daemon.
-    #[command(after_help = "Example:\n  tc-profile task start abc123 --run-id 0\n  \
+    #[command(after_help = crate::with_exit_statuses("Example:\n  tc-profile task start abc123 --run-id 0\n  \
         tc-profile task start abc123 --run-id 0 --pid 4242\n  \
         tc-profile task end abc123 --run-id 0 --exit-status 0 -o profile.json\n\n\
         The first start prints the profile directory: start the task with\n\
-        TASKCLUSTER_PROFILE_DIR set to it, then give the daemon its pid (or --cgroup).")]
+        TASKCLUSTER_PROFILE_DIR set to it, then give the daemon its pid (or --cgroup)."))]
     Task(crate::daemon::TaskArgs),
     /// Write the worker's profile over a span: machine tracks, tasks, idle time.
-    #[command(after_help = "Example:\n  tc-profile worker-profile --since 1d -o worker.json")]
+    #[command(after_help = crate::with_exit_statuses(
+        "Example:\n  tc-profile worker-profile --since 1d -o worker.json"
+    ))]
     WorkerProfile(crate::daemon::WorkerProfileArgs),
 }
 

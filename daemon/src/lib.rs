@@ -9,6 +9,7 @@
 //! [`Request`] and [`Reply`] (what a client sends and gets, [`ask`]), [`LiveServer`].
 
 mod bounded;
+mod check;
 mod config;
 mod error;
 mod http;
@@ -18,13 +19,16 @@ mod segments;
 mod server;
 mod service;
 mod state;
+mod status;
 mod tasks;
 mod worker;
 
 pub use config::{DaemonConfig, Retain, DEFAULT_SOCKET, SOCKET_VARIABLE};
 pub use error::DaemonError;
 pub use http::LiveServer;
-pub use protocol::{Reply, Request};
+pub use protocol::{
+    ErrorCode, ErrorReply, Housekeeping, Reply, Request, Status, TaskStarted, TaskStatus,
+};
 pub use server::ask;
 
 use segments::Segments;
@@ -52,7 +56,10 @@ pub struct Daemon {
 impl Daemon {
     /// Locks the state directory, starts the machine's segment, resumes the open tasks a
     /// previous daemon left (each in a new part), and listens on the socket.
-    pub fn start(config: DaemonConfig) -> Result<Daemon, DaemonError> {
+    pub fn start(mut config: DaemonConfig) -> Result<Daemon, DaemonError> {
+        // Absolute, so that the paths in replies mean the same to every client.
+        config.state_dir = std::path::absolute(&config.state_dir)
+            .map_err(DaemonError::state(&config.state_dir))?;
         let dir = &config.state_dir;
         std::fs::create_dir_all(dir.join("tasks")).map_err(DaemonError::state(dir))?;
         let lock = state::lock(dir)
@@ -60,17 +67,19 @@ impl Daemon {
             .ok_or_else(|| DaemonError::StateDirLocked { path: dir.clone() })?;
         let files = StateFiles::new(dir);
         let open = files.load().map_err(DaemonError::state(dir))?;
-        let segments = Segments::start(&dir.join("segments"), config.interval)?;
+        let segments = Segments::start(&dir.join("segments"), config.interval, config.segment_age)?;
         let mut running = Vec::new();
         for mut open in open {
             let recorder = tasks::start_part(&mut open, &dir.join("tasks"), config.interval)?;
             running.push(Running {
                 open,
                 recorder: Some(recorder),
+                tree: None,
             });
         }
         let shared = Arc::new(Shared {
             config: config.clone(),
+            board: status::Board::new(),
             files,
             inner: Mutex::new(service::Inner {
                 segments: Some(segments),
@@ -84,6 +93,9 @@ impl Daemon {
             .http
             .map(|address| LiveServer::start(address, http::Source::Daemon(Arc::clone(&shared))))
             .transpose()?;
+        if let Some(http) = &http {
+            shared.board.serving_http(http.address());
+        }
         let housekeeping = start_housekeeping(Arc::clone(&shared))?;
         Ok(Daemon {
             shared,

@@ -1,14 +1,18 @@
 //! The daemon's answers to `task-start` and `task-end`, under one lock: the machine's
 //! segment, the running tasks, and the state file that lists them.
 
+use crate::check;
 use crate::config::DaemonConfig;
 use crate::error::DaemonError;
 use crate::logs::{complete_lines, epoch_ms};
 use crate::protocol::{Reply, Request};
+use crate::protocol::{Status, TaskStarted};
 use crate::segments::Segments;
 use crate::state::{EndedTask, Followed, OpenTask, StateFiles};
+use crate::status::{status, Board};
 use crate::tasks::{self, check_task_id};
 use crate::worker;
+use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
@@ -21,6 +25,8 @@ pub struct Running {
     /// None when its next part could not be started: its end still writes the profile of
     /// the parts it has.
     pub recorder: Option<Recorder>,
+    /// The part that follows the processes attached after the start, beside `recorder`.
+    pub tree: Option<Recorder>,
 }
 
 pub struct Inner {
@@ -45,6 +51,7 @@ const SAMPLE_LAG: Duration = Duration::from_millis(50);
 /// What every connection and the housekeeping thread share.
 pub struct Shared {
     pub config: DaemonConfig,
+    pub board: Board,
     pub files: StateFiles,
     pub inner: Mutex<Inner>,
 }
@@ -70,11 +77,16 @@ impl Shared {
                 profile_dir,
                 pid,
                 cgroup,
+                allow_host,
+                since,
             } => {
                 let follow = pid.map(Followed::Pid).or(cgroup.map(Followed::Cgroup));
-                self.start_task(&task, run, profile_dir, follow)
-                    .map(|profile_dir| Reply::ProfileDir { profile_dir })
+                check_start(profile_dir.as_deref(), follow.as_ref(), allow_host)
+                    .and_then(|()| check_since(since))
+                    .and_then(|()| self.start_task(&task, run, profile_dir, follow, since))
+                    .map(Reply::Started)
             }
+            Request::Status => Ok(Reply::Status(Box::new(self.status()))),
             Request::TaskEnd {
                 task,
                 run,
@@ -86,20 +98,55 @@ impl Shared {
                     timed_out: false,
                     output,
                 };
-                self.end_task(&task, run, ending)
+                check::absolute("output", &ending.output)
+                    .and_then(|()| self.end_task(&task, run, ending))
+                    .map_err(|error| self.explain_not_open(error))
                     .map(|output| Reply::Output { output })
             }
             Request::WorkerProfile {
                 since,
                 until,
                 output,
-            } => self
-                .worker_profile(since, until, &output)
+            } => check::absolute("output", &output)
+                .and_then(|()| self.worker_profile(since, until, &output))
                 .map(|()| Reply::Output { output }),
         };
         result.unwrap_or_else(|error| Reply::Error {
-            error: error.to_string(),
+            error: error.reply(),
         })
+    }
+
+    fn status(&self) -> Status {
+        let inner = self.lock();
+        let running = inner.tasks.iter().map(|r| (&r.open, false));
+        let open = running.chain(inner.ending.iter().map(|open| (open, true)));
+        status(&self.board, open, inner.segments.as_ref())
+    }
+
+    /// A task not open because the timeout ended it: says where its profile went.
+    fn explain_not_open(&self, error: DaemonError) -> DaemonError {
+        let DaemonError::NotOpen { task, run } = &error else {
+            return error;
+        };
+        let history = self.files.history().unwrap_or_default();
+        match history
+            .iter()
+            .rev()
+            .find(|ended| ended.task == *task && ended.run == *run)
+        {
+            Some(ended) if ended.timed_out => DaemonError::TimedOut {
+                task: task.clone(),
+                run: *run,
+                profile: self.timed_out_path(task, *run),
+            },
+            _ => error,
+        }
+    }
+
+    /// Where the timeout writes a task's profile.
+    fn timed_out_path(&self, task: &str, run: u32) -> PathBuf {
+        let name = format!("{task}-{run}.json");
+        self.config.state_dir.join("timed-out").join(name)
     }
 
     fn tasks_dir(&self) -> PathBuf {
@@ -110,29 +157,30 @@ impl Shared {
         self.config.state_dir.join("segments")
     }
 
-    /// Begins a task, or attaches the process tree of one already open; returns its
-    /// profile directory.
+    /// Begins a task (its profile from `since`, else now), or attaches the process tree of
+    /// one already open; returns what the task is given.
     fn start_task(
         &self,
         task: &str,
         run: u32,
         profile_dir: Option<PathBuf>,
         follow: Option<Followed>,
-    ) -> Result<PathBuf, DaemonError> {
+        since: Option<f64>,
+    ) -> Result<TaskStarted, DaemonError> {
         check_task_id(task)?;
         self.end_timed_out();
         let mut inner = self.lock();
         if inner.ending.iter().any(|open| open.is(task, run)) {
-            return Err(DaemonError::Request(format!(
+            return Err(DaemonError::Busy(format!(
                 "task {task} run {run} is ending: its profile is being written; wait for its \
                  `task end` to answer, then start it again"
             )));
         }
         if let Some(running) = inner.tasks.iter_mut().find(|r| r.open.is(task, run)) {
             let attached = self.attach(running, follow);
-            let dir = running.open.profile_dir.clone();
+            let started = self.board.started(&running.open, running.recorder.as_ref());
             self.save_locked(&inner)?;
-            return attached.map(|()| dir);
+            return attached.map(|()| started);
         }
         let dir = profile_dir.unwrap_or_else(|| {
             let name = format!("{task}-{run}");
@@ -151,35 +199,40 @@ impl Shared {
             created_dir,
             follow,
             parts: Vec::new(),
-            start_time: epoch_ms(),
+            start_time: since.unwrap_or_else(epoch_ms),
         };
         let recorder = tasks::start_part(&mut open, &self.tasks_dir(), self.config.interval)?;
-        inner.tasks.push(Running {
+        let running = Running {
             open,
             recorder: Some(recorder),
-        });
+            tree: None,
+        };
+        let started = self.board.started(&running.open, running.recorder.as_ref());
+        inner.tasks.push(running);
         self.save_locked(&inner)?;
-        Ok(dir)
+        Ok(started)
     }
 
-    /// A second start of an open task gives it the process tree it did not have: its
-    /// current part ends, then the next follows the tree (never two parts at once, which
-    /// would both take the same marker lines).
+    /// A second start of an open task gives it the process tree it did not have, from
+    /// now on, in a part of its own: the part that follows the profile directory goes on
+    /// (never two parts on the marker files, which would both take the same lines).
     fn attach(&self, running: &mut Running, follow: Option<Followed>) -> Result<(), DaemonError> {
         let open = &mut running.open;
         if follow.is_none() || open.follow.is_some() {
-            return Err(DaemonError::Request(format!(
-                "task {} run {} is already open; give --pid or --cgroup to attach its processes \
-                 once, or end it first",
-                open.task, open.run
-            )));
-        }
-        if let Some(recorder) = running.recorder.take() {
-            tasks::finish_part(recorder)?;
+            return Err(DaemonError::AlreadyOpen {
+                task: open.task.clone(),
+                run: open.run,
+            });
         }
         open.follow = follow;
         let interval = self.config.interval;
-        running.recorder = Some(tasks::start_part(open, &self.tasks_dir(), interval)?);
+        match tasks::start_tree_part(open, &self.tasks_dir(), interval) {
+            Ok(tree) => running.tree = Some(tree),
+            Err(error) => {
+                open.follow = None;
+                return Err(error);
+            }
+        }
         Ok(())
     }
 
@@ -193,21 +246,26 @@ impl Shared {
             .iter()
             .position(|r| r.open.is(task, run))
             .ok_or_else(|| not_open(task, run))?;
-        let Running { mut open, recorder } = inner.tasks.remove(index);
+        let Running {
+            mut open,
+            recorder,
+            tree,
+        } = inner.tasks.remove(index);
         // Still in the state file until its profile is written.
         inner.ending.push(open.clone());
         drop(inner);
         // A part that cannot be finished (its disk full) is read up to its last whole line
         // all the same: returning here would leave the task in `ending`, never to end.
-        if let Some(Err(error)) = recorder.map(tasks::finish_part) {
-            warn(&error);
+        for part in [tree, recorder].into_iter().flatten() {
+            if let Err(error) = tasks::finish_part(part) {
+                warn(&error);
+            }
         }
         let end_time = epoch_ms();
         // The machine's sample that covers the end is written at the tick after it.
         std::thread::sleep(self.config.interval + SAMPLE_LAG);
-        let written =
-            tasks::task_profile(&open, &self.segments_dir(), end_time, ending.exit_status)
-                .and_then(|profile| write_profile(&ending.output, &profile));
+        let written = tasks::task_profile(&open, &self.segments_dir(), end_time, ending.notes())
+            .and_then(|profile| write_profile(&ending.output, &profile));
         let mut inner = self.lock();
         inner.ending.retain(|o| !o.is(task, run));
         if let Err(error) = written {
@@ -215,6 +273,7 @@ impl Shared {
             inner.tasks.push(Running {
                 open,
                 recorder: recorder.ok(),
+                tree: None,
             });
             self.save_locked(&inner)?;
             return Err(error);
@@ -253,7 +312,7 @@ impl Shared {
             let ending = Ending {
                 exit_status: None,
                 timed_out: true,
-                output: dir.join(format!("{task}-{run}.json")),
+                output: self.timed_out_path(&task, run),
             };
             let done = std::fs::create_dir_all(&dir)
                 .map_err(DaemonError::state(&dir))
@@ -290,7 +349,7 @@ impl Shared {
     /// A running task's profile so far, from its logs as they are (left untouched).
     pub fn live_task_profile(&self, task: &str, run: u32) -> Result<Profile, DaemonError> {
         let open = self.open_task(task, run)?;
-        tasks::task_profile(&open, &self.segments_dir(), epoch_ms(), None)
+        tasks::task_profile(&open, &self.segments_dir(), epoch_ms(), Map::new())
     }
 
     /// The complete lines of the log a running task's part is being written to.
@@ -333,10 +392,13 @@ impl Shared {
         let Some(segments) = &mut inner.segments else {
             return;
         };
-        if let Err(error) = segments.rotate_if_due() {
-            warn(&error);
+        let rotated = segments.rotate_if_due();
+        if let Err(error) = &rotated {
+            warn(error);
         }
-        segments.apply_retention(self.config.retain, needed_from, epoch_ms());
+        let deleted = segments.apply_retention(self.config.retain, needed_from, epoch_ms());
+        self.board
+            .housekept(deleted, rotated.err().map(|e| e.to_string()));
     }
 
     /// Ends every part and the segment; the tasks stay open in the state file.
@@ -345,7 +407,8 @@ impl Shared {
         // Every part and the segment get their footer, whichever fails first.
         let parts = std::mem::take(&mut inner.tasks)
             .into_iter()
-            .filter_map(|r| r.recorder)
+            .flat_map(|r| [r.tree, r.recorder])
+            .flatten()
             .map(tasks::finish_part);
         let segment = inner.segments.take().map(|segments| segments.finish());
         let mut first = Ok(());
@@ -364,6 +427,46 @@ pub fn write_profile(path: &Path, profile: &Profile) -> Result<(), DaemonError> 
             path: path.to_owned(),
             source,
         })
+}
+
+/// The longest a task's profile may begin before its `task start`.
+const SINCE_AT_MOST: f64 = 86_400_000.0;
+
+/// A start's `since`: past, by a day at most.
+fn check_since(since: Option<f64>) -> Result<(), DaemonError> {
+    let now = epoch_ms();
+    match since {
+        Some(since) if !(now - SINCE_AT_MOST..=now).contains(&since) => Err(DaemonError::Request(
+            format!("since {since} is not epoch ms within the day before now ({now:.0})"),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// A start's paths and processes, checked before anything is made for it.
+fn check_start(
+    profile_dir: Option<&Path>,
+    follow: Option<&Followed>,
+    allow_host: bool,
+) -> Result<(), DaemonError> {
+    if let Some(dir) = profile_dir {
+        check::absolute("profileDir", dir)?;
+    }
+    follow.map_or(Ok(()), |follow| check::follow(follow, allow_host))
+}
+
+impl Ending {
+    /// What `meta.tcProfile` says of the end: `exitStatus`, `timedOut`.
+    fn notes(&self) -> Map<String, Value> {
+        let mut notes = Map::new();
+        if let Some(status) = self.exit_status {
+            notes.insert("exitStatus".to_owned(), status.into());
+        }
+        if self.timed_out {
+            notes.insert("timedOut".to_owned(), true.into());
+        }
+        notes
+    }
 }
 
 fn not_open(task: &str, run: u32) -> DaemonError {
@@ -409,6 +512,7 @@ mod tests {
         };
         let shared = Shared {
             config: DaemonConfig::new(state.clone(), state.join("socket")),
+            board: Board::new(),
             files: StateFiles::new(&state),
             inner: Mutex::new(Inner {
                 segments: None,
@@ -422,10 +526,14 @@ mod tests {
             profile_dir: None,
             pid: None,
             cgroup: None,
+            allow_host: false,
+            since: None,
         });
         let Reply::Error { error } = reply else {
             panic!("{reply:?}");
         };
+        assert_eq!(error.code, crate::ErrorCode::Busy);
+        let error = error.message;
         assert!(
             error.contains("is ending") && error.contains("wait"),
             "{error}"

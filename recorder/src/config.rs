@@ -41,6 +41,10 @@ pub struct RecorderConfig {
     pub profile_dir: Option<ProfileDirConfig>,
     /// The task's processes, drawn against the rest of the machine; none by default.
     pub follow: Option<Follow>,
+    /// Epoch ms: a process of the tree alive when the recording starts is drawn from its
+    /// real start (its /proc stat) back to this at the earliest; None: from the log's start.
+    /// For a recording that takes over a task begun earlier (the daemon's parts).
+    pub processes_since: Option<f64>,
     /// The task's cgroup, whose counters are recorded. When None, the cgroup of a followed
     /// pid or cgroup is used if it is not the recorder's own.
     pub cgroup: Option<TaskCgroup>,
@@ -73,6 +77,7 @@ impl RecorderConfig {
             forward: None,
             profile_dir: None,
             follow: None,
+            processes_since: None,
             cgroup: None,
             task_schemas: Vec::new(),
             log_lines: false,

@@ -13,10 +13,10 @@ use std::process::{Child, Command, Stdio};
 
 /// A daemon on a socket and state directory of the sandbox's own; killed if the test
 /// fails before it is stopped.
-struct Daemon {
-    child: Child,
-    socket: PathBuf,
-    stderr: PathBuf,
+pub struct Daemon {
+    pub child: Child,
+    pub socket: PathBuf,
+    pub stderr: PathBuf,
 }
 
 impl Drop for Daemon {
@@ -27,11 +27,11 @@ impl Drop for Daemon {
 }
 
 impl Daemon {
-    fn start(sandbox: &Sandbox, extra: &[&str]) -> Daemon {
+    pub fn start(sandbox: &Sandbox, extra: &[&str]) -> Daemon {
         Daemon::start_with(sandbox, extra, &[])
     }
 
-    fn start_with(sandbox: &Sandbox, extra: &[&str], env: &[(&str, &str)]) -> Daemon {
+    pub fn start_with(sandbox: &Sandbox, extra: &[&str], env: &[(&str, &str)]) -> Daemon {
         let ready = sandbox.path("ready");
         let _ = std::fs::remove_file(&ready);
         let mut args = vec![
@@ -62,21 +62,21 @@ impl Daemon {
         }
     }
 
-    fn stop(mut self) {
+    pub fn stop(mut self) {
         signal(&self.child, libc::SIGTERM);
         let status = self.child.wait().unwrap();
         let stderr = std::fs::read_to_string(&self.stderr).unwrap_or_default();
         assert!(status.success(), "daemon: {status}\n{stderr}");
     }
 
-    fn kill(mut self) {
+    pub fn kill(mut self) {
         signal(&self.child, libc::SIGKILL);
         self.child.wait().unwrap();
     }
 }
 
 /// `tc-profile ARGS --socket daemon.sock`, which must succeed; its stdout's line.
-fn ask(sandbox: &Sandbox, args: &[&str]) -> String {
+pub fn ask(sandbox: &Sandbox, args: &[&str]) -> String {
     let mut all = args.to_vec();
     all.extend(["--socket", "daemon.sock"]);
     let output = sandbox.run_ok(&all);
@@ -87,14 +87,14 @@ fn ask(sandbox: &Sandbox, args: &[&str]) -> String {
 }
 
 /// A process of the task's, told apart by its command line: `sleep SECONDS`.
-fn task_process(seconds: &str) -> Child {
+pub fn task_process(seconds: &str) -> Child {
     Command::new("sleep")
         .arg(seconds)
         .spawn()
         .expect("spawn sleep")
 }
 
-fn mark(dir: &str, file: &str, name: &str) {
+pub fn mark(dir: &str, file: &str, name: &str) {
     let line = format!(
         "{{\"type\":\"marker\",\"name\":\"{name}\",\"startTime\":{},\"endTime\":null}}\n",
         epoch_ms()
@@ -260,7 +260,7 @@ fn overlapping_tasks_get_profiles_of_their_own_and_the_worker_profile_shows_both
 }
 
 /// Waits until the machine's segment holds `needle`.
-fn wait_in_segment(sandbox: &Sandbox, needle: &str) {
+pub fn wait_in_segment(sandbox: &Sandbox, needle: &str) {
     let segments = sandbox.path("state/segments");
     wait_for(|| {
         std::fs::read_dir(&segments).is_ok_and(|mut entries| {
@@ -318,7 +318,7 @@ fn a_task_survives_a_sigkilled_daemon_with_its_downtime_marked_and_ends_once() {
         "--socket",
         "daemon.sock",
     ]);
-    assert_eq!(again.status.code(), Some(2), "{}", describe(&[], &again));
+    assert_eq!(again.status.code(), Some(65), "{}", describe(&[], &again));
     let stderr = String::from_utf8_lossy(&again.stderr);
     assert!(stderr.contains("task k run 0 is not open"), "{stderr}");
     assert!(!sandbox.path("again.json").exists());
@@ -378,7 +378,15 @@ fn a_task_whose_end_never_comes_is_finalized_once_by_the_next_start_after_the_ti
         "--socket",
         "daemon.sock",
     ]);
-    assert_eq!(late.status.code(), Some(2), "{}", describe(&[], &late));
+    assert_eq!(late.status.code(), Some(65), "{}", describe(&[], &late));
+    let stderr = String::from_utf8_lossy(&late.stderr);
+    let kept = sandbox.path("state/timed-out/forgotten-0.json");
+    assert!(
+        stderr.contains("ended by --task-timeout") && stderr.contains(&*kept.to_string_lossy()),
+        "{stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert_eq!(profile["meta"]["tcProfile"]["timedOut"], true);
     ask(&sandbox, &["worker-profile", "-o", "worker.json"]);
     let rows = profile_markers(&read_json(&sandbox.path("worker.json")));
     assert_eq!(
@@ -399,7 +407,7 @@ fn a_second_daemon_and_a_wrong_request_are_refused_in_one_line() {
     let second = sandbox.run(&args);
     assert_eq!(
         second.status.code(),
-        Some(2),
+        Some(75),
         "{}",
         describe(&args, &second)
     );
@@ -415,7 +423,11 @@ fn a_second_daemon_and_a_wrong_request_are_refused_in_one_line() {
     BufReader::new(&stream).read_line(&mut reply).unwrap();
     let reply: serde_json::Value = serde_json::from_str(&reply).unwrap();
     assert!(
-        reply["error"].as_str().unwrap().contains("version 9"),
+        reply["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("version 9")
+            && reply["error"]["code"] == "bad-request",
         "{reply}"
     );
 
@@ -484,7 +496,7 @@ fn live_profiles_are_served_while_the_task_runs_and_leave_its_logs_alone() {
 }
 
 /// One request over the socket, as the CLI sends it; the reply.
-fn request(socket: &std::path::Path, request: serde_json::Value) -> serde_json::Value {
+pub fn request(socket: &std::path::Path, request: serde_json::Value) -> serde_json::Value {
     let mut stream = UnixStream::connect(socket).unwrap();
     stream.write_all(format!("{request}\n").as_bytes()).unwrap();
     let mut reply = String::new();

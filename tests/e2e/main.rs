@@ -8,6 +8,9 @@ mod compression;
 /// The worker-wide daemon: overlapping tasks' own profiles, the worker's profile with its
 /// idle time, a SIGKILLed daemon restarted, the task timeout.
 mod daemon;
+/// The daemon as a worker drives it: housekeeping from an empty state directory, refusals
+/// with their exit statuses, a task's first phase whole, `task start --json`, status.
+mod daemon_worker;
 /// `finalize`: kills, truncation at every byte, Mozilla's stream, bad input.
 mod finalize;
 /// CLI manners: examples in every --help, one-line errors, --version, completions, colour

@@ -210,6 +210,13 @@ impl ProcessTree {
         Some(tree)
     }
 
+    /// Lets a process that started before the log be drawn from its start, back to
+    /// `earliest` (log ms, at most 0).
+    pub(crate) fn starting_from(mut self, earliest: f64) -> ProcessTree {
+        self.units.earliest_ms = earliest.min(0.0);
+        self
+    }
+
     /// The recorder's reaped-children ticks, in Children mode (0 in the others, which do not
     /// count them). They grow only when it reaps a child: one of the tree (gone, or a
     /// zombie now), or one made since the last read, which gave out a pid. So its stat, a
