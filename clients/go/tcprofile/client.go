@@ -146,7 +146,7 @@ func (c *Client) StartTask(ctx context.Context, taskID string, runID uint32, opt
 
 // Attach gives an open task its process, once the task runs: the daemon follows pid and
 // its descendants from then on, each with its real start time. What the task wrote to
-// its profile directory before is kept whole.
+// its profile directory before is kept whole. (A task not open is started with it.)
 func (c *Client) Attach(ctx context.Context, taskID string, runID uint32, pid int) (*TaskStarted, error) {
 	return c.StartTask(ctx, taskID, runID, StartOptions{Pid: pid})
 }

@@ -298,3 +298,24 @@ func TestTaskStartJSONIsTheClientsTaskStartedAndItsLiveProfileLoads(t *testing.T
 		t.Fatal(err)
 	}
 }
+
+func TestTheEndOfATimedOutTaskIsErrTimedOutNamingItsProfile(t *testing.T) {
+	d := startDaemon(t, "--task-timeout", "1")
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
+	defer cancel()
+	if _, err := d.client.StartTask(ctx, "forgotten", 0, tcprofile.StartOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// Past the timeout, the next start finalizes the forgotten task.
+	time.Sleep(1200 * time.Millisecond)
+	if _, err := d.client.StartTask(ctx, "next", 0, tcprofile.StartOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	output := filepath.Join(d.dir, "late.json")
+	_, err := d.client.EndTask(ctx, "forgotten", 0, tcprofile.EndOptions{Output: output})
+	kept := filepath.Join(d.dir, "state", "timed-out", "forgotten-0.json")
+	if !errors.Is(err, tcprofile.ErrTimedOut) || !strings.Contains(err.Error(), kept) {
+		t.Fatalf("%v, want ErrTimedOut naming %s", err, kept)
+	}
+	readProfile(t, kept)
+}
