@@ -50,9 +50,14 @@ pub struct DaemonArgs {
     #[arg(long, value_name = "SECONDS", default_value = "86400", value_parser = parse_timeout)]
     pub task_timeout: Duration,
     /// Serve live profiles over HTTP at ADDR (a port or :PORT, on 127.0.0.1, or HOST:PORT;
-    /// port 0: any): GET /tasks/ID/profile.json, /tasks/ID/log.jsonl, /worker/profile.json.
+    /// port 0: any): GET /tasks/ID/TOKEN/profile.json and /tasks/ID/TOKEN/log.jsonl (the
+    /// URL `task start` prints), /worker/TOKEN/profile.json (the token in STATE/http-token).
     #[arg(long, value_name = "ADDR", value_parser = parse_address)]
     pub http: Option<SocketAddr>,
+    /// The longest span of a worker profile over HTTP, in seconds; without since=, it ends
+    /// at this much before its end.
+    #[arg(long, value_name = "SECONDS", default_value = "86400", value_parser = parse_timeout)]
+    pub http_max_span: Duration,
     /// Once listening, write the socket's path to this file (whole or not at all), and on
     /// a second line the live profiles' base URL with --http.
     #[arg(long, value_name = "PATH")]
@@ -62,7 +67,8 @@ pub struct DaemonArgs {
 #[derive(Subcommand, Debug)]
 pub enum TaskCommand {
     /// Begin a task (or attach its processes, once, to a task begun without them); prints
-    /// its profile directory.
+    /// its profile directory, and on stderr its live profile's URL when the daemon serves
+    /// HTTP.
     Start(TaskStartArgs),
     /// End a task: write its profile atomically and print its path.
     End(TaskEndArgs),
@@ -136,6 +142,7 @@ pub fn daemon(args: DaemonArgs) -> Result<u8> {
         retain: args.retain,
         task_timeout: args.task_timeout,
         http: args.http,
+        http_max_span: args.http_max_span,
         ..DaemonConfig::new(args.state_dir, socket.clone())
     };
     let daemon = Daemon::start(config)?;
@@ -199,7 +206,12 @@ fn send(socket: &Path, request: Request) -> Result<u8> {
         )
     })?;
     let path = match reply {
-        Reply::ProfileDir { profile_dir } => profile_dir,
+        Reply::ProfileDir { profile_dir, live } => {
+            if let Some(live) = live {
+                eprintln!("tc-profile: live profile at {live}/profile.json");
+            }
+            profile_dir
+        }
         Reply::Output { output } => output,
         Reply::Error { error } => bail!("{error}"),
     };

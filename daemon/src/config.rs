@@ -61,10 +61,13 @@ pub struct DaemonConfig {
     pub task_timeout: Duration,
     /// Where to serve live profiles over HTTP, if anywhere.
     pub http: Option<std::net::SocketAddr>,
+    /// The longest span of a worker profile asked for over HTTP.
+    pub http_max_span: Duration,
 }
 
 impl DaemonConfig {
-    /// Defaults: 1 s interval, 7 days kept, tasks time out after a day, no HTTP.
+    /// Defaults: 1 s interval, 7 days kept, tasks time out after a day, no HTTP (a day's
+    /// worker profile at most when served).
     pub fn new(state_dir: PathBuf, socket: PathBuf) -> DaemonConfig {
         DaemonConfig {
             state_dir,
@@ -73,6 +76,7 @@ impl DaemonConfig {
             retain: Retain::Age(Duration::from_secs(7 * 86_400)),
             task_timeout: Duration::from_secs(86_400),
             http: None,
+            http_max_span: Duration::from_secs(86_400),
         }
     }
 }

@@ -28,8 +28,10 @@ pub enum DaemonError {
     Thread(io::Error),
     #[error("task {task} run {run} is not open; start it first")]
     NotOpen { task: String, run: u32 },
-    #[error("task {task} is not recorded here: GET /profile.json for the one that is")]
+    #[error("task {task} is not recorded here; check the live profile's URL")]
     NotRecorded { task: String },
+    #[error("cannot draw a random token: {0}")]
+    Random(String),
     #[error("{0}")]
     Request(String),
 }

@@ -9,6 +9,7 @@
 //! [`Request`] and [`Reply`] (what a client sends and gets, [`ask`]), [`LiveServer`].
 
 mod bounded;
+mod builds;
 mod config;
 mod error;
 mod http;
@@ -19,6 +20,7 @@ mod server;
 mod service;
 mod state;
 mod tasks;
+mod token;
 mod worker;
 
 pub use config::{DaemonConfig, Retain, DEFAULT_SOCKET, SOCKET_VARIABLE};
@@ -31,11 +33,15 @@ use segments::Segments;
 use service::{Running, Shared};
 use state::StateFiles;
 use std::fs::File;
+use std::net::TcpListener;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
+use token::Token;
 
+/// The file in the state directory that holds the token of `/worker/TOKEN/profile.json`.
+pub const HTTP_TOKEN_FILE: &str = "http-token";
 /// How often the segment is checked for rotation and the old ones for retention.
 const HOUSEKEEPING_PERIOD: Duration = Duration::from_secs(1);
 
@@ -52,8 +58,8 @@ pub struct Daemon {
 impl Daemon {
     /// Locks the state directory, starts the machine's segment, resumes the open tasks a
     /// previous daemon left (each in a new part), and listens on the socket.
-    pub fn start(config: DaemonConfig) -> Result<Daemon, DaemonError> {
-        let dir = &config.state_dir;
+    pub fn start(mut config: DaemonConfig) -> Result<Daemon, DaemonError> {
+        let dir = &config.state_dir.clone();
         std::fs::create_dir_all(dir.join("tasks")).map_err(DaemonError::state(dir))?;
         let lock = state::lock(dir)
             .map_err(DaemonError::state(dir))?
@@ -61,8 +67,16 @@ impl Daemon {
         let files = StateFiles::new(dir);
         let open = files.load().map_err(DaemonError::state(dir))?;
         let segments = Segments::start(&dir.join("segments"), config.interval)?;
+        // Bound first, so that the task-start replies name the port chosen.
+        let listener = config.http.map(http::bind).transpose()?;
+        if let Some(listener) = &listener {
+            config.http = Some(http::local_address(listener)?);
+        }
         let mut running = Vec::new();
         for mut open in open {
+            if open.token.is_empty() {
+                open.token = Token::new()?;
+            }
             let recorder = tasks::start_part(&mut open, &dir.join("tasks"), config.interval)?;
             running.push(Running {
                 open,
@@ -80,9 +94,8 @@ impl Daemon {
         });
         shared.save()?;
         let server = server::Server::start(&config.socket, Arc::clone(&shared))?;
-        let http = config
-            .http
-            .map(|address| LiveServer::start(address, http::Source::Daemon(Arc::clone(&shared))))
+        let http = listener
+            .map(|listener| serve_live(listener, &shared))
             .transpose()?;
         let housekeeping = start_housekeeping(Arc::clone(&shared))?;
         Ok(Daemon {
@@ -113,6 +126,22 @@ impl Daemon {
         }
         self.shared.stop()
     }
+}
+
+/// Serves the tasks' live profiles, and the worker's for the token written (anew) in
+/// `STATE/http-token`, owner-only.
+fn serve_live(listener: TcpListener, shared: &Arc<Shared>) -> Result<LiveServer, DaemonError> {
+    let token = Token::new()?;
+    let path = shared.config.state_dir.join(HTTP_TOKEN_FILE);
+    token
+        .write_private(&path)
+        .map_err(DaemonError::state(&path))?;
+    let url = format!("http://{}", http::local_address(&listener)?);
+    let source = http::Source::Daemon {
+        shared: Arc::clone(shared),
+        token,
+    };
+    LiveServer::serve(listener, url, source)
 }
 
 fn start_housekeeping(

@@ -59,6 +59,10 @@ pub enum Reply {
     #[serde(rename_all = "camelCase")]
     ProfileDir {
         profile_dir: PathBuf,
+        /// The base URL of the task's live profile and log (`/profile.json`,
+        /// `/log.jsonl` under it), when the daemon serves them.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        live: Option<String>,
     },
     Output {
         output: PathBuf,
@@ -146,7 +150,8 @@ mod tests {
         assert_eq!(
             reply,
             Reply::ProfileDir {
-                profile_dir: "/p".into()
+                profile_dir: "/p".into(),
+                live: None,
             }
         );
     }

@@ -3,12 +3,14 @@
 
 use crate::config::DaemonConfig;
 use crate::error::DaemonError;
-use crate::logs::{complete_lines, epoch_ms};
+use crate::logs::{epoch_ms, open_complete};
 use crate::protocol::{Reply, Request};
 use crate::segments::Segments;
 use crate::state::{EndedTask, Followed, OpenTask, StateFiles};
 use crate::tasks::{self, check_task_id};
+use crate::token::Token;
 use crate::worker;
+use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
@@ -73,7 +75,10 @@ impl Shared {
             } => {
                 let follow = pid.map(Followed::Pid).or(cgroup.map(Followed::Cgroup));
                 self.start_task(&task, run, profile_dir, follow)
-                    .map(|profile_dir| Reply::ProfileDir { profile_dir })
+                    .map(|(profile_dir, token)| Reply::ProfileDir {
+                        profile_dir,
+                        live: self.live_url(&task, &token),
+                    })
             }
             Request::TaskEnd {
                 task,
@@ -110,15 +115,21 @@ impl Shared {
         self.config.state_dir.join("segments")
     }
 
+    /// The base URL of a task's live profile and log, when they are served.
+    fn live_url(&self, task: &str, token: &Token) -> Option<String> {
+        let address = self.config.http?;
+        Some(format!("http://{address}/tasks/{task}/{}", token.as_str()))
+    }
+
     /// Begins a task, or attaches the process tree of one already open; returns its
-    /// profile directory.
+    /// profile directory and its live URLs' token.
     fn start_task(
         &self,
         task: &str,
         run: u32,
         profile_dir: Option<PathBuf>,
         follow: Option<Followed>,
-    ) -> Result<PathBuf, DaemonError> {
+    ) -> Result<(PathBuf, Token), DaemonError> {
         check_task_id(task)?;
         self.end_timed_out();
         let mut inner = self.lock();
@@ -130,9 +141,9 @@ impl Shared {
         }
         if let Some(running) = inner.tasks.iter_mut().find(|r| r.open.is(task, run)) {
             let attached = self.attach(running, follow);
-            let dir = running.open.profile_dir.clone();
+            let answer = (running.open.profile_dir.clone(), running.open.token.clone());
             self.save_locked(&inner)?;
-            return attached.map(|()| dir);
+            return attached.map(|()| answer);
         }
         let dir = profile_dir.unwrap_or_else(|| {
             let name = format!("{task}-{run}");
@@ -152,14 +163,16 @@ impl Shared {
             follow,
             parts: Vec::new(),
             start_time: epoch_ms(),
+            token: Token::new()?,
         };
         let recorder = tasks::start_part(&mut open, &self.tasks_dir(), self.config.interval)?;
+        let token = open.token.clone();
         inner.tasks.push(Running {
             open,
             recorder: Some(recorder),
         });
         self.save_locked(&inner)?;
-        Ok(dir)
+        Ok((dir, token))
     }
 
     /// A second start of an open task gives it the process tree it did not have: its
@@ -270,46 +283,62 @@ impl Shared {
         until: Option<f64>,
         output: &Path,
     ) -> Result<(), DaemonError> {
-        write_profile(output, &self.worker_profile_now(since, until)?)
+        write_profile(output, &self.worker_profile_now(since, until, None)?)
     }
 
-    /// The worker's profile over `since..until`, in memory.
+    /// The worker's profile over `since..until`, in memory; a span over `max_span` is
+    /// refused, and without `since` it starts no earlier than `max_span` before its end.
     pub fn worker_profile_now(
         &self,
         since: Option<f64>,
         until: Option<f64>,
+        max_span: Option<Duration>,
     ) -> Result<Profile, DaemonError> {
         let open = self.open_tasks();
         let history = self
             .files
             .history()
             .map_err(DaemonError::state(&self.config.state_dir))?;
-        worker::worker_profile(&self.segments_dir(), &history, &open, since, until)
+        let span = worker::Span {
+            since,
+            until,
+            max: max_span,
+        };
+        worker::worker_profile(&self.segments_dir(), &history, &open, span)
+    }
+
+    /// The open task whose live URLs carry `token` (and of `run`, if asked for): without
+    /// it, the same error as for a task not open.
+    pub fn live_task(
+        &self,
+        task: &str,
+        token: &str,
+        run: Option<u32>,
+    ) -> Result<OpenTask, DaemonError> {
+        let fits = |o: &OpenTask| {
+            o.task == task && run.is_none_or(|run| o.run == run) && o.token.matches(token)
+        };
+        let open = self.open_tasks().into_iter().find(fits);
+        open.ok_or_else(|| not_open(task, run.unwrap_or(0)))
     }
 
     /// A running task's profile so far, from its logs as they are (left untouched).
-    pub fn live_task_profile(&self, task: &str, run: u32) -> Result<Profile, DaemonError> {
-        let open = self.open_task(task, run)?;
-        tasks::task_profile(&open, &self.segments_dir(), epoch_ms(), None)
+    pub fn live_task_profile(&self, open: &OpenTask) -> Result<Profile, DaemonError> {
+        tasks::task_profile(open, &self.segments_dir(), epoch_ms(), None)
     }
 
-    /// The complete lines of the log a running task's part is being written to.
-    pub fn live_task_log(&self, task: &str, run: u32) -> Result<Vec<u8>, DaemonError> {
-        let open = self.open_task(task, run)?;
+    /// The log a running task's part is being written to, opened, and the length of its
+    /// complete lines.
+    pub fn live_task_log(&self, open: &OpenTask) -> Result<(File, u64), DaemonError> {
         match open.parts.last() {
-            Some(part) => complete_lines(part),
-            None => Err(not_open(task, run)),
+            Some(part) => open_complete(part),
+            None => Err(not_open(&open.task, open.run)),
         }
     }
 
     /// Every task open, being ended included.
     fn open_tasks(&self) -> Vec<OpenTask> {
         self.lock().open()
-    }
-
-    fn open_task(&self, task: &str, run: u32) -> Result<OpenTask, DaemonError> {
-        let open = self.open_tasks().into_iter().find(|o| o.is(task, run));
-        open.ok_or_else(|| not_open(task, run))
     }
 
     pub fn save(&self) -> Result<(), DaemonError> {
@@ -406,6 +435,7 @@ mod tests {
             follow: None,
             parts: vec![state.join("tasks/t1-0-0.jsonl")],
             start_time: epoch_ms(),
+            token: Token::new().unwrap(),
         };
         let shared = Shared {
             config: DaemonConfig::new(state.clone(), state.join("socket")),
