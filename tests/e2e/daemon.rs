@@ -13,8 +13,8 @@ use std::process::{Child, Command, Stdio};
 
 /// A daemon on a socket and state directory of the sandbox's own; killed if the test
 /// fails before it is stopped.
-struct Daemon {
-    child: Child,
+pub(crate) struct Daemon {
+    pub(crate) child: Child,
     socket: PathBuf,
     stderr: PathBuf,
 }
@@ -31,7 +31,7 @@ impl Daemon {
         Daemon::start_with(sandbox, extra, &[])
     }
 
-    fn start_with(sandbox: &Sandbox, extra: &[&str], env: &[(&str, &str)]) -> Daemon {
+    pub(crate) fn start_with(sandbox: &Sandbox, extra: &[&str], env: &[(&str, &str)]) -> Daemon {
         let ready = sandbox.path("ready");
         let _ = std::fs::remove_file(&ready);
         let mut args = vec![
@@ -62,7 +62,7 @@ impl Daemon {
         }
     }
 
-    fn stop(mut self) {
+    pub(crate) fn stop(mut self) {
         signal(&self.child, libc::SIGTERM);
         let status = self.child.wait().unwrap();
         let stderr = std::fs::read_to_string(&self.stderr).unwrap_or_default();

@@ -120,8 +120,7 @@ impl Head {
         let mut content_length = None;
         let mut expects_continue = false;
         for header in head.headers.iter() {
-            let value = String::from_utf8_lossy(header.value);
-            let value = value.trim();
+            let value = header.value.trim_ascii();
             if header.name.eq_ignore_ascii_case("content-length") {
                 if content_length.is_some() {
                     return Err(ReadError::Refused(
@@ -138,7 +137,7 @@ impl Head {
                     "length required: send the body with Content-Length".to_owned(),
                 ));
             } else if header.name.eq_ignore_ascii_case("expect") {
-                expects_continue = value.eq_ignore_ascii_case("100-continue");
+                expects_continue = value.eq_ignore_ascii_case(b"100-continue");
             }
         }
         Ok(Head {
@@ -192,9 +191,11 @@ impl Head {
 }
 
 /// A `Content-Length`: decimal digits only (no sign, no list), that fit.
-fn decimal(text: &str) -> Option<usize> {
-    let digits = !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit());
-    digits.then(|| text.parse().ok()).flatten()
+fn decimal(text: &[u8]) -> Option<usize> {
+    if text.is_empty() || !text.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    std::str::from_utf8(text).ok()?.parse().ok()
 }
 
 /// The content type of JSON bodies.
