@@ -209,8 +209,9 @@ pub struct RecordingArgs {
     #[arg(short, long)]
     pub quiet: bool,
     /// Serve the live profile over HTTP at ADDR while recording (a port or :PORT, on
-    /// 127.0.0.1, or HOST:PORT; port 0: any): GET /tasks/TASK_ID/profile.json and
-    /// /tasks/TASK_ID/log.jsonl, or /profile.json and /log.jsonl.
+    /// 127.0.0.1, or HOST:PORT; port 0: any), at a URL with a random token (printed on
+    /// stderr, and in --ready-file): GET /TOKEN/profile.json and /TOKEN/log.jsonl, or
+    /// /tasks/TASK_ID/TOKEN/profile.json and /tasks/TASK_ID/TOKEN/log.jsonl.
     #[arg(long, value_name = "ADDR", value_parser = parse_address)]
     pub http: Option<SocketAddr>,
     #[command(flatten)]

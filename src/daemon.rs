@@ -53,13 +53,18 @@ pub struct DaemonArgs {
     #[arg(long, value_name = "SECONDS", default_value = "86400", value_parser = parse_timeout)]
     pub task_timeout: Duration,
     /// Serve live profiles over HTTP at ADDR (a port or :PORT, on 127.0.0.1, or HOST:PORT;
-    /// port 0: any): GET /tasks/ID/profile.json, /tasks/ID/log.jsonl, /worker/profile.json.
+    /// port 0: any): GET /tasks/ID/TOKEN/profile.json and /tasks/ID/TOKEN/log.jsonl (the
+    /// URL `task start` prints), /worker/TOKEN/profile.json (the token in STATE/http-token).
     #[arg(long, value_name = "ADDR", value_parser = parse_address)]
     pub http: Option<SocketAddr>,
     /// Seconds a machine segment grows before the next one starts (tests: rotation and
     /// retention within seconds).
     #[arg(long, value_name = "SECONDS", default_value = "600", value_parser = parse_timeout, hide = true)]
     pub segment_age: Duration,
+    /// The longest span of a worker profile over HTTP, in seconds; without since=, it ends
+    /// at this much before its end.
+    #[arg(long, value_name = "SECONDS", default_value = "86400", value_parser = parse_timeout)]
+    pub http_max_span: Duration,
     /// Once listening, write the socket's path to this file (whole or not at all), and on
     /// a second line the live profiles' base URL with --http.
     #[arg(long, value_name = "PATH")]
@@ -76,7 +81,8 @@ pub enum DaemonCommand {
 #[derive(Subcommand, Debug)]
 pub enum TaskCommand {
     /// Begin a task (or attach its processes, once, to a task begun without them); prints
-    /// its profile directory.
+    /// its profile directory, and on stderr its live profile's URL when the daemon serves
+    /// HTTP.
     Start(TaskStartArgs),
     /// End a task: write its profile atomically and print its path.
     End(TaskEndArgs),
@@ -168,6 +174,7 @@ pub fn daemon(args: DaemonArgs) -> Result<u8> {
         task_timeout: args.task_timeout,
         http: args.http,
         segment_age: args.segment_age,
+        http_max_span: args.http_max_span,
         ..DaemonConfig::new(state_dir, socket.clone())
     };
     // A ready file left by a daemon that died says nothing of this one.
@@ -293,7 +300,12 @@ fn send(socket: &Path, request: Request, json: bool) -> Result<u8> {
     let text = match reply {
         Reply::Error { error } => return Err(error.into()),
         reply if json => serde_json::to_string(&reply)?,
-        Reply::Started(started) => started.profile_dir.display().to_string(),
+        Reply::Started(started) => {
+            if let Some(live) = &started.live_profile_url {
+                eprintln!("tc-profile: live profile at {live}");
+            }
+            started.profile_dir.display().to_string()
+        }
         Reply::Output { output } => output.display().to_string(),
         Reply::Status(status) => serde_json::to_string(&status)?,
     };

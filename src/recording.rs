@@ -37,10 +37,9 @@ pub struct Session {
 }
 
 impl Session {
-    /// The live profile's base URL, when served.
-    pub fn live_url(&self) -> Option<String> {
-        let live = self.live.as_ref()?;
-        Some(format!("http://{}", live.address()))
+    /// The live profile's base URL (with its token), when served.
+    pub fn live_url(&self) -> Option<&str> {
+        self.live.as_ref().map(LiveServer::url)
     }
 }
 

@@ -64,12 +64,14 @@ pub struct DaemonConfig {
     pub http: Option<std::net::SocketAddr>,
     /// How old the machine's segment grows before the next one starts.
     pub segment_age: Duration,
+    /// The longest span of a worker profile asked for over HTTP.
+    pub http_max_span: Duration,
 }
 
 impl DaemonConfig {
-    /// Defaults: 1 s interval, 7 days kept, tasks time out after a day, no HTTP, a new
-    /// segment when the recorder would thin its samples out (`COARSE_AFTER`), so that the
-    /// machine tracks keep the daemon's interval.
+    /// Defaults: 1 s interval, 7 days kept, tasks time out after a day, no HTTP (a day's
+    /// worker profile at most when served), a new segment when the recorder would thin its
+    /// samples out (`COARSE_AFTER`), so that the machine tracks keep the daemon's interval.
     pub fn new(state_dir: PathBuf, socket: PathBuf) -> DaemonConfig {
         DaemonConfig {
             state_dir,
@@ -79,6 +81,7 @@ impl DaemonConfig {
             task_timeout: Duration::from_secs(86_400),
             http: None,
             segment_age: COARSE_AFTER,
+            http_max_span: Duration::from_secs(86_400),
         }
     }
 }

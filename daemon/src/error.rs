@@ -29,8 +29,10 @@ pub enum DaemonError {
     Thread(io::Error),
     #[error("task {task} run {run} is not open; start it first")]
     NotOpen { task: String, run: u32 },
-    #[error("task {task} is not recorded here: GET /profile.json for the one that is")]
+    #[error("task {task} is not recorded here; check the live profile's URL")]
     NotRecorded { task: String },
+    #[error("cannot draw a random token: {0}")]
+    Random(String),
     #[error("{0}")]
     Request(String),
     #[error("no process {pid}: give the pid of the task's running process")]
@@ -72,7 +74,9 @@ impl DaemonError {
             | DaemonError::Http { .. }
             | DaemonError::Log { .. }
             | DaemonError::Write { .. } => ErrorCode::Io,
-            DaemonError::Recorder(_) | DaemonError::Thread(_) => ErrorCode::Internal,
+            DaemonError::Recorder(_) | DaemonError::Thread(_) | DaemonError::Random(_) => {
+                ErrorCode::Internal
+            }
         }
     }
 

@@ -9,6 +9,7 @@
 //! [`Request`] and [`Reply`] (what a client sends and gets, [`ask`]), [`LiveServer`].
 
 mod bounded;
+mod builds;
 mod check;
 mod config;
 mod error;
@@ -21,6 +22,7 @@ mod service;
 mod state;
 mod status;
 mod tasks;
+mod token;
 mod worker;
 
 pub use config::{DaemonConfig, Retain, DEFAULT_SOCKET, SOCKET_VARIABLE};
@@ -35,11 +37,15 @@ use segments::Segments;
 use service::{Running, Shared};
 use state::StateFiles;
 use std::fs::File;
+use std::net::TcpListener;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
+use token::Token;
 
+/// The file in the state directory that holds the token of `/worker/TOKEN/profile.json`.
+pub const HTTP_TOKEN_FILE: &str = "http-token";
 /// How often the segment is checked for rotation and the old ones for retention.
 const HOUSEKEEPING_PERIOD: Duration = Duration::from_secs(1);
 
@@ -60,6 +66,11 @@ impl Daemon {
         // Absolute, so that the paths in replies mean the same to every client.
         config.state_dir = std::path::absolute(&config.state_dir)
             .map_err(DaemonError::state(&config.state_dir))?;
+        // Bound first, so that the task-start replies name the port chosen.
+        let listener = config.http.map(http::bind).transpose()?;
+        if let Some(listener) = &listener {
+            config.http = Some(http::local_address(listener)?);
+        }
         let dir = &config.state_dir;
         std::fs::create_dir_all(dir.join("tasks")).map_err(DaemonError::state(dir))?;
         let lock = state::lock(dir)
@@ -70,6 +81,9 @@ impl Daemon {
         let segments = Segments::start(&dir.join("segments"), config.interval, config.segment_age)?;
         let mut running = Vec::new();
         for mut open in open {
+            if open.token.is_empty() {
+                open.token = Token::new()?;
+            }
             let recorder = tasks::start_part(&mut open, &dir.join("tasks"), config.interval)?;
             running.push(Running {
                 open,
@@ -89,9 +103,8 @@ impl Daemon {
         });
         shared.save()?;
         let server = server::Server::start(&config.socket, Arc::clone(&shared))?;
-        let http = config
-            .http
-            .map(|address| LiveServer::start(address, http::Source::Daemon(Arc::clone(&shared))))
+        let http = listener
+            .map(|listener| serve_live(listener, &shared))
             .transpose()?;
         if let Some(http) = &http {
             shared.board.serving_http(http.address());
@@ -125,6 +138,22 @@ impl Daemon {
         }
         self.shared.stop()
     }
+}
+
+/// Serves the tasks' live profiles, and the worker's for the token written (anew) in
+/// `STATE/http-token`, owner-only.
+fn serve_live(listener: TcpListener, shared: &Arc<Shared>) -> Result<LiveServer, DaemonError> {
+    let token = Token::new()?;
+    let path = shared.config.state_dir.join(HTTP_TOKEN_FILE);
+    token
+        .write_private(&path)
+        .map_err(DaemonError::state(&path))?;
+    let url = format!("http://{}", http::local_address(&listener)?);
+    let source = http::Source::Daemon {
+        shared: Arc::clone(shared),
+        token,
+    };
+    LiveServer::serve(listener, url, source)
 }
 
 fn start_housekeeping(

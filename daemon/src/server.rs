@@ -1,7 +1,7 @@
 //! The Unix socket: owner-only, one request line and one reply line per connection, at
-//! most [`MAX_CONNECTIONS`] at once (more are told to retry); and [`ask`], the client.
+//! most [`SOCKET_LIMITS`] at once (more are told to retry); and [`ask`], the client.
 
-use crate::bounded::{serve_each, MAX_CONNECTIONS};
+use crate::bounded::{serve_each, SOCKET_LIMITS};
 use crate::error::DaemonError;
 use crate::protocol::{
     read_request, write_line, Envelope, ErrorCode, ErrorReply, Reply, Request, VERSION,
@@ -94,10 +94,14 @@ fn serve(listener: &UnixListener, shared: &Arc<Shared>, stop: &AtomicBool) {
     serve_each(
         listener.incoming(),
         stop,
+        SOCKET_LIMITS,
         "tc-profile-request",
         answer,
         |stream| {
-            let message = format!("the daemon is serving {MAX_CONNECTIONS} requests; try again");
+            let message = format!(
+                "the daemon is serving {} requests; try again",
+                SOCKET_LIMITS.total
+            );
             let reply = Reply::Error {
                 error: ErrorReply::new(ErrorCode::Busy, message),
             };

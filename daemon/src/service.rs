@@ -4,15 +4,17 @@
 use crate::check;
 use crate::config::DaemonConfig;
 use crate::error::DaemonError;
-use crate::logs::{complete_lines, epoch_ms};
+use crate::logs::{epoch_ms, open_complete};
 use crate::protocol::{Reply, Request};
 use crate::protocol::{Status, TaskStarted};
 use crate::segments::Segments;
 use crate::state::{EndedTask, Followed, OpenTask, StateFiles};
 use crate::status::{status, Board};
 use crate::tasks::{self, check_task_id};
+use crate::token::Token;
 use crate::worker;
 use serde_json::{Map, Value};
+use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
@@ -200,6 +202,7 @@ impl Shared {
             follow,
             parts: Vec::new(),
             start_time: since.unwrap_or_else(epoch_ms),
+            token: Token::new()?,
         };
         let recorder = tasks::start_part(&mut open, &self.tasks_dir(), self.config.interval)?;
         let running = Running {
@@ -329,46 +332,62 @@ impl Shared {
         until: Option<f64>,
         output: &Path,
     ) -> Result<(), DaemonError> {
-        write_profile(output, &self.worker_profile_now(since, until)?)
+        write_profile(output, &self.worker_profile_now(since, until, None)?)
     }
 
-    /// The worker's profile over `since..until`, in memory.
+    /// The worker's profile over `since..until`, in memory; a span over `max_span` is
+    /// refused, and without `since` it starts no earlier than `max_span` before its end.
     pub fn worker_profile_now(
         &self,
         since: Option<f64>,
         until: Option<f64>,
+        max_span: Option<Duration>,
     ) -> Result<Profile, DaemonError> {
         let open = self.open_tasks();
         let history = self
             .files
             .history()
             .map_err(DaemonError::state(&self.config.state_dir))?;
-        worker::worker_profile(&self.segments_dir(), &history, &open, since, until)
+        let span = worker::Span {
+            since,
+            until,
+            max: max_span,
+        };
+        worker::worker_profile(&self.segments_dir(), &history, &open, span)
+    }
+
+    /// The open task whose live URLs carry `token` (and of `run`, if asked for): without
+    /// it, the same error as for a task not open.
+    pub fn live_task(
+        &self,
+        task: &str,
+        token: &str,
+        run: Option<u32>,
+    ) -> Result<OpenTask, DaemonError> {
+        let fits = |o: &OpenTask| {
+            o.task == task && run.is_none_or(|run| o.run == run) && o.token.matches(token)
+        };
+        let open = self.open_tasks().into_iter().find(fits);
+        open.ok_or_else(|| not_open(task, run.unwrap_or(0)))
     }
 
     /// A running task's profile so far, from its logs as they are (left untouched).
-    pub fn live_task_profile(&self, task: &str, run: u32) -> Result<Profile, DaemonError> {
-        let open = self.open_task(task, run)?;
-        tasks::task_profile(&open, &self.segments_dir(), epoch_ms(), Map::new())
+    pub fn live_task_profile(&self, open: &OpenTask) -> Result<Profile, DaemonError> {
+        tasks::task_profile(open, &self.segments_dir(), epoch_ms(), Map::new())
     }
 
-    /// The complete lines of the log a running task's part is being written to.
-    pub fn live_task_log(&self, task: &str, run: u32) -> Result<Vec<u8>, DaemonError> {
-        let open = self.open_task(task, run)?;
+    /// The log a running task's part is being written to, opened, and the length of its
+    /// complete lines.
+    pub fn live_task_log(&self, open: &OpenTask) -> Result<(File, u64), DaemonError> {
         match open.parts.last() {
-            Some(part) => complete_lines(part),
-            None => Err(not_open(task, run)),
+            Some(part) => open_complete(part),
+            None => Err(not_open(&open.task, open.run)),
         }
     }
 
     /// Every task open, being ended included.
     fn open_tasks(&self) -> Vec<OpenTask> {
         self.lock().open()
-    }
-
-    fn open_task(&self, task: &str, run: u32) -> Result<OpenTask, DaemonError> {
-        let open = self.open_tasks().into_iter().find(|o| o.is(task, run));
-        open.ok_or_else(|| not_open(task, run))
     }
 
     pub fn save(&self) -> Result<(), DaemonError> {
@@ -509,6 +528,7 @@ mod tests {
             follow: None,
             parts: vec![state.join("tasks/t1-0-0.jsonl")],
             start_time: epoch_ms(),
+            token: Token::new().unwrap(),
         };
         let shared = Shared {
             config: DaemonConfig::new(state.clone(), state.join("socket")),

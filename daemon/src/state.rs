@@ -2,6 +2,7 @@
 //! (`state.json`, replaced atomically on every change) and the ended ones
 //! (`history.jsonl`, one line appended per task, for worker profiles).
 
+use crate::token::Token;
 use serde::{Deserialize, Serialize};
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
@@ -31,6 +32,10 @@ pub struct OpenTask {
     pub parts: Vec<PathBuf>,
     /// Epoch ms.
     pub start_time: f64,
+    /// What the URLs of its live profile and log carry; empty in a state file of a daemon
+    /// before tokens (a new one is drawn when the task is resumed).
+    #[serde(default, skip_serializing_if = "Token::is_empty")]
+    pub token: Token,
 }
 
 impl OpenTask {
@@ -145,6 +150,7 @@ mod tests {
             follow: Some(Followed::Pid(42)),
             parts: vec!["/s/t1-0-1.jsonl".into()],
             start_time: 5.0,
+            token: Token::new().unwrap(),
         };
         files.save(std::slice::from_ref(&task)).unwrap();
         assert_eq!(files.load().unwrap(), [task]);

@@ -45,8 +45,10 @@ impl Board {
         let live = |file: &str| {
             let base = self.http_base.get()?;
             Some(format!(
-                "{base}/tasks/{}/{file}?run={}",
-                open.task, open.run
+                "{base}/tasks/{}/{}/{file}?run={}",
+                open.task,
+                open.token.as_str(),
+                open.run
             ))
         };
         TaskStarted {

@@ -50,10 +50,12 @@ pub use clock::Clock;
 pub use config::RecorderConfig;
 pub use error::RecorderError;
 pub use influx::{ForwardStats, MAX_BODY_BYTES, MAX_UNSENT_BYTES};
-/// Reading one HTTP/1.1 request, bounded (the InfluxDB endpoint's, and the daemon's).
+/// Reading one HTTP/1.1 request, bounded, and writing its answer (the InfluxDB endpoint's,
+/// and the daemon's).
 pub mod http {
     pub use crate::influx::http::{
-        error_body, read_request, write_response, ReadError, Request, Response, JSON,
+        error_body, parse_head, read_request, write_chunked, write_response, Head, ReadError,
+        Request, Response, JSON, MAX_HEAD_BYTES,
     };
 }
 pub use meta::{machine, task_from_env};

@@ -445,15 +445,35 @@ fn live_profiles_are_served_while_the_task_runs_and_leave_its_logs_alone() {
     assert!(base.starts_with("http://127.0.0.1:"), "{base}");
     let mut process = task_process("30.4");
     let pid = process.id().to_string();
-    let dir = ask(
-        &sandbox,
-        &["task", "start", "live", "--run-id", "1", "--pid", &pid],
-    );
+    let started = sandbox.run_ok(&[
+        "task",
+        "start",
+        "live",
+        "--run-id",
+        "1",
+        "--pid",
+        &pid,
+        "--socket",
+        "daemon.sock",
+    ]);
+    let dir = String::from_utf8(started.stdout)
+        .unwrap()
+        .trim_end()
+        .to_owned();
+    let stderr = String::from_utf8(started.stderr).unwrap();
+    let live = stderr
+        .trim_end()
+        .strip_prefix("tc-profile: live profile at ")
+        .and_then(|url| url.strip_suffix("/profile.json"))
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert!(live.starts_with(&format!("{base}/tasks/live/")), "{live}");
+    let worker_token = std::fs::read_to_string(sandbox.path("state/http-token")).unwrap();
+    let worker = format!("{base}/worker/{worker_token}/profile.json");
     mark(&dir, "l.jsonl", "while it runs");
     wait_in_task_log(&sandbox, "while it runs");
     wait_for_samples(&sandbox, "Task CPU", 3);
 
-    let (status, origin, body) = get(&format!("{base}/tasks/live/profile.json?run=1"));
+    let (status, origin, body) = get(&format!("{live}/profile.json?run=1"));
     assert_eq!((status, origin.as_str()), (200, "*"));
     let profile: serde_json::Value = serde_json::from_slice(&body).unwrap();
     assert_processed_profile(&profile);
@@ -462,17 +482,17 @@ fn live_profiles_are_served_while_the_task_runs_and_leave_its_logs_alone() {
     assert!(count_named(&rows, "Task CPU") > 0);
     std::fs::write(sandbox.path("live.json"), &body).unwrap();
 
-    let (status, _, log) = get(&format!("{base}/tasks/live/log.jsonl?run=1"));
+    let (status, _, log) = get(&format!("{live}/log.jsonl"));
     assert_eq!(status, 200);
     assert!(log.ends_with(b"\n"));
     for line in log.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
         serde_json::from_slice::<serde_json::Value>(line).expect("a whole JSON line");
     }
-    let (status, origin, body) = get(&format!("{base}/worker/profile.json"));
+    let (status, origin, body) = get(&worker);
     assert_eq!((status, origin.as_str()), (200, "*"));
     assert_processed_profile(&serde_json::from_slice(&body).unwrap());
     for query in ["since=yesterday", "until=1e999"] {
-        let (status, _, body) = get(&format!("{base}/worker/profile.json?{query}"));
+        let (status, _, body) = get(&format!("{worker}?{query}"));
         let error: serde_json::Value = serde_json::from_slice(&body).unwrap();
         assert_eq!(status, 400, "{query}: {error}");
         assert!(error["error"]
@@ -480,7 +500,10 @@ fn live_profiles_are_served_while_the_task_runs_and_leave_its_logs_alone() {
             .unwrap()
             .contains("epoch milliseconds"));
     }
-    let (status, _, body) = get(&format!("{base}/tasks/other/profile.json"));
+    let token = live.rsplit('/').next().unwrap();
+    let (status, _, body) = get(&format!("{base}/tasks/other/{token}/profile.json"));
+    assert_eq!(status, 404, "{}", String::from_utf8_lossy(&body));
+    let (status, _, body) = get(&format!("{live}/profile.json?run=2"));
     assert_eq!(status, 404, "{}", String::from_utf8_lossy(&body));
 
     // The snapshot took nothing away: the task's end has every marker still.

@@ -3,6 +3,9 @@
 mod synthetic;
 mod util;
 
+/// The live HTTP server attacked: tokens, 16 concurrent large profiles, slow clients, a
+/// second Content-Length.
+mod attack_http;
 /// gzip and zstd: profiles compressed by extension, compressed logs and profiles read back.
 mod compression;
 /// The worker-wide daemon: overlapping tasks' own profiles, the worker's profile with its
