@@ -3,6 +3,7 @@
 //! socket and print what it did.
 
 use crate::cli::{parse_address, parse_interval};
+use crate::malloc::share_malloc_arenas;
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use signal_hook::consts::{SIGINT, SIGTERM};
@@ -164,6 +165,7 @@ pub fn daemon(args: DaemonArgs) -> Result<u8> {
         (None, Some(state_dir)) => state_dir,
         (None, None) => anyhow::bail!("give --state-dir"),
     };
+    share_malloc_arenas();
     // Installed first, so that a SIGTERM sent as soon as we are ready is never fatal.
     let mut signals =
         Signals::new([SIGINT, SIGTERM]).context("installing the SIGINT and SIGTERM handlers")?;

@@ -5,6 +5,7 @@ mod add_log;
 mod cli;
 mod daemon;
 mod export;
+mod malloc;
 mod mark;
 mod merge;
 mod open;
@@ -94,30 +95,16 @@ fn main() -> ExitCode {
     }
 }
 
-/// For the commands that only finalize: allocations from 32 KiB (the reader's buffers, the
-/// columns) get pages of their own, so that a growing column moves by mremap instead of
-/// leaving its old copy in the heap. glibc's threshold, 128 KiB, rises to the size of each
-/// such block freed; the copies left behind were 0.4 MB of the 8.6 MB that finalizing
-/// 100,000 markers, each with its own text, peaked at. Not for a recording: its marker-file
-/// thread then took 0.62 µs a marker instead of 0.54.
-fn give_large_allocations_their_own_pages() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: sets a parameter of glibc's allocator, before any other thread runs.
-    unsafe {
-        libc::mallopt(libc::M_MMAP_THRESHOLD, 32 * 1024);
-    }
-}
-
 fn dispatch(command: Command) -> Result<u8> {
     match command {
         Command::Run(args) => run::run(args),
         Command::Record(args) => record::record(args),
         Command::Finalize(args) => {
-            give_large_allocations_their_own_pages();
+            malloc::give_large_allocations_their_own_pages();
             finalize_log(args)
         }
         Command::Recover(args) => {
-            give_large_allocations_their_own_pages();
+            malloc::give_large_allocations_their_own_pages();
             recover::recover_command(args)
         }
         Command::Mark(args) => mark::mark(args),

@@ -3,6 +3,7 @@
 
 use crate::cli::{RecordingArgs, SyncArg};
 use crate::export::{export_at_end, hide_credentials, report_forwarding, Destinations};
+use crate::malloc::share_malloc_arenas;
 use crate::output;
 use crate::progress::Reading;
 use crate::recover::recover_state_dir;
@@ -182,18 +183,6 @@ pub fn start(
         eprintln!("tc-profile: live profile at {url}/profile.json");
     }
     Ok(session)
-}
-
-/// glibc gives each thread that allocates an arena of its own, a 64 MiB mapping set up
-/// and first touched in the thread: the recording's threads allocate little, and two
-/// arenas serve them all for half a millisecond less CPU a run (and a smaller resident
-/// set); two, not one, so that the final finalize's decoding thread has one to itself.
-fn share_malloc_arenas() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: mallopt sets a parameter of the allocator, under its own lock.
-    unsafe {
-        libc::mallopt(libc::M_ARENA_MAX, 2);
-    }
 }
 
 /// Serves the recording's task (as the meta line names it) from its log, only ever read.

@@ -13,6 +13,7 @@
 pub(crate) mod command_line;
 mod discovery;
 pub(crate) mod process;
+mod tokens;
 
 use crate::clock::Clock;
 use crate::sources::machine::{CpuTimes, Machine};
