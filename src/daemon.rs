@@ -14,6 +14,7 @@ use tc_profile_daemon::{
     ask, Daemon, DaemonConfig, Reply, Request, Retain, DEFAULT_SOCKET, SOCKET_VARIABLE,
 };
 use tc_profile_finalizer::write_atomically;
+use tc_profile_fs::PRIVATE_FILE;
 
 #[derive(Args, Debug)]
 pub struct SocketArg {
@@ -91,8 +92,20 @@ pub struct TaskStartArgs {
     /// The task's cgroup: its processes are the task's tracks, its counters recorded.
     #[arg(long, value_name = "PATH")]
     pub cgroup: Option<PathBuf>,
+    /// The user the task runs as, by number: a profile directory the daemon creates is
+    /// theirs (mode 0700), for `tc-profile mark` as them and no one else [default: the
+    /// daemon's user, 0700: for a task that runs as it].
+    #[arg(long, value_name = "UID[:GID]", value_parser = parse_user)]
+    pub user: Option<TaskUser>,
     #[command(flatten)]
     pub socket: SocketArg,
+}
+
+/// `--user UID[:GID]`.
+#[derive(Clone, Copy, Debug)]
+pub struct TaskUser {
+    uid: u32,
+    gid: Option<u32>,
 }
 
 #[derive(Args, Debug)]
@@ -144,7 +157,8 @@ pub fn daemon(args: DaemonArgs) -> Result<u8> {
         if let Some(address) = daemon.http_address() {
             ready.push_str(&format!("http://{address}\n"));
         }
-        write_atomically(path, |out| out.write_all(ready.as_bytes())).with_context(|| {
+        let write = |out: &mut dyn std::io::Write| out.write_all(ready.as_bytes());
+        write_atomically(path, PRIVATE_FILE, write).with_context(|| {
             format!(
                 "{}: cannot write the ready file; check --ready-file",
                 path.display()
@@ -166,6 +180,8 @@ pub fn task(args: TaskArgs) -> Result<u8> {
                 profile_dir: args.profile_dir.map(absolute).transpose()?,
                 pid: args.pid,
                 cgroup: args.cgroup,
+                uid: args.user.map(|user| user.uid),
+                gid: args.user.and_then(|user| user.gid),
             },
         ),
         TaskCommand::End(args) => (
@@ -209,6 +225,22 @@ fn send(socket: &Path, request: Request) -> Result<u8> {
 
 fn absolute(path: PathBuf) -> Result<PathBuf> {
     std::path::absolute(&path).with_context(|| format!("{}: cannot resolve it", path.display()))
+}
+
+fn parse_user(text: &str) -> Result<TaskUser, String> {
+    let number = |part: &str| {
+        part.parse::<u32>()
+            .ok()
+            .filter(|&id| id != u32::MAX)
+            .ok_or_else(|| {
+                format!("'{text}': give the user as numbers, UID or UID:GID (1000:1000)")
+            })
+    };
+    let (uid, gid) = match text.split_once(':') {
+        Some((uid, gid)) => (number(uid)?, Some(number(gid)?)),
+        None => (number(text)?, None),
+    };
+    Ok(TaskUser { uid, gid })
 }
 
 fn parse_timeout(text: &str) -> Result<Duration, String> {

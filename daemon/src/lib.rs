@@ -54,7 +54,7 @@ impl Daemon {
     /// previous daemon left (each in a new part), and listens on the socket.
     pub fn start(config: DaemonConfig) -> Result<Daemon, DaemonError> {
         let dir = &config.state_dir;
-        std::fs::create_dir_all(dir.join("tasks")).map_err(DaemonError::state(dir))?;
+        state::prepare(dir).map_err(DaemonError::state(dir))?;
         let lock = state::lock(dir)
             .map_err(DaemonError::state(dir))?
             .ok_or_else(|| DaemonError::StateDirLocked { path: dir.clone() })?;

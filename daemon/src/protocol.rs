@@ -32,6 +32,12 @@ pub enum Request {
         pid: Option<u32>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         cgroup: Option<PathBuf>,
+        /// The user (and group) the task runs as: a profile directory the daemon creates is
+        /// theirs.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        uid: Option<u32>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        gid: Option<u32>,
     },
     #[serde(rename_all = "camelCase")]
     TaskEnd {

@@ -6,13 +6,14 @@ use crate::error::DaemonError;
 use crate::logs::{complete_lines, epoch_ms};
 use crate::protocol::{Reply, Request};
 use crate::segments::Segments;
-use crate::state::{EndedTask, Followed, OpenTask, StateFiles};
+use crate::state::{DirId, EndedTask, Followed, OpenTask, StateFiles};
 use crate::tasks::{self, check_task_id};
 use crate::worker;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
-use tc_profile_finalizer::Profile;
+use tc_profile_finalizer::{remove_durably, Profile};
+use tc_profile_fs::{remove_created_tree, Dir, Owner, PRIVATE_DIR};
 use tc_profile_recorder::Recorder;
 
 /// A task being recorded.
@@ -70,9 +71,12 @@ impl Shared {
                 profile_dir,
                 pid,
                 cgroup,
+                uid,
+                gid,
             } => {
                 let follow = pid.map(Followed::Pid).or(cgroup.map(Followed::Cgroup));
-                self.start_task(&task, run, profile_dir, follow)
+                task_owner(uid, gid)
+                    .and_then(|owner| self.start_task(&task, run, profile_dir, follow, owner))
                     .map(|profile_dir| Reply::ProfileDir { profile_dir })
             }
             Request::TaskEnd {
@@ -106,6 +110,10 @@ impl Shared {
         self.config.state_dir.join("tasks")
     }
 
+    fn profiles_dir(&self) -> PathBuf {
+        self.config.state_dir.join("profiles")
+    }
+
     fn segments_dir(&self) -> PathBuf {
         self.config.state_dir.join("segments")
     }
@@ -118,6 +126,7 @@ impl Shared {
         run: u32,
         profile_dir: Option<PathBuf>,
         follow: Option<Followed>,
+        owner: Option<Owner>,
     ) -> Result<PathBuf, DaemonError> {
         check_task_id(task)?;
         self.end_timed_out();
@@ -134,26 +143,25 @@ impl Shared {
             self.save_locked(&inner)?;
             return attached.map(|()| dir);
         }
-        let dir = profile_dir.unwrap_or_else(|| {
-            let name = format!("{task}-{run}");
-            self.config.state_dir.join("profiles").join(name)
-        });
-        let created_dir = !dir.exists();
-        std::fs::create_dir_all(&dir).map_err(|source| DaemonError::StateDir {
-            path: dir.clone(),
-            source,
-        })?;
+        let name = format!("{task}-{run}");
+        let created = match &profile_dir {
+            Some(dir) => create_profile_dir(None, dir, owner),
+            None => create_profile_dir(Some(&self.profiles_dir()), Path::new(&name), owner),
+        }?;
+        let dir = profile_dir.unwrap_or_else(|| self.profiles_dir().join(name));
         let dir = std::path::absolute(&dir).map_err(DaemonError::state(&dir))?;
         let mut open = OpenTask {
             task: task.to_owned(),
             run,
             profile_dir: dir.clone(),
-            created_dir,
+            created_dir: created.is_some(),
+            created_dir_id: created,
             follow,
             parts: Vec::new(),
             start_time: epoch_ms(),
         };
-        let recorder = tasks::start_part(&mut open, &self.tasks_dir(), self.config.interval)?;
+        let recorder = tasks::start_part(&mut open, &self.tasks_dir(), self.config.interval)
+            .inspect_err(|_| remove_profile_dir(&open))?;
         inner.tasks.push(Running {
             open,
             recorder: Some(recorder),
@@ -210,16 +218,24 @@ impl Shared {
                 .and_then(|profile| write_profile(&ending.output, &profile));
         let mut inner = self.lock();
         inner.ending.retain(|o| !o.is(task, run));
-        if let Err(error) = written {
+        // The task has ended once the state file says so, and only then is its profile kept:
+        // otherwise it is open again, for another end, and a restart never ends it twice.
+        let saved = written.and_then(|()| {
+            self.save_locked(&inner).inspect_err(|_| {
+                let _ = remove_durably(&ending.output);
+            })
+        });
+        if let Err(error) = saved {
             let recorder = tasks::start_part(&mut open, &self.tasks_dir(), self.config.interval);
             inner.tasks.push(Running {
                 open,
                 recorder: recorder.ok(),
             });
-            self.save_locked(&inner)?;
+            if let Err(also) = self.save_locked(&inner) {
+                warn(&also);
+            }
             return Err(error);
         }
-        self.save_locked(&inner)?;
         drop(inner);
         let ended = EndedTask {
             task: open.task.clone(),
@@ -229,9 +245,10 @@ impl Shared {
             exit_status: ending.exit_status,
             timed_out: ending.timed_out,
         };
-        self.files
-            .append_history(&ended)
-            .map_err(DaemonError::state(&self.config.state_dir))?;
+        // Ended all the same: only the worker's profile misses it.
+        if let Err(error) = self.files.append_history(&ended) {
+            warn(&DaemonError::state(&self.config.state_dir)(error));
+        }
         remove_task_files(&open);
         Ok(ending.output)
     }
@@ -255,10 +272,7 @@ impl Shared {
                 timed_out: true,
                 output: dir.join(format!("{task}-{run}.json")),
             };
-            let done = std::fs::create_dir_all(&dir)
-                .map_err(DaemonError::state(&dir))
-                .and_then(|()| self.end_task(&task, run, ending));
-            if let Err(error) = done {
+            if let Err(error) = self.end_task(&task, run, ending) {
                 warn(&error);
             }
         }
@@ -378,9 +392,71 @@ fn remove_task_files(open: &OpenTask) {
     for part in &open.parts {
         let _ = std::fs::remove_file(part);
     }
-    if open.created_dir {
-        // Never follows a symbolic link the task may have put in its place.
-        let _ = std::fs::remove_dir_all(&open.profile_dir);
+    remove_profile_dir(open);
+}
+
+/// The user a task's profile directory is given to: `--user UID[:GID]`.
+fn task_owner(uid: Option<u32>, gid: Option<u32>) -> Result<Option<Owner>, DaemonError> {
+    match (uid, gid) {
+        (None, Some(_)) => Err(DaemonError::Request(
+            "a gid was given without a uid: give both, as --user UID:GID".to_owned(),
+        )),
+        (uid, gid) => Ok(uid.map(|uid| Owner { uid, gid })),
+    }
+}
+
+/// Creates the task's profile directory when missing, never through a symbolic link: `path`
+/// under `base` (the state directory's `profiles`), or from the root without one. It is
+/// 0700 and `owner`'s: the task's alone. Returns its identity; None when it was there.
+fn create_profile_dir(
+    base: Option<&Path>,
+    path: &Path,
+    owner: Option<Owner>,
+) -> Result<Option<DirId>, DaemonError> {
+    let full = base.map_or_else(|| path.to_owned(), |base| base.join(path));
+    let error = |source| DaemonError::ProfileDir {
+        path: full.clone(),
+        source,
+    };
+    if full.is_dir() {
+        return Ok(None);
+    }
+    let (dir, created) = match base {
+        Some(base) => Dir::open(base).and_then(|base| base.create_path(path, PRIVATE_DIR)),
+        None => Dir::create_all(path, PRIVATE_DIR),
+    }
+    .map_err(error)?;
+    if !created {
+        return Ok(None);
+    }
+    let identity = dir.identity().map_err(error)?;
+    if let Some(owner) = owner {
+        if let Err(source) = dir.give_to(owner) {
+            let _ = remove_created_tree(&full, identity);
+            return Err(error(source));
+        }
+    }
+    Ok(Some(identity.into()))
+}
+
+/// Removes the task's profile directory if the daemon created it, and only that one: a
+/// directory a task put in its place, or reached through a symbolic link it swapped in for
+/// a parent, is left, with a warning.
+fn remove_profile_dir(open: &OpenTask) {
+    if !open.created_dir {
+        return;
+    }
+    let removed = match open.created_dir_id {
+        Some(id) => remove_created_tree(&open.profile_dir, id.into()),
+        None => Err(std::io::Error::other(
+            "an older daemon created it without noting which directory it was",
+        )),
+    };
+    if let Err(error) = removed {
+        eprintln!(
+            "tc-profile daemon: warning: {}: the task's profile directory is left: {error}",
+            open.profile_dir.display()
+        );
     }
 }
 
@@ -403,6 +479,7 @@ mod tests {
             run: 0,
             profile_dir: state.join("profiles/t1-0"),
             created_dir: true,
+            created_dir_id: None,
             follow: None,
             parts: vec![state.join("tasks/t1-0-0.jsonl")],
             start_time: epoch_ms(),
@@ -422,6 +499,8 @@ mod tests {
             profile_dir: None,
             pid: None,
             cgroup: None,
+            uid: None,
+            gid: None,
         });
         let Reply::Error { error } = reply else {
             panic!("{reply:?}");
@@ -430,5 +509,65 @@ mod tests {
             error.contains("is ending") && error.contains("wait"),
             "{error}"
         );
+    }
+
+    #[test]
+    fn a_task_end_whose_state_cannot_be_saved_keeps_no_profile_and_can_be_retried() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = dir.path().join("state");
+        crate::state::prepare(&state).unwrap();
+        let mut config = DaemonConfig::new(state.clone(), state.join("socket"));
+        config.interval = Duration::from_millis(10);
+        let shared = Shared {
+            config,
+            files: StateFiles::new(&state),
+            inner: Mutex::new(Inner {
+                segments: None,
+                tasks: Vec::new(),
+                ending: Vec::new(),
+            }),
+        };
+        let start = Request::TaskStart {
+            task: "t1".to_owned(),
+            run: 0,
+            profile_dir: None,
+            pid: None,
+            cgroup: None,
+            uid: None,
+            gid: None,
+        };
+        assert!(matches!(shared.handle(start), Reply::ProfileDir { .. }));
+        let output = dir.path().join("t1.json");
+        let end = Request::TaskEnd {
+            task: "t1".to_owned(),
+            run: 0,
+            exit_status: Some(0),
+            output: output.clone(),
+        };
+        // The state file cannot be replaced (as on a full disk): a directory is in the way
+        // of its temporary.
+        let blocker = state.join(".state.json.tmp");
+        std::fs::create_dir(&blocker).unwrap();
+        let reply = shared.handle(end.clone());
+        let Reply::Error { error } = reply else {
+            panic!("{reply:?}");
+        };
+        assert!(error.contains("is a directory"), "{error}");
+        assert!(!output.exists(), "a profile kept for a task still open");
+        let open = shared.files.load().unwrap();
+        assert_eq!(open.len(), 1, "a restart finds the task open, to end once");
+        assert_eq!(shared.open_tasks().len(), 1);
+        std::fs::remove_dir(&blocker).unwrap();
+        assert_eq!(
+            shared.handle(end.clone()),
+            Reply::Output {
+                output: output.clone()
+            }
+        );
+        assert!(output.exists());
+        assert_eq!(shared.files.load().unwrap(), []);
+        assert_eq!(shared.files.history().unwrap().len(), 1);
+        assert!(matches!(shared.handle(end), Reply::Error { .. }));
+        assert!(shared.stop().is_ok());
     }
 }

@@ -13,10 +13,10 @@ use std::process::{Child, Command, Stdio};
 
 /// A daemon on a socket and state directory of the sandbox's own; killed if the test
 /// fails before it is stopped.
-struct Daemon {
+pub(crate) struct Daemon {
     child: Child,
     socket: PathBuf,
-    stderr: PathBuf,
+    pub(crate) stderr: PathBuf,
 }
 
 impl Drop for Daemon {
@@ -27,7 +27,7 @@ impl Drop for Daemon {
 }
 
 impl Daemon {
-    fn start(sandbox: &Sandbox, extra: &[&str]) -> Daemon {
+    pub(crate) fn start(sandbox: &Sandbox, extra: &[&str]) -> Daemon {
         Daemon::start_with(sandbox, extra, &[])
     }
 
@@ -62,7 +62,7 @@ impl Daemon {
         }
     }
 
-    fn stop(mut self) {
+    pub(crate) fn stop(mut self) {
         signal(&self.child, libc::SIGTERM);
         let status = self.child.wait().unwrap();
         let stderr = std::fs::read_to_string(&self.stderr).unwrap_or_default();
@@ -76,7 +76,7 @@ impl Daemon {
 }
 
 /// `tc-profile ARGS --socket daemon.sock`, which must succeed; its stdout's line.
-fn ask(sandbox: &Sandbox, args: &[&str]) -> String {
+pub(crate) fn ask(sandbox: &Sandbox, args: &[&str]) -> String {
     let mut all = args.to_vec();
     all.extend(["--socket", "daemon.sock"]);
     let output = sandbox.run_ok(&all);

@@ -3,6 +3,9 @@
 mod synthetic;
 mod util;
 
+/// A task's attacks as another user: links planted at every output's temporary name, a
+/// created directory's parent swapped, the modes that keep its data from other users.
+mod attack_files;
 /// gzip and zstd: profiles compressed by extension, compressed logs and profiles read back.
 mod compression;
 /// The worker-wide daemon: overlapping tasks' own profiles, the worker's profile with its
