@@ -159,6 +159,8 @@ pub fn apply_retention(
         .skip(1)
         .map(|f| f.segment.start)
         .chain([current_start])
+        // None finished yet: no end to take (the current one's start is no one's).
+        .take(finished.len())
         .collect();
     let mut kept_bytes = 0_u64;
     let mut gone = vec![false; finished.len()];
@@ -238,6 +240,13 @@ mod tests {
         // Ended at 3000 and 4000: only the first is over a second old at 5000.
         assert_eq!(deleted, 1);
         assert_eq!(starts(&finished), [3000.0]);
+    }
+
+    #[test]
+    fn retention_before_any_segment_has_finished_deletes_nothing() {
+        let mut finished = Vec::new();
+        let age = Retain::Age(Duration::from_secs(1));
+        assert_eq!(apply_retention(&mut finished, 4000.0, age, 0.0, 9000.0), 0);
     }
 
     #[test]
