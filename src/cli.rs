@@ -133,11 +133,13 @@ pub enum Command {
     )]
     Daemon(crate::daemon::DaemonArgs),
     /// Begin or end a task recorded by the daemon.
-    #[command(after_help = "Example:\n  tc-profile task start abc123 --run-id 0\n  \
+    #[command(
+        after_help = "Example:\n  tc-profile task start abc123 --run-id 0 --user 1000\n  \
         tc-profile task start abc123 --run-id 0 --pid 4242\n  \
         tc-profile task end abc123 --run-id 0 --exit-status 0 -o profile.json\n\n\
         The first start prints the profile directory: start the task with\n\
-        TASKCLUSTER_PROFILE_DIR set to it, then give the daemon its pid (or --cgroup).")]
+        TASKCLUSTER_PROFILE_DIR set to it, then give the daemon its pid (or --cgroup)."
+    )]
     Task(crate::daemon::TaskArgs),
     /// Write the worker's profile over a span: machine tracks, tasks, idle time.
     #[command(after_help = "Example:\n  tc-profile worker-profile --since 1d -o worker.json")]

@@ -4,16 +4,17 @@
 use crate::config::DaemonConfig;
 use crate::error::DaemonError;
 use crate::logs::{complete_lines, epoch_ms};
+use crate::profile_dir::{create_profile_dir, remove_profile_dir, task_owner};
 use crate::protocol::{Reply, Request};
 use crate::segments::Segments;
-use crate::state::{DirId, EndedTask, Followed, OpenTask, StateFiles};
+use crate::state::{EndedTask, Followed, OpenTask, StateFiles};
 use crate::tasks::{self, check_task_id};
 use crate::worker;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 use tc_profile_finalizer::{remove_durably, Profile};
-use tc_profile_fs::{remove_created_tree, Dir, Owner, PRIVATE_DIR};
+use tc_profile_fs::Owner;
 use tc_profile_recorder::Recorder;
 
 /// A task being recorded.
@@ -393,71 +394,6 @@ fn remove_task_files(open: &OpenTask) {
         let _ = std::fs::remove_file(part);
     }
     remove_profile_dir(open);
-}
-
-/// The user a task's profile directory is given to: `--user UID[:GID]`.
-fn task_owner(uid: Option<u32>, gid: Option<u32>) -> Result<Option<Owner>, DaemonError> {
-    match (uid, gid) {
-        (None, Some(_)) => Err(DaemonError::Request(
-            "a gid was given without a uid: give both, as --user UID:GID".to_owned(),
-        )),
-        (uid, gid) => Ok(uid.map(|uid| Owner { uid, gid })),
-    }
-}
-
-/// Creates the task's profile directory when missing, never through a symbolic link: `path`
-/// under `base` (the state directory's `profiles`), or from the root without one. It is
-/// 0700 and `owner`'s: the task's alone. Returns its identity; None when it was there.
-fn create_profile_dir(
-    base: Option<&Path>,
-    path: &Path,
-    owner: Option<Owner>,
-) -> Result<Option<DirId>, DaemonError> {
-    let full = base.map_or_else(|| path.to_owned(), |base| base.join(path));
-    let error = |source| DaemonError::ProfileDir {
-        path: full.clone(),
-        source,
-    };
-    if full.is_dir() {
-        return Ok(None);
-    }
-    let (dir, created) = match base {
-        Some(base) => Dir::open(base).and_then(|base| base.create_path(path, PRIVATE_DIR)),
-        None => Dir::create_all(path, PRIVATE_DIR),
-    }
-    .map_err(error)?;
-    if !created {
-        return Ok(None);
-    }
-    let identity = dir.identity().map_err(error)?;
-    if let Some(owner) = owner {
-        if let Err(source) = dir.give_to(owner) {
-            let _ = remove_created_tree(&full, identity);
-            return Err(error(source));
-        }
-    }
-    Ok(Some(identity.into()))
-}
-
-/// Removes the task's profile directory if the daemon created it, and only that one: a
-/// directory a task put in its place, or reached through a symbolic link it swapped in for
-/// a parent, is left, with a warning.
-fn remove_profile_dir(open: &OpenTask) {
-    if !open.created_dir {
-        return;
-    }
-    let removed = match open.created_dir_id {
-        Some(id) => remove_created_tree(&open.profile_dir, id.into()),
-        None => Err(std::io::Error::other(
-            "an older daemon created it without noting which directory it was",
-        )),
-    };
-    if let Err(error) = removed {
-        eprintln!(
-            "tc-profile daemon: warning: {}: the task's profile directory is left: {error}",
-            open.profile_dir.display()
-        );
-    }
 }
 
 /// A problem of the daemon's own upkeep, which no request is waiting for: told on stderr,

@@ -80,6 +80,8 @@ impl LogSink for LogFile {
             }
             Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(Place::Orphaned),
             Err(error) if error.kind() == io::ErrorKind::AlreadyExists => Ok(Place::Orphaned),
+            // Its directory swapped for a symbolic link: never followed.
+            Err(error) if error.kind() == io::ErrorKind::InvalidInput => Ok(Place::Orphaned),
             Err(error) => Err(error),
         }
     }
