@@ -133,7 +133,7 @@ pub enum Command {
     )]
     Daemon(crate::daemon::DaemonArgs),
     /// Begin or end a task recorded by the daemon.
-    #[command(after_help = crate::with_exit_statuses("Example:\n  tc-profile task start abc123 --run-id 0\n  \
+    #[command(after_help = crate::with_exit_statuses("Example:\n  tc-profile task start abc123 --run-id 0 --user 1000\n  \
         tc-profile task start abc123 --run-id 0 --pid 4242\n  \
         tc-profile task end abc123 --run-id 0 --exit-status 0 -o profile.json\n\n\
         The first start prints the profile directory: start the task with\n\

@@ -15,6 +15,7 @@ use tc_profile_daemon::{
     ask, Daemon, DaemonConfig, Reply, Request, Retain, DEFAULT_SOCKET, SOCKET_VARIABLE,
 };
 use tc_profile_finalizer::write_atomically;
+use tc_profile_fs::PRIVATE_FILE;
 
 #[derive(Args, Debug)]
 pub struct SocketArg {
@@ -124,8 +125,20 @@ pub struct TaskStartArgs {
     /// liveProfileUrl, liveLogUrl when the task has them.
     #[arg(long)]
     pub json: bool,
+    /// The user the task runs as, by number: a profile directory the daemon creates is
+    /// theirs (mode 0700), for `tc-profile mark` as them and no one else [default: the
+    /// daemon's user, 0700: for a task that runs as it].
+    #[arg(long, value_name = "UID[:GID]", value_parser = parse_user)]
+    pub user: Option<TaskUser>,
     #[command(flatten)]
     pub socket: SocketArg,
+}
+
+/// `--user UID[:GID]`.
+#[derive(Clone, Copy, Debug)]
+pub struct TaskUser {
+    uid: u32,
+    gid: Option<u32>,
 }
 
 #[derive(Args, Debug)]
@@ -189,7 +202,8 @@ pub fn daemon(args: DaemonArgs) -> Result<u8> {
         if let Some(address) = daemon.http_address() {
             ready.push_str(&format!("http://{address}\n"));
         }
-        write_atomically(path, |out| out.write_all(ready.as_bytes())).with_context(|| {
+        let write = |out: &mut dyn std::io::Write| out.write_all(ready.as_bytes());
+        write_atomically(path, PRIVATE_FILE, write).with_context(|| {
             format!(
                 "{}: cannot write the ready file; check --ready-file",
                 path.display()
@@ -253,6 +267,8 @@ pub fn task(args: TaskArgs) -> Result<u8> {
                 cgroup: args.cgroup.map(absolute).transpose()?,
                 allow_host: args.allow_host,
                 since: args.since,
+                uid: args.user.map(|user| user.uid),
+                gid: args.user.and_then(|user| user.gid),
             }
         }),
         TaskCommand::End(args) => (
@@ -317,6 +333,22 @@ fn send(socket: &Path, request: Request, json: bool) -> Result<u8> {
 
 fn absolute(path: PathBuf) -> Result<PathBuf> {
     std::path::absolute(&path).with_context(|| format!("{}: cannot resolve it", path.display()))
+}
+
+fn parse_user(text: &str) -> Result<TaskUser, String> {
+    let number = |part: &str| {
+        part.parse::<u32>()
+            .ok()
+            .filter(|&id| id != u32::MAX)
+            .ok_or_else(|| {
+                format!("'{text}': give the user as numbers, UID or UID:GID (1000:1000)")
+            })
+    };
+    let (uid, gid) = match text.split_once(':') {
+        Some((uid, gid)) => (number(uid)?, Some(number(gid)?)),
+        None => (number(text)?, None),
+    };
+    Ok(TaskUser { uid, gid })
 }
 
 fn parse_timeout(text: &str) -> Result<Duration, String> {

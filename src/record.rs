@@ -10,6 +10,7 @@ use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
 use tc_profile_finalizer::write_atomically;
 use tc_profile_format::EndReason;
+use tc_profile_fs::PRIVATE_FILE;
 
 pub fn record(args: RecordArgs) -> Result<u8> {
     // Installed first, so that a SIGTERM sent as soon as we are ready is never fatal.
@@ -44,12 +45,14 @@ fn announce_ready(args: &RecordArgs, session: &recording::Session) -> Result<()>
             if let Some(url) = session.live_url() {
                 ready.extend_from_slice(format!("{url}\n").as_bytes());
             }
-            write_atomically(path, |out| out.write_all(&ready)).with_context(|| {
-                format!(
-                    "{}: cannot write the ready file; check --ready-file",
-                    path.display()
-                )
-            })?;
+            write_atomically(path, PRIVATE_FILE, |out| out.write_all(&ready)).with_context(
+                || {
+                    format!(
+                        "{}: cannot write the ready file; check --ready-file",
+                        path.display()
+                    )
+                },
+            )?;
         }
         None => {
             // A worker that does not read our stdout must not stop the recording.

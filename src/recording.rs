@@ -18,6 +18,7 @@ use tc_profile_finalizer::{finalize_locked, FinalizeOptions, LockedLog, DEFAULT_
 use tc_profile_format::marker_file::decode_schema_file;
 use tc_profile_format::scope::MetricScopes;
 use tc_profile_format::EndReason;
+use tc_profile_fs::{remove_created_tree, Dir, Identity, PRIVATE_DIR};
 use tc_profile_recorder::{
     Follow, MetricLimits, ProfileDirConfig, Recorder, RecorderConfig, SyncPolicy, TaskCgroup,
 };
@@ -29,8 +30,9 @@ pub struct Session {
     log: PathBuf,
     /// The profile directory, absolute: what TASKCLUSTER_PROFILE_DIR is set to.
     pub profile_dir: PathBuf,
-    /// Whether this session created the directory (and so removes it at the end).
-    created_dir: bool,
+    /// The directory's identity when this session created it (and so removes it, that
+    /// directory alone, at the end).
+    created_dir: Option<Identity>,
     /// Where the profile goes once written.
     export: Option<Destinations>,
     /// The live profile's server (`--http`), stopped with the recording.
@@ -139,7 +141,7 @@ pub fn start(
         .profile_dir
         .clone()
         .unwrap_or_else(|| with_suffix(&args.output, "markers"));
-    let created_dir = !dir.exists();
+    let created_dir = create_profile_dir(&dir)?;
     let mut config = recorder_config(args, log.clone(), dir.clone());
     config.follow = follow;
     config.cgroup = cgroup;
@@ -162,9 +164,9 @@ pub fn start(
     let recorder = match Recorder::start(config) {
         Ok(recorder) => recorder,
         Err(error) => {
-            if created_dir {
-                // Empty: nothing could be recorded into it.
-                let _ = std::fs::remove_dir(&dir);
+            if let Some(created) = created_dir {
+                // Nothing could be recorded into it.
+                let _ = remove_created_tree(&dir, created);
             }
             return Err(error.into());
         }
@@ -183,6 +185,28 @@ pub fn start(
         eprintln!("tc-profile: live profile at {url}/profile.json");
     }
     Ok(session)
+}
+
+/// Creates the profile directory when missing, its user's alone (0700), never through a
+/// symbolic link at its name; its identity when created.
+fn create_profile_dir(dir: &Path) -> Result<Option<Identity>> {
+    if dir.is_dir() {
+        return Ok(None);
+    }
+    let created = Dir::open_parent(dir).and_then(|(parent, name)| {
+        match parent.create_dir(name, PRIVATE_DIR) {
+            Ok(created) => created.identity().map(Some),
+            // Created meanwhile, by the task: its own.
+            Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => Ok(None),
+            Err(error) => Err(error),
+        }
+    });
+    created.with_context(|| {
+        format!(
+            "{}: cannot create the profile directory; check --profile-dir",
+            dir.display()
+        )
+    })
 }
 
 /// Serves the recording's task (as the meta line names it) from its log, only ever read.
@@ -293,11 +317,11 @@ pub fn finish(session: Session, args: &RecordingArgs, reason: EndReason) -> Resu
         eprintln!("tc-profile: {}", describe_finalized(report));
         output::to_stderr(&SummaryFormat::Short.serialize(summary))?;
     }
-    if session.created_dir && !args.keep_log {
-        // Never follows a symbolic link the task may have put in its place.
-        if let Err(error) = std::fs::remove_dir_all(&session.profile_dir) {
+    if let Some(created) = session.created_dir.filter(|_| !args.keep_log) {
+        // Only the directory created: not one the task put in its place or led to.
+        if let Err(error) = remove_created_tree(&session.profile_dir, created) {
             eprintln!(
-                "tc-profile: warning: {}: cannot remove the profile directory: {error}",
+                "tc-profile: warning: {}: the profile directory is left: {error}",
                 session.profile_dir.display()
             );
         }

@@ -11,6 +11,8 @@ use tc_profile_recorder::RecorderError;
 pub enum DaemonError {
     #[error("{path}: {source}; check --state-dir")]
     StateDir { path: PathBuf, source: io::Error },
+    #[error("{path}: cannot create the task's profile directory: {source}; check --profile-dir and --user")]
+    ProfileDir { path: PathBuf, source: io::Error },
     #[error("{path} is in use by another daemon; give each daemon its own --state-dir")]
     StateDirLocked { path: PathBuf },
     #[error("{path}: cannot listen there: {source}; check --socket")]
@@ -70,6 +72,7 @@ impl DaemonError {
             DaemonError::Busy(_) | DaemonError::StateDirLocked { .. } => ErrorCode::Busy,
             DaemonError::SocketInUse { .. } => ErrorCode::Busy,
             DaemonError::StateDir { .. }
+            | DaemonError::ProfileDir { .. }
             | DaemonError::Socket { .. }
             | DaemonError::Http { .. }
             | DaemonError::Log { .. }

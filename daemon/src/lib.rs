@@ -1,9 +1,9 @@
 //! The worker-wide daemon: one machine recording in segments (`segments`), one log per task
 //! (`tasks`), the open tasks kept in the state directory (`state`) so that a restarted
 //! daemon resumes them, and the worker's requests over a Unix socket (`protocol`, `server`)
-//! answered by `service` (task start and end) and `worker` (the worker's profile); `http`
-//! serves live profiles (also a sidecar's, [`LiveServer`]), `bounded` bounds the connections
-//! of both servers.
+//! answered by `service` (task start and end; `profile_dir`, the directories it creates)
+//! and `worker` (the worker's profile); `http` serves live profiles (also a sidecar's,
+//! [`LiveServer`]), `bounded` bounds the connections of both servers.
 //!
 //! Main types: [`Daemon`] ([`Daemon::start`], then [`Daemon::stop`]), [`DaemonConfig`],
 //! [`Request`] and [`Reply`] (what a client sends and gets, [`ask`]), [`LiveServer`].
@@ -15,6 +15,7 @@ mod config;
 mod error;
 mod http;
 mod logs;
+mod profile_dir;
 mod protocol;
 mod segments;
 mod server;
@@ -72,7 +73,7 @@ impl Daemon {
             config.http = Some(http::local_address(listener)?);
         }
         let dir = &config.state_dir;
-        std::fs::create_dir_all(dir.join("tasks")).map_err(DaemonError::state(dir))?;
+        state::prepare(dir).map_err(DaemonError::state(dir))?;
         let lock = state::lock(dir)
             .map_err(DaemonError::state(dir))?
             .ok_or_else(|| DaemonError::StateDirLocked { path: dir.clone() })?;

@@ -39,6 +39,12 @@ pub enum Request {
         /// claim, downloads) came before this start; at most a day before it.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         since: Option<f64>,
+        /// The user (and group) the task runs as: a profile directory the daemon creates is
+        /// theirs.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        uid: Option<u32>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        gid: Option<u32>,
     },
     #[serde(rename_all = "camelCase")]
     TaskEnd {

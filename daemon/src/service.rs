@@ -5,6 +5,7 @@ use crate::check;
 use crate::config::DaemonConfig;
 use crate::error::DaemonError;
 use crate::logs::{epoch_ms, open_complete};
+use crate::profile_dir::{create_profile_dir, remove_profile_dir, task_owner};
 use crate::protocol::{Reply, Request};
 use crate::protocol::{Status, TaskStarted};
 use crate::segments::Segments;
@@ -18,7 +19,8 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
-use tc_profile_finalizer::Profile;
+use tc_profile_finalizer::{remove_durably, Profile};
+use tc_profile_fs::Owner;
 use tc_profile_recorder::Recorder;
 
 /// A task being recorded.
@@ -81,11 +83,16 @@ impl Shared {
                 cgroup,
                 allow_host,
                 since,
+                uid,
+                gid,
             } => {
                 let follow = pid.map(Followed::Pid).or(cgroup.map(Followed::Cgroup));
                 check_start(profile_dir.as_deref(), follow.as_ref(), allow_host)
                     .and_then(|()| check_since(since))
-                    .and_then(|()| self.start_task(&task, run, profile_dir, follow, since))
+                    .and_then(|()| task_owner(uid, gid))
+                    .and_then(|owner| {
+                        self.start_task(&task, run, profile_dir, follow, since, owner)
+                    })
                     .map(Reply::Started)
             }
             Request::Status => Ok(Reply::Status(Box::new(self.status()))),
@@ -155,6 +162,10 @@ impl Shared {
         self.config.state_dir.join("tasks")
     }
 
+    fn profiles_dir(&self) -> PathBuf {
+        self.config.state_dir.join("profiles")
+    }
+
     fn segments_dir(&self) -> PathBuf {
         self.config.state_dir.join("segments")
     }
@@ -168,6 +179,7 @@ impl Shared {
         profile_dir: Option<PathBuf>,
         follow: Option<Followed>,
         since: Option<f64>,
+        owner: Option<Owner>,
     ) -> Result<TaskStarted, DaemonError> {
         check_task_id(task)?;
         self.end_timed_out();
@@ -184,27 +196,26 @@ impl Shared {
             self.save_locked(&inner)?;
             return attached.map(|()| started);
         }
-        let dir = profile_dir.unwrap_or_else(|| {
-            let name = format!("{task}-{run}");
-            self.config.state_dir.join("profiles").join(name)
-        });
-        let created_dir = !dir.exists();
-        std::fs::create_dir_all(&dir).map_err(|source| DaemonError::StateDir {
-            path: dir.clone(),
-            source,
-        })?;
+        let name = format!("{task}-{run}");
+        let created = match &profile_dir {
+            Some(dir) => create_profile_dir(None, dir, owner),
+            None => create_profile_dir(Some(&self.profiles_dir()), Path::new(&name), owner),
+        }?;
+        let dir = profile_dir.unwrap_or_else(|| self.profiles_dir().join(name));
         let dir = std::path::absolute(&dir).map_err(DaemonError::state(&dir))?;
         let mut open = OpenTask {
             task: task.to_owned(),
             run,
             profile_dir: dir.clone(),
-            created_dir,
+            created_dir: created.is_some(),
+            created_dir_id: created,
             follow,
             parts: Vec::new(),
             start_time: since.unwrap_or_else(epoch_ms),
             token: Token::new()?,
         };
-        let recorder = tasks::start_part(&mut open, &self.tasks_dir(), self.config.interval)?;
+        let recorder = tasks::start_part(&mut open, &self.tasks_dir(), self.config.interval)
+            .inspect_err(|_| remove_profile_dir(&open))?;
         let running = Running {
             open,
             recorder: Some(recorder),
@@ -271,17 +282,25 @@ impl Shared {
             .and_then(|profile| write_profile(&ending.output, &profile));
         let mut inner = self.lock();
         inner.ending.retain(|o| !o.is(task, run));
-        if let Err(error) = written {
+        // The task has ended once the state file says so, and only then is its profile kept:
+        // otherwise it is open again, for another end, and a restart never ends it twice.
+        let saved = written.and_then(|()| {
+            self.save_locked(&inner).inspect_err(|_| {
+                let _ = remove_durably(&ending.output);
+            })
+        });
+        if let Err(error) = saved {
             let recorder = tasks::start_part(&mut open, &self.tasks_dir(), self.config.interval);
             inner.tasks.push(Running {
                 open,
                 recorder: recorder.ok(),
                 tree: None,
             });
-            self.save_locked(&inner)?;
+            if let Err(also) = self.save_locked(&inner) {
+                warn(&also);
+            }
             return Err(error);
         }
-        self.save_locked(&inner)?;
         drop(inner);
         let ended = EndedTask {
             task: open.task.clone(),
@@ -291,9 +310,10 @@ impl Shared {
             exit_status: ending.exit_status,
             timed_out: ending.timed_out,
         };
-        self.files
-            .append_history(&ended)
-            .map_err(DaemonError::state(&self.config.state_dir))?;
+        // Ended all the same: only the worker's profile misses it.
+        if let Err(error) = self.files.append_history(&ended) {
+            warn(&DaemonError::state(&self.config.state_dir)(error));
+        }
         remove_task_files(&open);
         Ok(ending.output)
     }
@@ -310,17 +330,13 @@ impl Shared {
             .filter(|r| now - r.open.start_time > limit)
             .map(|r| (r.open.task.clone(), r.open.run))
             .collect();
-        let dir = self.config.state_dir.join("timed-out");
         for (task, run) in expired {
             let ending = Ending {
                 exit_status: None,
                 timed_out: true,
                 output: self.timed_out_path(&task, run),
             };
-            let done = std::fs::create_dir_all(&dir)
-                .map_err(DaemonError::state(&dir))
-                .and_then(|()| self.end_task(&task, run, ending));
-            if let Err(error) = done {
+            if let Err(error) = self.end_task(&task, run, ending) {
                 warn(&error);
             }
         }
@@ -500,10 +516,7 @@ fn remove_task_files(open: &OpenTask) {
     for part in &open.parts {
         let _ = std::fs::remove_file(part);
     }
-    if open.created_dir {
-        // Never follows a symbolic link the task may have put in its place.
-        let _ = std::fs::remove_dir_all(&open.profile_dir);
-    }
+    remove_profile_dir(open);
 }
 
 /// A problem of the daemon's own upkeep, which no request is waiting for: told on stderr,
@@ -525,6 +538,7 @@ mod tests {
             run: 0,
             profile_dir: state.join("profiles/t1-0"),
             created_dir: true,
+            created_dir_id: None,
             follow: None,
             parts: vec![state.join("tasks/t1-0-0.jsonl")],
             start_time: epoch_ms(),
@@ -548,6 +562,8 @@ mod tests {
             cgroup: None,
             allow_host: false,
             since: None,
+            uid: None,
+            gid: None,
         });
         let Reply::Error { error } = reply else {
             panic!("{reply:?}");
@@ -558,5 +574,65 @@ mod tests {
             error.contains("is ending") && error.contains("wait"),
             "{error}"
         );
+    }
+
+    #[test]
+    fn a_task_end_whose_state_cannot_be_saved_keeps_no_profile_and_can_be_retried() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = dir.path().join("state");
+        crate::state::prepare(&state).unwrap();
+        let mut config = DaemonConfig::new(state.clone(), state.join("socket"));
+        config.interval = Duration::from_millis(10);
+        let shared = Shared {
+            config,
+            files: StateFiles::new(&state),
+            inner: Mutex::new(Inner {
+                segments: None,
+                tasks: Vec::new(),
+                ending: Vec::new(),
+            }),
+        };
+        let start = Request::TaskStart {
+            task: "t1".to_owned(),
+            run: 0,
+            profile_dir: None,
+            pid: None,
+            cgroup: None,
+            uid: None,
+            gid: None,
+        };
+        assert!(matches!(shared.handle(start), Reply::ProfileDir { .. }));
+        let output = dir.path().join("t1.json");
+        let end = Request::TaskEnd {
+            task: "t1".to_owned(),
+            run: 0,
+            exit_status: Some(0),
+            output: output.clone(),
+        };
+        // The state file cannot be replaced (as on a full disk): a directory is in the way
+        // of its temporary.
+        let blocker = state.join(".state.json.tmp");
+        std::fs::create_dir(&blocker).unwrap();
+        let reply = shared.handle(end.clone());
+        let Reply::Error { error } = reply else {
+            panic!("{reply:?}");
+        };
+        assert!(error.contains("is a directory"), "{error}");
+        assert!(!output.exists(), "a profile kept for a task still open");
+        let open = shared.files.load().unwrap();
+        assert_eq!(open.len(), 1, "a restart finds the task open, to end once");
+        assert_eq!(shared.open_tasks().len(), 1);
+        std::fs::remove_dir(&blocker).unwrap();
+        assert_eq!(
+            shared.handle(end.clone()),
+            Reply::Output {
+                output: output.clone()
+            }
+        );
+        assert!(output.exists());
+        assert_eq!(shared.files.load().unwrap(), []);
+        assert_eq!(shared.files.history().unwrap().len(), 1);
+        assert!(matches!(shared.handle(end), Reply::Error { .. }));
+        assert!(shared.stop().is_ok());
     }
 }

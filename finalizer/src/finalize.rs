@@ -167,7 +167,7 @@ fn refusal_advice(holder: &LockHolder, waited: Duration) -> String {
 /// recorder appends to the log and no other finalizer reads it.
 pub struct LockedLog {
     path: PathBuf,
-    file: File,
+    pub(crate) file: File,
 }
 
 impl LockedLog {
@@ -315,13 +315,13 @@ pub fn finalize_locked(
             path: output.clone(),
             source,
         })?;
-    let remove = !options.keep_log && names_file(log, &locked.file);
-    if remove {
-        output::remove_durably(log).map_err(|source| FinalizeError::RemoveLog {
-            path: log.to_owned(),
-            source,
+    let remove = !options.keep_log
+        && output::remove_if_named(log, &locked.file).map_err(|source| {
+            FinalizeError::RemoveLog {
+                path: log.to_owned(),
+                source,
+            }
         })?;
-    }
     let left_cgroup = compaction
         .ended_early
         .then(|| created_cgroup(profile.meta()))

@@ -63,7 +63,7 @@ pub use lock_holder::LockHolder;
 pub use marker_columns::Markers;
 pub use markers::{merge_profile_dir, profile_dir_of};
 pub use merge::{merge, MergeError, MergeOptions, MergeReport};
-pub use output::{write_atomically, write_profile};
+pub use output::{remove_durably, write_atomically, write_profile};
 pub use problems::{ProblemCount, Problems};
 pub use profile::{
     compact, Compaction, Profile, ProfileError, DATA_MISSING, ENDED_EARLY, LOG_DAMAGE, MARKER_FILES,

@@ -3,6 +3,9 @@
 mod synthetic;
 mod util;
 
+/// A task's attacks as another user: links planted at every output's temporary name, a
+/// created directory's parent swapped, the modes that keep its data from other users.
+mod attack_files;
 /// The live HTTP server attacked: tokens, 16 concurrent large profiles, slow clients, a
 /// second Content-Length.
 mod attack_http;
