@@ -199,7 +199,7 @@ fn send(socket: &Path, request: Request) -> Result<u8> {
         )
     })?;
     let path = match reply {
-        Reply::ProfileDir { profile_dir } => profile_dir,
+        Reply::ProfileDir { profile_dir, .. } => profile_dir,
         Reply::Output { output } => output,
         Reply::Error { error } => bail!("{error}"),
     };

@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 use std::io::{self, BufRead, Read, Write};
 use std::path::PathBuf;
+use tc_profile_recorder::STATSD_SOCKET_NAME;
 
 /// The protocol version this daemon and its clients speak.
 pub const VERSION: u32 = 1;
@@ -59,6 +60,9 @@ pub enum Reply {
     #[serde(rename_all = "camelCase")]
     ProfileDir {
         profile_dir: PathBuf,
+        /// The task's statsd socket, in its profile directory.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        statsd_socket: Option<PathBuf>,
     },
     Output {
         output: PathBuf,
@@ -66,6 +70,17 @@ pub enum Reply {
     Error {
         error: String,
     },
+}
+
+impl Reply {
+    /// The answer to a task start: its profile directory, and the statsd socket there.
+    pub fn task_started(profile_dir: PathBuf) -> Reply {
+        let statsd_socket = Some(profile_dir.join(STATSD_SOCKET_NAME));
+        Reply::ProfileDir {
+            profile_dir,
+            statsd_socket,
+        }
+    }
 }
 
 /// Reads one request line of at most [`MAX_REQUEST_BYTES`]; a refusal is the reply's text.
@@ -146,7 +161,8 @@ mod tests {
         assert_eq!(
             reply,
             Reply::ProfileDir {
-                profile_dir: "/p".into()
+                profile_dir: "/p".into(),
+                statsd_socket: None
             }
         );
     }

@@ -73,7 +73,7 @@ impl Shared {
             } => {
                 let follow = pid.map(Followed::Pid).or(cgroup.map(Followed::Cgroup));
                 self.start_task(&task, run, profile_dir, follow)
-                    .map(|profile_dir| Reply::ProfileDir { profile_dir })
+                    .map(Reply::task_started)
             }
             Request::TaskEnd {
                 task,

@@ -42,9 +42,10 @@ pub fn start_part(
     config.interval = interval;
     config.sync = SyncPolicy::interval(interval);
     config.machine_tracks = false;
-    // The statsd listener stays on (its address in the log's meta): with it the metric
-    // lines of marker files have their schemas. The InfluxDB endpoint, a listener and two
-    // threads per task, stays off.
+    // The statsd listener stays on, on its socket in the task's profile directory (no UDP
+    // port, which any local user could send to): with it the metric lines of marker files
+    // have their schemas too. The InfluxDB endpoint, a listener and two threads per task,
+    // stays off.
     config.influx = false;
     config.task = TaskInfo {
         task_id: Some(open.task.clone()),
