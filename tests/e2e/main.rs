@@ -3,6 +3,8 @@
 mod synthetic;
 mod util;
 
+/// Another user against a task's statsd socket and InfluxDB endpoint: refused, unrecorded.
+mod attack_endpoints;
 /// gzip and zstd: profiles compressed by extension, compressed logs and profiles read back.
 mod compression;
 /// The worker-wide daemon: overlapping tasks' own profiles, the worker's profile with its
