@@ -185,10 +185,13 @@ pub struct RecordingArgs {
     /// first line, so that the log shows their markers while it is written; repeatable.
     #[arg(long = "schema", value_name = "FILE")]
     pub schemas: Vec<PathBuf>,
-    /// Do not listen for statsd metrics (nor export STATSD_HOST, STATSD_PORT and
-    /// TASKCLUSTER_STATSD_ADDR).
+    /// Do not listen for statsd metrics (nor export STATSD_SOCKET and DD_DOGSTATSD_URL).
     #[arg(long)]
     pub no_statsd: bool,
+    /// Take statsd packets on a UDP port of 127.0.0.1 too (exported as STATSD_HOST,
+    /// STATSD_PORT and TASKCLUSTER_STATSD_ADDR): any local user can send to it.
+    #[arg(long, conflicts_with = "no_statsd")]
+    pub statsd_udp: bool,
     /// A scope the task's metrics have, in Taskcluster's syntax (exact, or ending in *):
     /// writing the series S needs stats:put-points:S. With any scope given (here or in
     /// --task-definition), metrics of other series are refused and counted; repeatable.
@@ -311,6 +314,11 @@ pub struct RecordArgs {
     /// instead of printing it.
     #[arg(long, value_name = "PATH")]
     pub ready_file: Option<PathBuf>,
+    /// Write the task's environment to this file (atomically, mode 0600) before the ready
+    /// file: NAME=VALUE lines, as `docker run --env-file` reads them, TASKCLUSTER_INFLUX_URL
+    /// (with its token) and STATSD_SOCKET among them.
+    #[arg(long, value_name = "FILE")]
+    pub task_env: Option<PathBuf>,
     /// Follow this log file as `tail -F` does (appended, truncated, replaced), a Log marker
     /// a line: the worker's log of the task, for example.
     #[arg(long, value_name = "FILE")]

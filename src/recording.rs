@@ -10,6 +10,7 @@ use crate::recover::recover_state_dir;
 use crate::report::describe_finalized;
 use anyhow::{Context, Result};
 use serde_json::{Map, Value};
+use std::ffi::OsString;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -40,6 +41,28 @@ pub struct Session {
 }
 
 impl Session {
+    /// What tells the task where the recording takes its markers and metrics, as
+    /// environment variables (SPEC.md, "Metric tracks"): the InfluxDB URL's token among
+    /// them, so for the task alone.
+    pub fn task_env(&self) -> Vec<(&'static str, OsString)> {
+        let mut env = vec![("TASKCLUSTER_PROFILE_DIR", self.profile_dir.clone().into())];
+        if let Some(socket) = self.recorder.statsd_socket() {
+            let mut url = OsString::from("unix://");
+            url.push(socket);
+            env.push(("STATSD_SOCKET", socket.into()));
+            env.push(("DD_DOGSTATSD_URL", url));
+        }
+        if let Some(address) = self.recorder.statsd_address() {
+            env.push(("STATSD_HOST", address.ip().to_string().into()));
+            env.push(("STATSD_PORT", address.port().to_string().into()));
+            env.push(("TASKCLUSTER_STATSD_ADDR", address.to_string().into()));
+        }
+        if let Some(url) = self.recorder.influx_url() {
+            env.push(("TASKCLUSTER_INFLUX_URL", url.into()));
+        }
+        env
+    }
+
     /// The live profile's base URL (with its token), when served.
     pub fn live_url(&self) -> Option<&str> {
         self.live.as_ref().map(LiveServer::url)
@@ -251,6 +274,7 @@ fn recorder_config(args: &RecordingArgs, log: PathBuf, profile_dir: PathBuf) -> 
         prefix: args.metric_prefix.clone(),
         ..MetricLimits::default()
     });
+    config.statsd_udp = args.statsd_udp;
     config.influx = !args.no_influx;
     let mut dir = ProfileDirConfig::new(profile_dir);
     dir.limits = args.limits.limits();

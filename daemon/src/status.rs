@@ -5,6 +5,7 @@ use crate::logs::epoch_ms;
 use crate::protocol::{Housekeeping, Status, TaskStarted, TaskStatus};
 use crate::segments::Segments;
 use crate::state::OpenTask;
+use std::path::Path;
 use std::sync::{Mutex, OnceLock};
 use tc_profile_recorder::Recorder;
 
@@ -56,7 +57,7 @@ impl Board {
             statsd_address: recorder
                 .and_then(|r| r.statsd_address())
                 .map(|a| a.to_string()),
-            statsd_socket: None,
+            statsd_socket: recorder.and_then(|r| r.statsd_socket()).map(Path::to_owned),
             influx_url: recorder.and_then(|r| r.influx_url()),
             live_profile_url: live("profile.json"),
             live_log_url: live("log.jsonl"),

@@ -39,6 +39,11 @@ fn part_config(open: &OpenTask, tasks_dir: &Path, interval: Duration) -> (PathBu
     config.interval = interval;
     config.sync = SyncPolicy::interval(interval);
     config.machine_tracks = false;
+    // The statsd listener stays on, on its socket in the task's profile directory (no UDP
+    // port, which any local user could send to): with it the metric lines of marker files
+    // have their schemas too. The InfluxDB endpoint, a listener and two threads per task,
+    // stays off.
+    config.influx = false;
     config.task = TaskInfo {
         task_id: Some(open.task.clone()),
         run_id: Some(open.run.to_string()),

@@ -7,9 +7,7 @@ use std::fs::{self, OpenOptions};
 use std::io::{self, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
-
-/// Random bytes of a token (shown as twice as many hex digits).
-const TOKEN_BYTES: usize = 16;
+use tc_profile_recorder::token::{new_token, tokens_match};
 
 /// A task's or the daemon's token; empty in a state file written before tokens were.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -18,9 +16,9 @@ pub struct Token(String);
 
 impl Token {
     pub fn new() -> Result<Token, DaemonError> {
-        let mut bytes = [0u8; TOKEN_BYTES];
-        getrandom::fill(&mut bytes).map_err(|error| DaemonError::Random(error.to_string()))?;
-        Ok(Token(bytes.iter().map(|b| format!("{b:02x}")).collect()))
+        new_token()
+            .map(Token)
+            .map_err(|error| DaemonError::Random(error.to_string()))
     }
 
     pub fn is_empty(&self) -> bool {
@@ -50,36 +48,13 @@ impl Token {
     /// Whether `given` is this token, in a time that does not depend on where they differ
     /// (an empty token matches nothing).
     pub fn matches(&self, given: &str) -> bool {
-        let (ours, given) = (self.0.as_bytes(), given.as_bytes());
-        if ours.is_empty() || ours.len() != given.len() {
-            return false;
-        }
-        let differences = ours
-            .iter()
-            .zip(given)
-            .fold(0u8, |acc, (a, b)| acc | (a ^ b));
-        std::hint::black_box(differences) == 0
+        tokens_match(&self.0, given)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_token_matches_itself_only_and_an_empty_one_nothing() {
-        let token = Token::new().unwrap();
-        assert_eq!(token.as_str().len(), 2 * TOKEN_BYTES);
-        assert!(token.matches(token.as_str()));
-        let mut other = token.as_str().to_owned();
-        let last = if other.ends_with('0') { "1" } else { "0" };
-        other.replace_range(other.len() - 1.., last);
-        assert!(!token.matches(&other));
-        assert!(!token.matches(&token.as_str()[1..]));
-        assert!(!token.matches(""));
-        assert!(!Token::default().matches(""));
-        assert_ne!(Token::new().unwrap(), token);
-    }
 
     #[test]
     fn a_token_file_is_its_owners_only_whatever_was_there() {

@@ -28,8 +28,12 @@ pub struct RecorderConfig {
     /// cgroup): off for a task's log in the daemon, whose machine tracks come from the
     /// daemon's one machine recording.
     pub machine_tracks: bool,
-    /// The statsd listener's limits, or None for no listener.
+    /// The statsd listener's limits, or None for no listener. It takes packets on a Unix
+    /// socket in the profile directory, when there is one.
     pub statsd: Option<MetricLimits>,
+    /// Whether the statsd listener takes packets on a UDP port of 127.0.0.1 too, which any
+    /// local user can send to; off by default.
+    pub statsd_udp: bool,
     /// The series the task may write, over every way in; none given: all.
     pub metric_scopes: MetricScopes,
     /// Whether to serve the InfluxDB endpoint (under the statsd listener's limits, or the
@@ -60,8 +64,8 @@ pub struct RecorderConfig {
 
 impl RecorderConfig {
     /// Defaults: 0.1 s interval, interval sync once a second, the task from the
-    /// environment, system sampling on, statsd listener and InfluxDB endpoint on under
-    /// `task.`.
+    /// environment, system sampling on, statsd listener (without its UDP port) and InfluxDB
+    /// endpoint on under `task.`.
     pub fn new(log_path: PathBuf) -> RecorderConfig {
         let interval = Duration::from_millis(100);
         RecorderConfig {
@@ -72,6 +76,7 @@ impl RecorderConfig {
             sample_system: true,
             machine_tracks: true,
             statsd: Some(MetricLimits::default()),
+            statsd_udp: false,
             metric_scopes: MetricScopes::default(),
             influx: true,
             forward: None,

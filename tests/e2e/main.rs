@@ -3,6 +3,8 @@
 mod synthetic;
 mod util;
 
+/// Another user against a task's statsd socket and InfluxDB endpoint: refused, unrecorded.
+mod attack_endpoints;
 /// A task's attacks as another user: links planted at every output's temporary name, a
 /// created directory's parent swapped, the modes that keep its data from other users.
 mod attack_files;
