@@ -39,6 +39,10 @@ pub enum Request {
         /// claim, downloads) came before this start; at most a day before it.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         since: Option<f64>,
+        /// The worker's live log of the task (absolute), followed as `tail -F`: its lines
+        /// `Log` markers, its stat lines metrics.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        task_log: Option<PathBuf>,
     },
     #[serde(rename_all = "camelCase")]
     TaskEnd {

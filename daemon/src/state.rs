@@ -27,6 +27,10 @@ pub struct OpenTask {
     pub created_dir: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub follow: Option<Followed>,
+    /// The worker's live log of the task, followed by the parts that follow the profile
+    /// directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_log: Option<PathBuf>,
     /// The task's logs, oldest first; the last one is being written.
     pub parts: Vec<PathBuf>,
     /// Epoch ms.
@@ -143,6 +147,7 @@ mod tests {
             profile_dir: "/p".into(),
             created_dir: true,
             follow: Some(Followed::Pid(42)),
+            task_log: Some("/w/live.log".into()),
             parts: vec!["/s/t1-0-1.jsonl".into()],
             start_time: 5.0,
         };

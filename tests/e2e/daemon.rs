@@ -126,7 +126,7 @@ fn wait_for_samples(sandbox: &Sandbox, needle: &str, count: usize) {
 }
 
 /// Waits until a log of the task holds `needle`: its marker line was taken.
-fn wait_in_task_log(sandbox: &Sandbox, needle: &str) {
+pub fn wait_in_task_log(sandbox: &Sandbox, needle: &str) {
     let tasks = sandbox.path("state/tasks");
     wait_for(|| {
         std::fs::read_dir(&tasks).unwrap().any(|entry| {
