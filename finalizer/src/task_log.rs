@@ -37,7 +37,8 @@ pub fn task_log_of(recording: &Recording) -> Option<PathBuf> {
 /// read it to its end, else all of them. Returns the lines added. The batch the recorder
 /// was cut off writing is used only when the file cannot be read again.
 pub fn merge_task_log(recording: &mut Recording, path: &Path) -> io::Result<usize> {
-    merge(recording, path, true)
+    // The path given is followed as the user spelt it, a symbolic link included.
+    merge(recording, &std::fs::canonicalize(path)?, true)
 }
 
 /// Takes the rest of the log file the recorder followed, from its checkpoint of the file
@@ -96,8 +97,9 @@ pub fn add_log(input: &Path, log_file: &Path, output: &Path) -> Result<usize, Ad
         input_profile => {
             let mut profile = input_profile.into_profile(input)?;
             let end = profile.end_time();
+            let path = std::fs::canonicalize(log_file).map_err(log_error)?;
             let markers =
-                log_markers(profile.meta_mut(), log_file, &[], end, true).map_err(log_error)?;
+                log_markers(profile.meta_mut(), &path, &[], end, true).map_err(log_error)?;
             let added = markers.len();
             profile.add_markers(markers.into_iter().map(Into::into));
             (profile, added)
