@@ -1,6 +1,7 @@
 //! `task start --task-log FILE`: the daemon follows the worker's live log of the task as
 //! `tail -F`, its lines `Log` markers and its stat lines metrics, each once in the task's
-//! profile whether the daemon is killed or stopped and started again in between.
+//! profile whether the daemon is killed or stopped and started again in between; a second
+//! `--task-log` for an open task is refused.
 
 use crate::daemon::{ask, wait_in_task_log, Daemon};
 use crate::util::{append, assert_processed_profile, profile_markers, read_json, Sandbox};
@@ -15,6 +16,22 @@ fn the_workers_live_log_is_in_the_task_profile_once_across_a_daemon_kill_and_a_s
         b"[taskcluster 2020-01-01T00:00:00Z] worker started\n",
     );
     ask(&sandbox, &["task", "start", "w", "--task-log", "live.log"]);
+    let again = [
+        "task",
+        "start",
+        "w",
+        "--task-log",
+        "other.log",
+        "--socket",
+        "daemon.sock",
+    ];
+    let again = sandbox.run(&again);
+    let stderr = String::from_utf8_lossy(&again.stderr);
+    assert_eq!(again.status.code(), Some(64), "{stderr}");
+    assert!(
+        stderr.contains("give --task-log at its first start"),
+        "{stderr}"
+    );
     append(
         &live,
         b"one\n[taskcluster-task:stat] build.objects:5|c\nprogress 1%",
