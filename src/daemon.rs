@@ -121,6 +121,10 @@ pub struct TaskStartArgs {
     /// worker's own steps for it before this start (claim, downloads) are in its span.
     #[arg(long, value_name = "MS")]
     pub since: Option<f64>,
+    /// Follow FILE, the worker's live log of the task, as tail -F: a Log marker a line,
+    /// [taskcluster-task:stat] lines as metrics (only at the task's first start).
+    #[arg(long, value_name = "FILE")]
+    pub task_log: Option<PathBuf>,
     /// Print one JSON object: profileDir, and statsdAddress, statsdSocket, influxUrl,
     /// liveProfileUrl, liveLogUrl when the task has them.
     #[arg(long)]
@@ -269,6 +273,7 @@ pub fn task(args: TaskArgs) -> Result<u8> {
                 since: args.since,
                 uid: args.user.map(|user| user.uid),
                 gid: args.user.and_then(|user| user.gid),
+                task_log: args.task_log.map(absolute).transpose()?,
             }
         }),
         TaskCommand::End(args) => (
