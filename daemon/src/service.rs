@@ -585,6 +585,7 @@ mod tests {
         config.interval = Duration::from_millis(10);
         let shared = Shared {
             config,
+            board: Board::new(),
             files: StateFiles::new(&state),
             inner: Mutex::new(Inner {
                 segments: None,
@@ -598,10 +599,12 @@ mod tests {
             profile_dir: None,
             pid: None,
             cgroup: None,
+            allow_host: false,
+            since: None,
             uid: None,
             gid: None,
         };
-        assert!(matches!(shared.handle(start), Reply::ProfileDir { .. }));
+        assert!(matches!(shared.handle(start), Reply::Started(_)));
         let output = dir.path().join("t1.json");
         let end = Request::TaskEnd {
             task: "t1".to_owned(),
@@ -617,7 +620,7 @@ mod tests {
         let Reply::Error { error } = reply else {
             panic!("{reply:?}");
         };
-        assert!(error.contains("is a directory"), "{error}");
+        assert!(error.message.contains("is a directory"), "{error:?}");
         assert!(!output.exists(), "a profile kept for a task still open");
         let open = shared.files.load().unwrap();
         assert_eq!(open.len(), 1, "a restart finds the task open, to end once");
