@@ -109,6 +109,7 @@ pub fn task(args: TaskArgs) -> Result<u8> {
                 since: args.since,
                 uid: args.user.map(|user| user.uid),
                 gid: args.user.and_then(|user| user.gid),
+                task_log: args.task_log.map(absolute).transpose()?,
             }
         }),
         TaskCommand::End(args) => (

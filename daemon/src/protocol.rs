@@ -45,6 +45,10 @@ pub enum Request {
         uid: Option<u32>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         gid: Option<u32>,
+        /// The worker's live log of the task (absolute), followed as `tail -F`: its lines
+        /// `Log` markers, its stat lines metrics.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        task_log: Option<PathBuf>,
     },
     #[serde(rename_all = "camelCase")]
     TaskEnd {

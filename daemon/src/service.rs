@@ -60,6 +60,16 @@ pub struct Shared {
     pub inner: Mutex<Inner>,
 }
 
+/// What a `task-start` gives a task.
+struct Start {
+    profile_dir: Option<PathBuf>,
+    follow: Option<Followed>,
+    since: Option<f64>,
+    task_log: Option<PathBuf>,
+    /// The user a profile directory the daemon creates is given to.
+    owner: Option<Owner>,
+}
+
 /// How a task comes to its end.
 struct Ending {
     exit_status: Option<i32>,
@@ -85,13 +95,21 @@ impl Shared {
                 since,
                 uid,
                 gid,
+                task_log,
             } => {
                 let follow = pid.map(Followed::Pid).or(cgroup.map(Followed::Cgroup));
-                check_start(profile_dir.as_deref(), follow.as_ref(), allow_host)
-                    .and_then(|()| check_since(since))
-                    .and_then(|()| task_owner(uid, gid))
-                    .and_then(|owner| {
-                        self.start_task(&task, run, profile_dir, follow, since, owner)
+                task_owner(uid, gid)
+                    .map(|owner| Start {
+                        profile_dir,
+                        follow,
+                        since,
+                        task_log,
+                        owner,
+                    })
+                    .and_then(|start| {
+                        check_start(&start, allow_host)?;
+                        check_since(since)?;
+                        self.start_task(&task, run, start)
                     })
                     .map(Reply::Started)
             }
@@ -172,15 +190,14 @@ impl Shared {
 
     /// Begins a task (its profile from `since`, else now), or attaches the process tree of
     /// one already open; returns what the task is given.
-    fn start_task(
-        &self,
-        task: &str,
-        run: u32,
-        profile_dir: Option<PathBuf>,
-        follow: Option<Followed>,
-        since: Option<f64>,
-        owner: Option<Owner>,
-    ) -> Result<TaskStarted, DaemonError> {
+    fn start_task(&self, task: &str, run: u32, start: Start) -> Result<TaskStarted, DaemonError> {
+        let Start {
+            profile_dir,
+            follow,
+            since,
+            task_log,
+            owner,
+        } = start;
         check_task_id(task)?;
         self.end_timed_out();
         let mut inner = self.lock();
@@ -191,6 +208,11 @@ impl Shared {
             )));
         }
         if let Some(running) = inner.tasks.iter_mut().find(|r| r.open.is(task, run)) {
+            if task_log.is_some() {
+                return Err(DaemonError::Request(format!(
+                    "task {task} run {run} is open: give --task-log at its first start"
+                )));
+            }
             let attached = self.attach(running, follow);
             let started = self.board.started(&running.open, running.recorder.as_ref());
             self.save_locked(&inner)?;
@@ -210,6 +232,7 @@ impl Shared {
             created_dir: created.is_some(),
             created_dir_id: created,
             follow,
+            task_log,
             parts: Vec::new(),
             start_time: since.unwrap_or_else(epoch_ms),
             token: Token::new()?,
@@ -444,7 +467,7 @@ impl Shared {
             .into_iter()
             .flat_map(|r| [r.tree, r.recorder])
             .flatten()
-            .map(tasks::finish_part);
+            .map(tasks::suspend_part);
         let segment = inner.segments.take().map(|segments| segments.finish());
         let mut first = Ok(());
         for result in parts.chain(segment) {
@@ -479,14 +502,14 @@ fn check_since(since: Option<f64>) -> Result<(), DaemonError> {
 }
 
 /// A start's paths and processes, checked before anything is made for it.
-fn check_start(
-    profile_dir: Option<&Path>,
-    follow: Option<&Followed>,
-    allow_host: bool,
-) -> Result<(), DaemonError> {
-    if let Some(dir) = profile_dir {
+fn check_start(start: &Start, allow_host: bool) -> Result<(), DaemonError> {
+    if let Some(dir) = &start.profile_dir {
         check::absolute("profileDir", dir)?;
     }
+    if let Some(file) = &start.task_log {
+        check::absolute("taskLog", file)?;
+    }
+    let follow = start.follow.as_ref();
     follow.map_or(Ok(()), |follow| check::follow(follow, allow_host))
 }
 
@@ -540,6 +563,7 @@ mod tests {
             created_dir: true,
             created_dir_id: None,
             follow: None,
+            task_log: None,
             parts: vec![state.join("tasks/t1-0-0.jsonl")],
             start_time: epoch_ms(),
             token: Token::new().unwrap(),
@@ -564,6 +588,7 @@ mod tests {
             since: None,
             uid: None,
             gid: None,
+            task_log: None,
         });
         let Reply::Error { error } = reply else {
             panic!("{reply:?}");
@@ -603,6 +628,7 @@ mod tests {
             since: None,
             uid: None,
             gid: None,
+            task_log: None,
         };
         assert!(matches!(shared.handle(start), Reply::Started(_)));
         let output = dir.path().join("t1.json");

@@ -34,6 +34,10 @@ pub struct OpenTask {
     pub created_dir_id: Option<DirId>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub follow: Option<Followed>,
+    /// The worker's live log of the task, followed by the parts that follow the profile
+    /// directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_log: Option<PathBuf>,
     /// The task's logs, oldest first; the last one is being written.
     pub parts: Vec<PathBuf>,
     /// Epoch ms.
@@ -208,6 +212,7 @@ mod tests {
             created_dir: true,
             created_dir_id: Some(DirId { dev: 1, ino: 2 }),
             follow: Some(Followed::Pid(42)),
+            task_log: Some("/w/live.log".into()),
             parts: vec!["/s/t1-0-1.jsonl".into()],
             start_time: 5.0,
             token: Token::new().unwrap(),

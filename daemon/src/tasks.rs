@@ -89,16 +89,32 @@ pub fn start_part(
     // Lines as old as the task's start (a worker's steps before it: --since) are taken.
     dir.limits.time_slack_ms += (epoch_ms() - open.start_time).max(0.0);
     dir.poll_interval = interval.min(Duration::from_millis(100));
-    (dir.resume, dir.resume_schemas) = resume_points(&open.parts);
+    let resume = resume_points(&open.parts);
+    config.task_log.clone_from(&open.task_log);
+    // The follower's checkpoints name the file by its path made absolute, as here.
+    let task_log = config
+        .task_log
+        .as_deref()
+        .map(|path| path.to_string_lossy());
+    (config.task_log_resume, dir.resume) = (resume.progress.into_iter())
+        .partition(|progress| Some(progress.name.as_str()) == task_log.as_deref());
+    dir.resume_schemas = resume.schemas;
     config.profile_dir = Some(dir);
     let recorder = Recorder::start(config)?;
     open.parts.push(path);
     Ok(recorder)
 }
 
-/// How far the parts took each marker file (the latest checkpoint of each), and the schemas
-/// the files declared in them.
-fn resume_points(parts: &[PathBuf]) -> (Vec<FileProgress>, Vec<Map<String, Value>>) {
+/// Where the parts left off.
+struct ResumePoints {
+    /// How far they took each marker file and the task's log file (the latest checkpoint
+    /// of each).
+    progress: Vec<FileProgress>,
+    /// The schemas the marker files declared in them.
+    schemas: Vec<Map<String, Value>>,
+}
+
+fn resume_points(parts: &[PathBuf]) -> ResumePoints {
     let mut progress = HashMap::new();
     let mut schemas = Vec::new();
     for part in parts {
@@ -108,13 +124,24 @@ fn resume_points(parts: &[PathBuf]) -> (Vec<FileProgress>, Vec<Map<String, Value
             schemas.extend(recording.schemas);
         }
     }
-    (progress.into_values().collect(), schemas)
+    ResumePoints {
+        progress: progress.into_values().collect(),
+        schemas,
+    }
 }
 
-/// Ends a part cleanly: its last marker lines, its footer, durable.
+/// Ends a part cleanly at the task's end: its last marker lines and task log lines, its
+/// footer, durable.
 pub fn finish_part(recorder: Recorder) -> Result<(), DaemonError> {
     drop(recorder.finish(EndReason::Stopped)?);
     Ok(())
+}
+
+/// Ends a part cleanly while its task goes on (the daemon stops): the same, except that
+/// the task's log file is left for the next daemon's part, which resumes it.
+pub fn suspend_part(mut recorder: Recorder) -> Result<(), DaemonError> {
+    recorder.leave_task_log_open();
+    finish_part(recorder)
 }
 
 /// The task's profile over `start..end` (epoch ms): its parts and the machine's segments,

@@ -8,7 +8,7 @@ use crate::output::{self, names_file, write_profile};
 use crate::problems::Problems;
 use crate::profile::{compact, Compaction, Profile};
 use crate::reader::{read_log, Damage, ReadError, Recording};
-use crate::task_log::{merge_task_log, task_log_of};
+use crate::task_log::{merge_followed_task_log, merge_task_log};
 use std::fs::{File, TryLockError};
 use std::io::{self, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
@@ -394,9 +394,7 @@ fn merge_log_file(
             }),
         };
     }
-    if let Some(path) = task_log_of(recording) {
-        let _ = merge_task_log(recording, &path);
-    }
+    let _ = merge_followed_task_log(recording);
     Ok(())
 }
 

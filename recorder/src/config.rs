@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 use std::path::PathBuf;
 use std::time::Duration;
 use tc_profile_format::scope::MetricScopes;
-use tc_profile_format::{MetricLimits, TaskInfo};
+use tc_profile_format::{FileProgress, MetricLimits, TaskInfo};
 use tc_profile_influx::InfluxTarget;
 
 /// How to record.
@@ -60,6 +60,9 @@ pub struct RecorderConfig {
     pub log_lines: bool,
     /// A log file to follow as `tail -F` does, a `Log` marker a line (`record --task-log`).
     pub task_log: Option<PathBuf>,
+    /// Checkpoints of earlier recordings that followed `task_log` (the daemon's parts): the
+    /// file now at its path is read from its own.
+    pub task_log_resume: Vec<FileProgress>,
 }
 
 impl RecorderConfig {
@@ -87,6 +90,7 @@ impl RecorderConfig {
             task_schemas: Vec::new(),
             log_lines: false,
             task_log: None,
+            task_log_resume: Vec::new(),
         }
     }
 

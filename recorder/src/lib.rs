@@ -128,6 +128,8 @@ pub struct Recorder {
     ingester: Option<Ingester>,
     task_output: Option<TaskOutput>,
     task_log: Option<LogFileSource>,
+    /// The task's log file goes on after this recording: see [`Recorder::leave_task_log_open`].
+    task_log_goes_on: bool,
 }
 
 /// The statsd listener's thread, and how to stop it.
@@ -237,10 +239,14 @@ impl Recorder {
             ingester: None,
             task_output: None,
             task_log: None,
+            task_log_goes_on: false,
         };
         if let Some(path) = &config.task_log_path() {
             let sink = markers.clone();
-            recorder.task_log = Some(LogFileSource::start(path, sink, config.interval)?);
+            let resume = &config.task_log_resume;
+            let limits = config.metric_limits();
+            let source = LogFileSource::start(path, resume, sink, limits, config.interval)?;
+            recorder.task_log = Some(source);
         }
         if config.log_lines {
             let limits = config.metric_limits();
@@ -330,6 +336,13 @@ impl Recorder {
         }
     }
 
+    /// The task's log file goes on after this recording (the daemon restarts, and its
+    /// next recording of the task resumes the file from this one's checkpoints): the end
+    /// takes only its whole lines, and does not say the file is done.
+    pub fn leave_task_log_open(&mut self) {
+        self.task_log_goes_on = true;
+    }
+
     /// A handle that adds markers to this recording from any thread.
     pub fn markers(&self) -> MarkerSink {
         self.markers.clone()
@@ -344,7 +357,7 @@ impl Recorder {
     /// and what the sources had not taken is still in the marker files.
     pub fn finish(mut self, reason: EndReason) -> Result<Finished, RecorderError> {
         let deadline = Instant::now() + FINISH_WAIT;
-        self.stop_sources(deadline);
+        self.stop_sources(deadline, !self.task_log_goes_on);
         let footer = Line::Footer(Footer {
             end_time: self.markers.now(),
             reason,
@@ -370,12 +383,13 @@ impl Recorder {
         })
     }
 
-    fn stop_sources(&mut self, deadline: Instant) {
+    /// Stops every source; with `end_task_log`, the task's log file is done with.
+    fn stop_sources(&mut self, deadline: Instant, end_task_log: bool) {
         if let Some(output) = self.task_output.take() {
             output.stop(deadline);
         }
         if let Some(task_log) = self.task_log.take() {
-            task_log.stop(deadline);
+            task_log.stop(deadline, end_task_log);
         }
         if let Some((stop, handle)) = self.sampler.take() {
             stop.store(true, Ordering::Release);
@@ -410,7 +424,8 @@ impl Drop for Recorder {
     /// second at most for the log's disk.
     fn drop(&mut self) {
         let deadline = Instant::now() + DROP_WAIT;
-        self.stop_sources(deadline);
+        // As a crash leaves it: the rest of the task's log file for whoever reads it next.
+        self.stop_sources(deadline, false);
         let _ = self.stop_writer(deadline);
         if let Some(forwarder) = self.forwarder.take() {
             forwarder.abandon();

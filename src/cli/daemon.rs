@@ -113,6 +113,10 @@ pub struct TaskStartArgs {
     /// worker's own steps for it before this start (claim, downloads) are in its span.
     #[arg(long, value_name = "MS")]
     pub since: Option<f64>,
+    /// Follow FILE, the worker's live log of the task, as tail -F: a Log marker a line,
+    /// [taskcluster-task:stat] lines as metrics (only at the task's first start).
+    #[arg(long, value_name = "FILE")]
+    pub task_log: Option<PathBuf>,
     /// Print one JSON object: profileDir, and statsdAddress, statsdSocket, influxUrl,
     /// liveProfileUrl, liveLogUrl when the task has them.
     #[arg(long)]

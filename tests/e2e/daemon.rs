@@ -126,7 +126,7 @@ fn wait_for_samples(sandbox: &Sandbox, needle: &str, count: usize) {
 }
 
 /// Waits until a log of the task holds `needle`: its marker line was taken.
-fn wait_in_task_log(sandbox: &Sandbox, needle: &str) {
+pub fn wait_in_task_log(sandbox: &Sandbox, needle: &str) {
     let tasks = sandbox.path("state/tasks");
     wait_for(|| {
         std::fs::read_dir(&tasks).unwrap().any(|entry| {
@@ -322,6 +322,48 @@ fn a_task_survives_a_sigkilled_daemon_with_its_downtime_marked_and_ends_once() {
     let stderr = String::from_utf8_lossy(&again.stderr);
     assert!(stderr.contains("task k run 0 is not open"), "{stderr}");
     assert!(!sandbox.path("again.json").exists());
+    daemon.stop();
+}
+
+#[test]
+fn an_interval_begun_before_a_daemon_restart_and_ended_after_it_is_whole() {
+    let sandbox = Sandbox::new();
+    let daemon = Daemon::start(&sandbox, &[]);
+    let dir = ask(&sandbox, &["task", "start", "r"]);
+    let marker = |verb: &str| {
+        let args = [verb, "phase"];
+        let output = sandbox
+            .command(&args)
+            .env("TASKCLUSTER_PROFILE_DIR", &dir)
+            .output();
+        assert!(output.unwrap().status.success(), "{verb}");
+    };
+    marker("begin");
+    wait_in_task_log(&sandbox, "\"phase\"");
+    daemon.kill();
+    let daemon = Daemon::start(&sandbox, &[]);
+    marker("end");
+    let ended_at = epoch_ms();
+    wait_in_task_log(&sandbox, "\"close\"");
+    ask(&sandbox, &["task", "end", "r", "-o", "r.json"]);
+
+    let profile = read_json(&sandbox.path("r.json"));
+    assert_processed_profile(&profile);
+    let start = profile["meta"]["startTime"].as_f64().unwrap();
+    let rows = profile_markers(&profile);
+    let phase: Vec<&MarkerRow> = rows.iter().filter(|m| m.name == "phase").collect();
+    assert_eq!(phase.len(), 1, "{phase:?}");
+    assert!(phase[0].data.get("cutOff").is_none(), "{phase:?}");
+    let end = start + phase[0].end.unwrap();
+    assert!(
+        (end - ended_at).abs() < 1000.0,
+        "ends at its end: {end} {ended_at}"
+    );
+    assert_eq!(
+        count_named(&rows, "Marker files"),
+        0,
+        "no end without its begin"
+    );
     daemon.stop();
 }
 

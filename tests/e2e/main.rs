@@ -16,6 +16,9 @@ mod compression;
 /// The worker-wide daemon: overlapping tasks' own profiles, the worker's profile with its
 /// idle time, a SIGKILLed daemon restarted, the task timeout.
 mod daemon;
+/// The worker's live task log followed by the daemon: its lines and stat metrics in the
+/// task's profile, each once across a daemon kill and a stop.
+mod daemon_task_log;
 /// The daemon as a worker drives it: housekeeping from an empty state directory, refusals
 /// with their exit statuses, a task's first phase whole, `task start --json`, status.
 mod daemon_worker;

@@ -42,6 +42,13 @@ type StartOptions struct {
 	// Since begins the profile before the start (at most a day before), so that the
 	// worker's own steps for the task (a claim, downloads) are in it; now when zero.
 	Since time.Time
+	// TaskLog is the worker's live log of the task (absolute), followed as tail -F: a Log
+	// marker a line, [taskcluster-task:stat] lines as metric tracks. The first start only.
+	TaskLog string
+	// UID, when set, is the user the task runs as: a profile directory the daemon creates
+	// is theirs alone (mode 0700), with GID as its group when set.
+	UID *uint32
+	GID *uint32
 }
 
 // TaskStarted is everything the worker hands the task, as the daemon replies to a start
@@ -62,13 +69,17 @@ type TaskStarted struct {
 }
 
 // Env is the task's environment for what it was given, as `tc-profile run` sets it:
-// TASKCLUSTER_PROFILE_DIR, STATSD_HOST, STATSD_PORT, TASKCLUSTER_STATSD_ADDR and
-// TASKCLUSTER_INFLUX_URL, each when the task has it.
+// TASKCLUSTER_PROFILE_DIR, STATSD_HOST, STATSD_PORT, TASKCLUSTER_STATSD_ADDR,
+// STATSD_SOCKET, DD_DOGSTATSD_URL and TASKCLUSTER_INFLUX_URL, each when the task has it.
 func (s *TaskStarted) Env() []string {
 	env := []string{"TASKCLUSTER_PROFILE_DIR=" + s.ProfileDir}
 	if host, port, err := net.SplitHostPort(s.StatsdAddress); err == nil {
 		env = append(env, "STATSD_HOST="+host, "STATSD_PORT="+port,
 			"TASKCLUSTER_STATSD_ADDR="+s.StatsdAddress)
+	}
+	if s.StatsdSocket != "" {
+		env = append(env, "STATSD_SOCKET="+s.StatsdSocket,
+			"DD_DOGSTATSD_URL=unix://"+s.StatsdSocket)
 	}
 	if s.InfluxURL != "" {
 		env = append(env, "TASKCLUSTER_INFLUX_URL="+s.InfluxURL)
@@ -135,8 +146,11 @@ func (c *Client) StartTask(ctx context.Context, taskID string, runID uint32, opt
 		Cgroup     string   `json:"cgroup,omitempty"`
 		AllowHost  bool     `json:"allowHost,omitempty"`
 		Since      *float64 `json:"since,omitempty"`
+		TaskLog    string   `json:"taskLog,omitempty"`
+		UID        *uint32  `json:"uid,omitempty"`
+		GID        *uint32  `json:"gid,omitempty"`
 	}{protocolVersion, "task-start", taskID, runID, opts.ProfileDir, opts.Pid, opts.Cgroup,
-		opts.AllowHost, epochMs(opts.Since)}
+		opts.AllowHost, epochMs(opts.Since), opts.TaskLog, opts.UID, opts.GID}
 	var started TaskStarted
 	if err := c.ask(ctx, request, &started); err != nil {
 		return nil, err

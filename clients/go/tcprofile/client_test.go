@@ -68,14 +68,17 @@ func TestRequestsCarryTheProtocolsKeysAndOmitWhatIsNotGiven(t *testing.T) {
 	client, requests := fakeDaemon(t, answer("{\"profileDir\":\"/p\"}\n"))
 	ctx := context.Background()
 	since := time.UnixMilli(1700000000123)
+	uid, gid := uint32(1000), uint32(0)
 	if _, err := client.StartTask(ctx, "abc", 2, tcprofile.StartOptions{
 		ProfileDir: "/builds/profile", Pid: 42, Cgroup: "/sys/fs/cgroup/task", AllowHost: true, Since: since,
+		TaskLog: "/builds/live.log", UID: &uid, GID: &gid,
 	}); err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]interface{}{"v": 1.0, "op": "task-start", "task": "abc", "run": 2.0,
 		"profileDir": "/builds/profile", "pid": 42.0, "cgroup": "/sys/fs/cgroup/task",
-		"allowHost": true, "since": 1700000000123.0}
+		"allowHost": true, "since": 1700000000123.0, "taskLog": "/builds/live.log",
+		"uid": 1000.0, "gid": 0.0}
 	if got := decoded(t, <-requests); !reflect.DeepEqual(got, want) {
 		t.Errorf("task-start with every option: %v, want %v", got, want)
 	}
@@ -119,9 +122,11 @@ func TestKeysANewerDaemonAddsAreIgnored(t *testing.T) {
 }
 
 func TestTheEnvironmentSplitsTheStatsdAddress(t *testing.T) {
-	started := tcprofile.TaskStarted{ProfileDir: "/p", StatsdAddress: "127.0.0.1:8125", InfluxURL: "http://127.0.0.1:9/"}
+	started := tcprofile.TaskStarted{ProfileDir: "/p", StatsdAddress: "127.0.0.1:8125", StatsdSocket: "/p/statsd.sock",
+		InfluxURL: "http://127.0.0.1:9/"}
 	want := []string{"TASKCLUSTER_PROFILE_DIR=/p", "STATSD_HOST=127.0.0.1", "STATSD_PORT=8125",
-		"TASKCLUSTER_STATSD_ADDR=127.0.0.1:8125", "TASKCLUSTER_INFLUX_URL=http://127.0.0.1:9/"}
+		"TASKCLUSTER_STATSD_ADDR=127.0.0.1:8125", "STATSD_SOCKET=/p/statsd.sock",
+		"DD_DOGSTATSD_URL=unix:///p/statsd.sock", "TASKCLUSTER_INFLUX_URL=http://127.0.0.1:9/"}
 	if got := started.Env(); !reflect.DeepEqual(got, want) {
 		t.Errorf("%q, want %q", got, want)
 	}

@@ -271,7 +271,7 @@ func TestTaskStartJSONIsTheClientsTaskStartedAndItsLiveProfileLoads(t *testing.T
 	if fmt.Sprint(printedKeys) != fmt.Sprint(roundTripped) {
 		t.Errorf("TaskStarted lacks a key of\n%s\nit keeps %s", printed, again)
 	}
-	if fromCLI.StatsdAddress == "" || fromCLI.LiveProfileURL == "" || fromCLI.LiveLogURL == "" {
+	if fromCLI.StatsdSocket == "" || fromCLI.LiveProfileURL == "" || fromCLI.LiveLogURL == "" {
 		t.Errorf("task start --json with --http: %s", printed)
 	}
 

@@ -32,6 +32,8 @@ pub struct Request {
     /// The query's `name=value` pairs, not percent-decoded (the endpoint reads `precision`
     /// only, whose values are plain letters).
     pub query: Vec<(String, String)>,
+    /// The `Authorization` header's value (its first, when given more than once).
+    pub authorization: Option<String>,
     pub body: Vec<u8>,
 }
 
@@ -115,6 +117,7 @@ pub struct Head {
     pub target: String,
     pub content_length: usize,
     pub expects_continue: bool,
+    pub authorization: Option<String>,
     /// The head's bytes, up to and with its empty line.
     pub length: usize,
 }
@@ -123,6 +126,7 @@ impl Head {
     fn of(head: &httparse::Request, length: usize) -> Result<Head, ReadError> {
         let mut content_length = None;
         let mut expects_continue = false;
+        let mut authorization = None;
         for header in head.headers.iter() {
             let value = header.value.trim_ascii();
             if header.name.eq_ignore_ascii_case("content-length") {
@@ -142,6 +146,8 @@ impl Head {
                 ));
             } else if header.name.eq_ignore_ascii_case("expect") {
                 expects_continue = value.eq_ignore_ascii_case(b"100-continue");
+            } else if header.name.eq_ignore_ascii_case("authorization") && authorization.is_none() {
+                authorization = Some(String::from_utf8_lossy(value).into_owned());
             }
         }
         Ok(Head {
@@ -149,6 +155,7 @@ impl Head {
             target: head.path.unwrap_or_default().to_owned(),
             content_length: content_length.unwrap_or(0),
             expects_continue,
+            authorization,
             length,
         })
     }
@@ -189,6 +196,7 @@ impl Head {
             method: self.method,
             path: path.to_owned(),
             query,
+            authorization: self.authorization,
             body,
         })
     }

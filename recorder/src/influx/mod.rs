@@ -261,7 +261,11 @@ impl Endpoint {
         match (request.method.as_str(), route.path) {
             // As InfluxDB's, open to all: it says only that the endpoint is up.
             ("GET" | "HEAD", "/ping") => (204, None),
-            ("POST", "/write") => match self.token.admits(route.token, request.query("p")) {
+            ("POST", "/write") => match self.token.admits(
+                route.token,
+                request.query("p"),
+                request.authorization.as_deref(),
+            ) {
                 Access::Granted => self.write(request),
                 // InfluxDB's answers with authentication on.
                 Access::NoCredentials => (
