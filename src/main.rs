@@ -41,16 +41,6 @@ mod sysexits {
     pub const TEMPFAIL: u8 = 75;
 }
 
-/// The daemon verbs' exit statuses, as their --help lists them (after `text`).
-pub fn with_exit_statuses(text: &str) -> String {
-    format!(
-        "{text}\n\nExit status: 0 done; 64 a wrong argument or request; 65 refused (no such \
-         process or cgroup,\npid 0 or 1, the daemon's own, a task not open, open already, or \
-         timed out); 69 the\ndaemon cannot be reached; 70 a fault of the daemon's own; 74 a \
-         file could not be read\nor written; 75 busy or in use: try again."
-    )
-}
-
 /// The exit status a failure of a daemon verb is told by; [`FAILURE`] for the others.
 fn exit_status(error: &anyhow::Error) -> u8 {
     let code = match (

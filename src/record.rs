@@ -7,10 +7,8 @@ use anyhow::{Context, Result};
 use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 use std::ffi::OsString;
-use std::fs::OpenOptions;
 use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use tc_profile_finalizer::write_atomically;
 use tc_profile_format::EndReason;
@@ -76,9 +74,7 @@ fn announce_ready(args: &RecordArgs, session: &recording::Session) -> Result<()>
 }
 
 /// Writes the task's environment, `NAME=VALUE` a line (as `docker run --env-file` reads
-/// it), for the worker alone: it holds the InfluxDB endpoint's token. Made under a
-/// temporary name that must be new (never through a link a task put there) with mode 0600
-/// from its creation, then renamed into place.
+/// it), for the worker alone (mode 0600): it holds the InfluxDB endpoint's token.
 fn write_task_env(path: &Path, env: &[(&str, OsString)]) -> std::io::Result<()> {
     let mut text = Vec::new();
     for (name, value) in env {
@@ -87,20 +83,24 @@ fn write_task_env(path: &Path, env: &[(&str, OsString)]) -> std::io::Result<()> 
         text.extend_from_slice(value.as_bytes());
         text.push(b'\n');
     }
-    let mut temporary = path.as_os_str().to_owned();
-    temporary.push(".tmp");
-    let mut file = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(&temporary)?;
-    let written = file
-        .write_all(&text)
-        .and_then(|()| file.sync_all())
-        .and_then(|()| std::fs::rename(&temporary, path));
-    if written.is_err() {
-        let _ = std::fs::remove_file(&temporary);
+    write_atomically(path, PRIVATE_FILE, |out| out.write_all(&text)).map(drop)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn the_task_env_file_is_the_workers_only_and_replaces_what_was_there() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("task.env");
+        std::fs::write(&path, "OLD=1\n").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let env = [("A", OsString::from("1")), ("B", OsString::from("x y"))];
+        write_task_env(&path, &env).unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "A=1\nB=x y\n");
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
     }
-    written
 }

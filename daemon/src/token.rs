@@ -3,10 +3,10 @@
 
 use crate::error::DaemonError;
 use serde::{Deserialize, Serialize};
-use std::fs::{self, OpenOptions};
-use std::io::{self, Write};
-use std::os::unix::fs::OpenOptionsExt;
+use std::io;
 use std::path::Path;
+use tc_profile_finalizer::write_atomically;
+use tc_profile_fs::PRIVATE_FILE;
 use tc_profile_recorder::token::{new_token, tokens_match};
 
 /// A task's or the daemon's token; empty in a state file written before tokens were.
@@ -29,20 +29,9 @@ impl Token {
         &self.0
     }
 
-    /// Writes the token to `path`, readable by its owner only, whatever the umask: a new
-    /// file of mode 0600 (in the state directory, which only root may write), renamed over
-    /// the old one.
+    /// Writes the token to `path` atomically, readable by its owner only, whatever the umask.
     pub fn write_private(&self, path: &Path) -> io::Result<()> {
-        let temporary = path.with_extension("tmp");
-        let _ = fs::remove_file(&temporary);
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&temporary)?;
-        file.write_all(self.0.as_bytes())?;
-        file.sync_all()?;
-        fs::rename(&temporary, path)
+        write_atomically(path, PRIVATE_FILE, |out| out.write_all(self.0.as_bytes())).map(drop)
     }
 
     /// Whether `given` is this token, in a time that does not depend on where they differ

@@ -1,5 +1,7 @@
-//! The tc-profile log format: line kinds, version constants, and the one encoder and
-//! decoder that the recorder and the finalizer share.
+//! The tc-profile log format and its readers: line kinds, version constants, the one
+//! encoder and decoder that the recorder and the finalizer share, and the hardened readers
+//! of what a task writes (a profile directory, a followed log file), whose rules SPEC.md
+//! states. It reads files; it writes none.
 //!
 //! A log is JSON Lines that the Firefox Profiler opens as a streamed profile: a `meta` line,
 //! one `thread` line, then `marker` lines, with extension lines of our own (`open`,

@@ -1,0 +1,58 @@
+//! The arguments of the commands that read a finished profile (or a log, finalized in
+//! memory): `summary`, `open`, `merge`, `add-log`.
+
+use clap::{Args, ValueEnum};
+use std::path::PathBuf;
+
+#[derive(Args, Debug)]
+pub struct SummaryArgs {
+    /// The profile or log (.json, .jsonl, either compressed as .gz or .zst).
+    #[arg(value_name = "PROFILE|LOG")]
+    pub input: PathBuf,
+    /// text: for people; json: stable keys for scripts.
+    #[arg(long, value_name = "FORMAT", default_value = "text")]
+    pub format: SummaryFormatArg,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SummaryFormatArg {
+    Text,
+    Json,
+}
+
+#[derive(Args, Debug)]
+pub struct OpenArgs {
+    /// The profile or log (.json, .jsonl, either compressed as .gz or .zst).
+    #[arg(value_name = "PROFILE|LOG")]
+    pub input: PathBuf,
+    /// Only print the link; do not start a browser.
+    #[arg(long)]
+    pub no_browser: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct MergeArgs {
+    /// The profiles or logs, in the order of their processes (.json, .jsonl, either
+    /// compressed as .gz or .zst).
+    #[arg(value_name = "PROFILE|LOG", required = true, num_args = 2..)]
+    pub inputs: Vec<PathBuf>,
+    /// Where to write the merged profile; .gz or .zst compresses it.
+    #[arg(short, long, value_name = "PATH", required = true)]
+    pub output: PathBuf,
+    /// Replace the output if it exists.
+    #[arg(long)]
+    pub force: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct AddLogArgs {
+    /// The profile or log (.json, .jsonl, either compressed as .gz or .zst).
+    #[arg(value_name = "PROFILE|LOG")]
+    pub input: PathBuf,
+    /// The task's log: text, a line a marker.
+    #[arg(value_name = "FILE")]
+    pub task_log: PathBuf,
+    /// Where to write the profile with the log; .gz or .zst compresses it.
+    #[arg(short, long, value_name = "PATH")]
+    pub output: PathBuf,
+}
