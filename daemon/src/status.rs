@@ -45,11 +45,11 @@ impl Board {
     pub fn started(&self, open: &OpenTask, recorder: Option<&Recorder>) -> TaskStarted {
         let live = |file: &str| {
             let base = self.http_base.get()?;
+            // The token is the run's: no `?run=` needed.
             Some(format!(
-                "{base}/tasks/{}/{}/{file}?run={}",
+                "{base}/tasks/{}/{}/{file}",
                 open.task,
-                open.token.as_str(),
-                open.run
+                open.token.as_str()
             ))
         };
         TaskStarted {

@@ -33,11 +33,13 @@ fn wait_writers(writers: Vec<Child>) {
     }
 }
 
-/// Every marker the writers wrote, by name: (start, end) in epoch ms, from the files.
+/// Every marker the writers wrote, by name: (start, end) in epoch ms, from the files (not
+/// the statsd socket).
 fn written_markers(dir: &Path) -> HashMap<String, (f64, Option<f64>)> {
     let mut markers = HashMap::new();
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let text = std::fs::read_to_string(entry.unwrap().path()).unwrap();
+    let entries = std::fs::read_dir(dir).unwrap().map(Result::unwrap);
+    for entry in entries.filter(|e| e.file_type().unwrap().is_file()) {
+        let text = std::fs::read_to_string(entry.path()).unwrap();
         for line in text.lines() {
             let line: Value = serde_json::from_str(line).unwrap();
             let name = line["name"].as_str().unwrap().to_owned();

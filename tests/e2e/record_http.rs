@@ -16,14 +16,13 @@ fn mark(recording: &Recording, name: &str) {
     recording.wait_logged(name);
 }
 
-/// Every file of the directory and its bytes.
+/// Every regular file of the directory and its bytes (not the statsd socket).
 fn files(dir: &Path) -> Vec<(std::ffi::OsString, Vec<u8>)> {
     let mut files: Vec<_> = std::fs::read_dir(dir)
         .unwrap()
-        .map(|e| {
-            let e = e.unwrap();
-            (e.file_name(), std::fs::read(e.path()).unwrap())
-        })
+        .map(Result::unwrap)
+        .filter(|e| e.file_type().unwrap().is_file())
+        .map(|e| (e.file_name(), std::fs::read(e.path()).unwrap()))
         .collect();
     files.sort();
     files
