@@ -5,6 +5,7 @@ use std::net::SocketAddr;
 use std::ops::RangeInclusive;
 use std::path::PathBuf;
 use std::time::Duration;
+use tc_profile_finalizer::InputCaps;
 use tc_profile_format::marker_file::{Category, Limits};
 use tc_profile_format::MetricLimits;
 
@@ -264,6 +265,8 @@ pub struct ExportArgs {
     pub format: Option<ExportFormatArg>,
     #[command(flatten)]
     pub credentials: CredentialsArgs,
+    #[command(flatten)]
+    pub input_caps: InputCapArgs,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -288,6 +291,29 @@ impl LimitArgs {
             let _ = limits.set(assignment);
         }
         limits
+    }
+}
+
+/// How far a compressed input (gzip, zstd) may decompress: a bomb stops with an error.
+#[derive(Args, Debug)]
+pub struct InputCapArgs {
+    /// Stop reading a compressed input past this many bytes decompressed (K, M, G: binary
+    /// units).
+    #[arg(long, value_name = "SIZE", default_value = "4G", value_parser = parse_size)]
+    pub max_input_size: u64,
+    /// Stop reading a compressed input that decompresses to over this many times the bytes
+    /// it was read from (checked past its first 32 MiB).
+    #[arg(long, value_name = "RATIO", default_value = "500",
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_input_ratio: u64,
+}
+
+impl InputCapArgs {
+    pub fn caps(&self) -> InputCaps {
+        InputCaps {
+            max_size: self.max_input_size,
+            max_ratio: self.max_input_ratio,
+        }
     }
 }
 
@@ -364,6 +390,8 @@ pub struct FinalizeArgs {
     pub limits: LimitArgs,
     #[command(flatten)]
     pub lock_wait: LockWaitArgs,
+    #[command(flatten)]
+    pub input_caps: InputCapArgs,
 }
 
 #[derive(Args, Debug)]
@@ -445,6 +473,8 @@ pub struct AddLogArgs {
     /// Where to write the profile with the log; .gz or .zst compresses it.
     #[arg(short, long, value_name = "PATH")]
     pub output: PathBuf,
+    #[command(flatten)]
+    pub input_caps: InputCapArgs,
 }
 
 #[derive(Args, Debug)]
@@ -455,6 +485,8 @@ pub struct SummaryArgs {
     /// text: for people; json: stable keys for scripts.
     #[arg(long, value_name = "FORMAT", default_value = "text")]
     pub format: SummaryFormatArg,
+    #[command(flatten)]
+    pub input_caps: InputCapArgs,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -471,6 +503,8 @@ pub struct OpenArgs {
     /// Only print the link; do not start a browser.
     #[arg(long)]
     pub no_browser: bool,
+    #[command(flatten)]
+    pub input_caps: InputCapArgs,
 }
 
 #[derive(Args, Debug)]
@@ -542,6 +576,26 @@ fn parse_prefix(text: &str) -> Result<String, String> {
     Ok(text.to_owned())
 }
 
+/// Bytes, or a number and K, M or G (binary units).
+fn parse_size(text: &str) -> Result<u64, String> {
+    let (number, unit) = match text.char_indices().last() {
+        Some((at, unit @ ('K' | 'M' | 'G'))) => (&text[..at], unit),
+        _ => (text, 'B'),
+    };
+    let factor = match unit {
+        'K' => 1 << 10,
+        'M' => 1 << 20,
+        'G' => 1 << 30,
+        _ => 1,
+    };
+    number
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(factor))
+        .filter(|&size| size > 0)
+        .ok_or_else(|| format!("'{text}' is not a size (for example 4G, 500M, 1048576)"))
+}
+
 fn parse_limit(text: &str) -> Result<String, String> {
     Limits::default().set(text)?;
     Ok(text.to_owned())
@@ -555,6 +609,17 @@ mod tests {
     #[test]
     fn cli_definition_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn input_caps_default_to_the_finalizer_s() {
+        let cli = Cli::try_parse_from(["tc-profile", "summary", "p.json"]).unwrap();
+        let Command::Summary(args) = cli.command else {
+            panic!("not summary");
+        };
+        assert_eq!(args.input_caps.caps(), InputCaps::default());
+        assert_eq!(parse_size("3M"), Ok(3 << 20));
+        assert!(parse_size("0").is_err() && parse_size("G").is_err());
     }
 
     #[test]
@@ -591,4 +656,6 @@ pub struct MergeArgs {
     /// Replace the output if it exists.
     #[arg(long)]
     pub force: bool,
+    #[command(flatten)]
+    pub input_caps: InputCapArgs,
 }

@@ -349,7 +349,7 @@ mod tests {
 
     #[test]
     fn bits_count_what_was_set_across_words() {
-        let pattern = |i: usize| i % 3 == 0 || i % 64 == 63 || (130..140).contains(&i);
+        let pattern = |i: usize| i.is_multiple_of(3) || i % 64 == 63 || (130..140).contains(&i);
         let mut bits = Bits::default();
         let mut counted = Vec::new();
         for i in 0..300 {
