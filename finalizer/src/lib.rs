@@ -51,7 +51,7 @@ mod span;
 mod task_log;
 
 pub use coarsen::MAX_SAMPLES_PER_TRACK;
-pub use compression::{decompressed, Compression, InputCaps, OverCap};
+pub use compression::{decompressed, decompressed_within, Compression, InputCaps, OverCap};
 pub use finalize::{
     default_output, finalize, finalize_locked, FinalizeError, FinalizeOptions, FinalizeReport,
     Finalized, LockWait, LockWaitFn, LockedLog, DEFAULT_LOCK_WAIT,
