@@ -44,14 +44,6 @@ pub struct FinalizeOptions {
     pub input_caps: InputCaps,
 }
 
-fn read_error(log: &Path, source: io::Error) -> FinalizeError {
-    let path = log.to_owned();
-    match OverCap::of(&source) {
-        Some(source) => FinalizeError::OverCap { path, source },
-        None => FinalizeError::Open { path, source },
-    }
-}
-
 /// What finalizing did.
 #[derive(Clone, Debug, PartialEq)]
 pub struct FinalizeReport {
@@ -351,6 +343,15 @@ pub fn finalize_locked(
 /// directory the log names may be gone or replaced (task code writes there): then it is
 /// skipped (with a note after a kill, unless simply absent), and the unfinished batch, which cannot be read again, is used as
 /// it is. Only a directory given explicitly must be readable.
+/// An error reading the log: past a decompression cap, or of the file.
+fn read_error(log: &Path, source: io::Error) -> FinalizeError {
+    let path = log.to_owned();
+    match OverCap::of(&source) {
+        Some(source) => FinalizeError::OverCap { path, source },
+        None => FinalizeError::Open { path, source },
+    }
+}
+
 fn merge_markers(
     recording: &mut Recording,
     options: &FinalizeOptions,
