@@ -38,7 +38,11 @@ fn main() {
     if !is_static && env::var_os("TC_PROFILE_PIE").is_none() {
         println!("cargo::rustc-link-arg-bin=tc-profile=-no-pie");
     }
-    if let (Ok(order), true) = (order.canonicalize(), links_with_rust_lld(&target)) {
+    // Relative, not absolute: a target directory shared by two checkouts (a global
+    // CARGO_TARGET_DIR) shares this script's output too, so an absolute path would send one
+    // checkout's link to the other's list, and fail once that checkout is gone. rustc runs
+    // in the workspace root, this package's directory, and the linker with it.
+    if order.exists() && links_with_rust_lld(&target) {
         println!(
             "cargo::rustc-link-arg-bin=tc-profile=-Wl,--symbol-ordering-file={},--no-warn-symbol-ordering",
             order.display()

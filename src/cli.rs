@@ -127,21 +127,23 @@ pub enum Command {
     AddLog(AddLogArgs),
     /// Record the whole worker (a service): per-task profiles are cut from it on request.
     #[command(
-        after_help = "Example:\n  tc-profile daemon --state-dir /var/lib/tc-profile --ready-file /run/tc-profile/ready\n\n\
+        after_help = crate::with_exit_statuses("Example:\n  tc-profile daemon --state-dir /var/lib/tc-profile --ready-file /run/tc-profile/ready\n\n\
         Samples the machine into segment logs in DIR and listens on a Unix socket (mode 0600)\n\
         for `task start`, `task end` and `worker-profile`. On SIGTERM or SIGINT it ends every\n\
-        log cleanly and exits 0; the tasks still open are resumed by the next daemon."
+        log cleanly and exits 0; the tasks still open are resumed by the next daemon.")
     )]
     Daemon(crate::daemon::DaemonArgs),
     /// Begin or end a task recorded by the daemon.
-    #[command(after_help = "Example:\n  tc-profile task start abc123 --run-id 0\n  \
+    #[command(after_help = crate::with_exit_statuses("Example:\n  tc-profile task start abc123 --run-id 0 --user 1000\n  \
         tc-profile task start abc123 --run-id 0 --pid 4242\n  \
         tc-profile task end abc123 --run-id 0 --exit-status 0 -o profile.json\n\n\
         The first start prints the profile directory: start the task with\n\
-        TASKCLUSTER_PROFILE_DIR set to it, then give the daemon its pid (or --cgroup).")]
+        TASKCLUSTER_PROFILE_DIR set to it, then give the daemon its pid (or --cgroup)."))]
     Task(crate::daemon::TaskArgs),
     /// Write the worker's profile over a span: machine tracks, tasks, idle time.
-    #[command(after_help = "Example:\n  tc-profile worker-profile --since 1d -o worker.json")]
+    #[command(after_help = crate::with_exit_statuses(
+        "Example:\n  tc-profile worker-profile --since 1d -o worker.json"
+    ))]
     WorkerProfile(crate::daemon::WorkerProfileArgs),
 }
 
@@ -184,10 +186,13 @@ pub struct RecordingArgs {
     /// first line, so that the log shows their markers while it is written; repeatable.
     #[arg(long = "schema", value_name = "FILE")]
     pub schemas: Vec<PathBuf>,
-    /// Do not listen for statsd metrics (nor export STATSD_HOST, STATSD_PORT and
-    /// TASKCLUSTER_STATSD_ADDR).
+    /// Do not listen for statsd metrics (nor export STATSD_SOCKET and DD_DOGSTATSD_URL).
     #[arg(long)]
     pub no_statsd: bool,
+    /// Take statsd packets on a UDP port of 127.0.0.1 too (exported as STATSD_HOST,
+    /// STATSD_PORT and TASKCLUSTER_STATSD_ADDR): any local user can send to it.
+    #[arg(long, conflicts_with = "no_statsd")]
+    pub statsd_udp: bool,
     /// A scope the task's metrics have, in Taskcluster's syntax (exact, or ending in *):
     /// writing the series S needs stats:put-points:S. With any scope given (here or in
     /// --task-definition), metrics of other series are refused and counted; repeatable.
@@ -208,8 +213,9 @@ pub struct RecordingArgs {
     #[arg(short, long)]
     pub quiet: bool,
     /// Serve the live profile over HTTP at ADDR while recording (a port or :PORT, on
-    /// 127.0.0.1, or HOST:PORT; port 0: any): GET /tasks/TASK_ID/profile.json and
-    /// /tasks/TASK_ID/log.jsonl, or /profile.json and /log.jsonl.
+    /// 127.0.0.1, or HOST:PORT; port 0: any), at a URL with a random token (printed on
+    /// stderr, and in --ready-file): GET /TOKEN/profile.json and /TOKEN/log.jsonl, or
+    /// /tasks/TASK_ID/TOKEN/profile.json and /tasks/TASK_ID/TOKEN/log.jsonl.
     #[arg(long, value_name = "ADDR", value_parser = parse_address)]
     pub http: Option<SocketAddr>,
     #[command(flatten)]
@@ -334,6 +340,11 @@ pub struct RecordArgs {
     /// instead of printing it.
     #[arg(long, value_name = "PATH")]
     pub ready_file: Option<PathBuf>,
+    /// Write the task's environment to this file (atomically, mode 0600) before the ready
+    /// file: NAME=VALUE lines, as `docker run --env-file` reads them, TASKCLUSTER_INFLUX_URL
+    /// (with its token) and STATSD_SOCKET among them.
+    #[arg(long, value_name = "FILE")]
+    pub task_env: Option<PathBuf>,
     /// Follow this log file as `tail -F` does (appended, truncated, replaced), a Log marker
     /// a line: the worker's log of the task, for example.
     #[arg(long, value_name = "FILE")]

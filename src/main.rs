@@ -5,6 +5,7 @@ mod add_log;
 mod cli;
 mod daemon;
 mod export;
+mod malloc;
 mod mark;
 mod merge;
 mod open;
@@ -23,10 +24,62 @@ use clap::{CommandFactory, Parser};
 use cli::{Cli, Command, CompletionsArgs, FinalizeArgs};
 use progress::Reading;
 use std::process::ExitCode;
+use tc_profile_daemon::{DaemonError, ErrorCode, ErrorReply};
 use tc_profile_finalizer::{finalize, FinalizeOptions};
 
 /// Exit code of tc-profile's own failures (bad input, unwritable output).
 const FAILURE: u8 = 2;
+
+/// Exit statuses of the daemon's verbs (`daemon`, `task`, `worker-profile`), sysexits.h's,
+/// so that a worker tells a refusal from an unreachable daemon without reading the message.
+mod sysexits {
+    pub const USAGE: u8 = 64;
+    pub const DATA: u8 = 65;
+    pub const UNAVAILABLE: u8 = 69;
+    pub const SOFTWARE: u8 = 70;
+    pub const IO: u8 = 74;
+    pub const TEMPFAIL: u8 = 75;
+}
+
+/// The daemon verbs' exit statuses, as their --help lists them (after `text`).
+pub fn with_exit_statuses(text: &str) -> String {
+    format!(
+        "{text}\n\nExit status: 0 done; 64 a wrong argument or request; 65 refused (no such \
+         process or cgroup,\npid 0 or 1, the daemon's own, a task not open, open already, or \
+         timed out); 69 the\ndaemon cannot be reached; 70 a fault of the daemon's own; 74 a \
+         file could not be read\nor written; 75 busy or in use: try again."
+    )
+}
+
+/// The exit status a failure of a daemon verb is told by; [`FAILURE`] for the others.
+fn exit_status(error: &anyhow::Error) -> u8 {
+    let code = match (
+        error.downcast_ref::<ErrorReply>(),
+        error.downcast_ref::<DaemonError>(),
+    ) {
+        (Some(reply), _) => reply.code,
+        (None, Some(error)) => error.code(),
+        (None, None) if error.downcast_ref::<daemon::Unreachable>().is_some() => {
+            return sysexits::UNAVAILABLE
+        }
+        (None, None) => return FAILURE,
+    };
+    match code {
+        ErrorCode::BadRequest => sysexits::USAGE,
+        ErrorCode::NoSuchProcess
+        | ErrorCode::NoSuchCgroup
+        | ErrorCode::Refused
+        | ErrorCode::NotOpen
+        | ErrorCode::AlreadyOpen
+        | ErrorCode::TimedOut => sysexits::DATA,
+        ErrorCode::Busy => sysexits::TEMPFAIL,
+        ErrorCode::Io => sysexits::IO,
+        ErrorCode::Internal => sysexits::SOFTWARE,
+    }
+}
+
+/// The verbs whose usage errors are [`sysexits::USAGE`].
+const DAEMON_VERBS: [&str; 3] = ["daemon", "task", "worker-profile"];
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -37,22 +90,8 @@ fn main() -> ExitCode {
         Ok(code) => ExitCode::from(code),
         Err(error) => {
             eprintln!("tc-profile: error: {}", report::describe_error(&error));
-            ExitCode::from(FAILURE)
+            ExitCode::from(exit_status(&error))
         }
-    }
-}
-
-/// For the commands that only finalize: allocations from 32 KiB (the reader's buffers, the
-/// columns) get pages of their own, so that a growing column moves by mremap instead of
-/// leaving its old copy in the heap. glibc's threshold, 128 KiB, rises to the size of each
-/// such block freed; the copies left behind were 0.4 MB of the 8.6 MB that finalizing
-/// 100,000 markers, each with its own text, peaked at. Not for a recording: its marker-file
-/// thread then took 0.62 µs a marker instead of 0.54.
-fn give_large_allocations_their_own_pages() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: sets a parameter of glibc's allocator, before any other thread runs.
-    unsafe {
-        libc::mallopt(libc::M_MMAP_THRESHOLD, 32 * 1024);
     }
 }
 
@@ -61,11 +100,11 @@ fn dispatch(command: Command) -> Result<u8> {
         Command::Run(args) => run::run(args),
         Command::Record(args) => record::record(args),
         Command::Finalize(args) => {
-            give_large_allocations_their_own_pages();
+            malloc::give_large_allocations_their_own_pages();
             finalize_log(args)
         }
         Command::Recover(args) => {
-            give_large_allocations_their_own_pages();
+            malloc::give_large_allocations_their_own_pages();
             recover::recover_command(args)
         }
         Command::Mark(args) => mark::mark(args),
@@ -99,7 +138,11 @@ fn usage_error(error: clap::Error) -> ExitCode {
         "tc-profile: error: {}",
         one_line(&error.render().to_string())
     );
-    ExitCode::from(FAILURE)
+    let verb = subcommand_named();
+    match DAEMON_VERBS.contains(&verb.trim_start()) {
+        true => ExitCode::from(sysexits::USAGE),
+        false => ExitCode::from(FAILURE),
+    }
 }
 
 /// clap's message and its tips, and a pointer to the command's --help, on one line.

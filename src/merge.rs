@@ -2,7 +2,7 @@
 
 use crate::cli::MergeArgs;
 use anyhow::Result;
-use tc_profile_finalizer::{merge as merge_profiles, MergeOptions};
+use tc_profile_finalizer::{escape_controls, merge as merge_profiles, MergeOptions};
 
 pub fn merge(args: MergeArgs) -> Result<u8> {
     let report = merge_profiles(
@@ -26,6 +26,7 @@ pub fn merge(args: MergeArgs) -> Result<u8> {
             report.renamed_schemas.join(", ")
         ));
     }
-    eprintln!("{text}");
+    // Process and schema names come from the inputs, which a task may have written.
+    eprintln!("{}", escape_controls(&text));
     Ok(0)
 }

@@ -3,12 +3,14 @@
 
 use crate::cli::{RecordingArgs, SyncArg};
 use crate::export::{export_at_end, hide_credentials, report_forwarding, Destinations};
+use crate::malloc::share_malloc_arenas;
 use crate::output;
 use crate::progress::Reading;
 use crate::recover::recover_state_dir;
 use crate::report::describe_finalized;
 use anyhow::{Context, Result};
 use serde_json::{Map, Value};
+use std::ffi::OsString;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -17,6 +19,7 @@ use tc_profile_finalizer::{finalize_locked, FinalizeOptions, LockedLog, DEFAULT_
 use tc_profile_format::marker_file::decode_schema_file;
 use tc_profile_format::scope::MetricScopes;
 use tc_profile_format::EndReason;
+use tc_profile_fs::{remove_created_tree, Dir, Identity, PRIVATE_DIR};
 use tc_profile_recorder::{
     Follow, MetricLimits, ProfileDirConfig, Recorder, RecorderConfig, SyncPolicy, TaskCgroup,
 };
@@ -28,8 +31,9 @@ pub struct Session {
     log: PathBuf,
     /// The profile directory, absolute: what TASKCLUSTER_PROFILE_DIR is set to.
     pub profile_dir: PathBuf,
-    /// Whether this session created the directory (and so removes it at the end).
-    created_dir: bool,
+    /// The directory's identity when this session created it (and so removes it, that
+    /// directory alone, at the end).
+    created_dir: Option<Identity>,
     /// Where the profile goes once written.
     export: Option<Destinations>,
     /// The live profile's server (`--http`), stopped with the recording.
@@ -37,10 +41,31 @@ pub struct Session {
 }
 
 impl Session {
-    /// The live profile's base URL, when served.
-    pub fn live_url(&self) -> Option<String> {
-        let live = self.live.as_ref()?;
-        Some(format!("http://{}", live.address()))
+    /// What tells the task where the recording takes its markers and metrics, as
+    /// environment variables (SPEC.md, "Metric tracks"): the InfluxDB URL's token among
+    /// them, so for the task alone.
+    pub fn task_env(&self) -> Vec<(&'static str, OsString)> {
+        let mut env = vec![("TASKCLUSTER_PROFILE_DIR", self.profile_dir.clone().into())];
+        if let Some(socket) = self.recorder.statsd_socket() {
+            let mut url = OsString::from("unix://");
+            url.push(socket);
+            env.push(("STATSD_SOCKET", socket.into()));
+            env.push(("DD_DOGSTATSD_URL", url));
+        }
+        if let Some(address) = self.recorder.statsd_address() {
+            env.push(("STATSD_HOST", address.ip().to_string().into()));
+            env.push(("STATSD_PORT", address.port().to_string().into()));
+            env.push(("TASKCLUSTER_STATSD_ADDR", address.to_string().into()));
+        }
+        if let Some(url) = self.recorder.influx_url() {
+            env.push(("TASKCLUSTER_INFLUX_URL", url.into()));
+        }
+        env
+    }
+
+    /// The live profile's base URL (with its token), when served.
+    pub fn live_url(&self) -> Option<&str> {
+        self.live.as_ref().map(LiveServer::url)
     }
 }
 
@@ -139,7 +164,7 @@ pub fn start(
         .profile_dir
         .clone()
         .unwrap_or_else(|| with_suffix(&args.output, "markers"));
-    let created_dir = !dir.exists();
+    let created_dir = create_profile_dir(&dir)?;
     let mut config = recorder_config(args, log.clone(), dir.clone());
     config.follow = follow;
     config.cgroup = cgroup;
@@ -162,9 +187,9 @@ pub fn start(
     let recorder = match Recorder::start(config) {
         Ok(recorder) => recorder,
         Err(error) => {
-            if created_dir {
-                // Empty: nothing could be recorded into it.
-                let _ = std::fs::remove_dir(&dir);
+            if let Some(created) = created_dir {
+                // Nothing could be recorded into it.
+                let _ = remove_created_tree(&dir, created);
             }
             return Err(error.into());
         }
@@ -185,16 +210,26 @@ pub fn start(
     Ok(session)
 }
 
-/// glibc gives each thread that allocates an arena of its own, a 64 MiB mapping set up
-/// and first touched in the thread: the recording's threads allocate little, and two
-/// arenas serve them all for half a millisecond less CPU a run (and a smaller resident
-/// set); two, not one, so that the final finalize's decoding thread has one to itself.
-fn share_malloc_arenas() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: mallopt sets a parameter of the allocator, under its own lock.
-    unsafe {
-        libc::mallopt(libc::M_ARENA_MAX, 2);
+/// Creates the profile directory when missing, its user's alone (0700), never through a
+/// symbolic link at its name; its identity when created.
+fn create_profile_dir(dir: &Path) -> Result<Option<Identity>> {
+    if dir.is_dir() {
+        return Ok(None);
     }
+    let created = Dir::open_parent(dir).and_then(|(parent, name)| {
+        match parent.create_dir(name, PRIVATE_DIR) {
+            Ok(created) => created.identity().map(Some),
+            // Created meanwhile, by the task: its own.
+            Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => Ok(None),
+            Err(error) => Err(error),
+        }
+    });
+    created.with_context(|| {
+        format!(
+            "{}: cannot create the profile directory; check --profile-dir",
+            dir.display()
+        )
+    })
 }
 
 /// Serves the recording's task (as the meta line names it) from its log, only ever read.
@@ -239,6 +274,7 @@ fn recorder_config(args: &RecordingArgs, log: PathBuf, profile_dir: PathBuf) -> 
         prefix: args.metric_prefix.clone(),
         ..MetricLimits::default()
     });
+    config.statsd_udp = args.statsd_udp;
     config.influx = !args.no_influx;
     let mut dir = ProfileDirConfig::new(profile_dir);
     dir.limits = args.limits.limits();
@@ -306,11 +342,11 @@ pub fn finish(session: Session, args: &RecordingArgs, reason: EndReason) -> Resu
         eprintln!("tc-profile: {}", describe_finalized(report));
         output::to_stderr(&SummaryFormat::Short.serialize(summary))?;
     }
-    if session.created_dir && !args.keep_log {
-        // Never follows a symbolic link the task may have put in its place.
-        if let Err(error) = std::fs::remove_dir_all(&session.profile_dir) {
+    if let Some(created) = session.created_dir.filter(|_| !args.keep_log) {
+        // Only the directory created: not one the task put in its place or led to.
+        if let Err(error) = remove_created_tree(&session.profile_dir, created) {
             eprintln!(
-                "tc-profile: warning: {}: cannot remove the profile directory: {error}",
+                "tc-profile: warning: {}: the profile directory is left: {error}",
                 session.profile_dir.display()
             );
         }

@@ -62,7 +62,7 @@ pub fn run(args: RunArgs) -> Result<u8> {
         command.env_remove(variable);
     }
     if let Some(session) = &mut session {
-        export_recording(&mut command, session);
+        command.envs(session.task_env());
         if log_lines {
             relay_output(&mut command, &mut session.recorder);
         }
@@ -139,20 +139,6 @@ fn task_cgroup(path: PathBuf) -> Result<TaskCgroup> {
         path,
         created: false,
     })
-}
-
-/// Tells the command where the recording takes its markers and metrics.
-fn export_recording(command: &mut Command, session: &recording::Session) {
-    command.env("TASKCLUSTER_PROFILE_DIR", &session.profile_dir);
-    if let Some(address) = session.recorder.statsd_address() {
-        command
-            .env("STATSD_HOST", address.ip().to_string())
-            .env("STATSD_PORT", address.port().to_string())
-            .env("TASKCLUSTER_STATSD_ADDR", address.to_string());
-    }
-    if let Some(url) = session.recorder.influx_url() {
-        command.env("TASKCLUSTER_INFLUX_URL", url);
-    }
 }
 
 /// `--log-lines`, `--no-log-lines`, or by default whether tc-profile's stdout is not a

@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 use std::time::Duration;
+use tc_profile_recorder::COARSE_AFTER;
 
 /// The socket when neither `--socket` nor `TC_PROFILE_SOCKET` names one.
 pub const DEFAULT_SOCKET: &str = "/run/tc-profile/daemon.sock";
@@ -61,10 +62,16 @@ pub struct DaemonConfig {
     pub task_timeout: Duration,
     /// Where to serve live profiles over HTTP, if anywhere.
     pub http: Option<std::net::SocketAddr>,
+    /// How old the machine's segment grows before the next one starts.
+    pub segment_age: Duration,
+    /// The longest span of a worker profile asked for over HTTP.
+    pub http_max_span: Duration,
 }
 
 impl DaemonConfig {
-    /// Defaults: 1 s interval, 7 days kept, tasks time out after a day, no HTTP.
+    /// Defaults: 1 s interval, 7 days kept, tasks time out after a day, no HTTP (a day's
+    /// worker profile at most when served), a new segment when the recorder would thin its
+    /// samples out (`COARSE_AFTER`), so that the machine tracks keep the daemon's interval.
     pub fn new(state_dir: PathBuf, socket: PathBuf) -> DaemonConfig {
         DaemonConfig {
             state_dir,
@@ -73,6 +80,8 @@ impl DaemonConfig {
             retain: Retain::Age(Duration::from_secs(7 * 86_400)),
             task_timeout: Duration::from_secs(86_400),
             http: None,
+            segment_age: COARSE_AFTER,
+            http_max_span: Duration::from_secs(86_400),
         }
     }
 }

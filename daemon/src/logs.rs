@@ -1,7 +1,9 @@
 //! Reading the daemon's logs while they may still be written: complete lines only, never
-//! through a lock, never changing them.
+//! through a lock, never changing them, never held whole.
 
 use crate::error::DaemonError;
+use std::fs::File;
+use std::io::{self, BufReader, Read, Seek, SeekFrom};
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 use tc_profile_finalizer::{read_log, Recording};
@@ -15,22 +17,69 @@ pub fn epoch_ms() -> f64 {
         * 1000.0
 }
 
-/// The log's bytes up to its last newline: what a live writer has finished.
-pub fn complete_lines(path: &Path) -> Result<Vec<u8>, DaemonError> {
-    let mut bytes = std::fs::read(path).map_err(|source| DaemonError::Log {
+/// Bytes read back from a log's end at a time, looking for its last newline.
+const TAIL_BYTES: u64 = 64 << 10;
+
+/// The log opened, and its length up to its last newline: what a live writer has finished.
+pub fn open_complete(path: &Path) -> Result<(File, u64), DaemonError> {
+    let error = |source| DaemonError::Log {
         path: path.to_owned(),
         source,
-    })?;
-    let whole = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-    bytes.truncate(whole);
-    Ok(bytes)
+    };
+    let mut file = File::open(path).map_err(error)?;
+    let length = complete_length(&mut file).map_err(error)?;
+    file.rewind().map_err(error)?;
+    Ok((file, length))
 }
 
-/// The recording of a log's complete lines.
+/// The length of `file` up to its last newline, found reading back from its end.
+fn complete_length(file: &mut File) -> io::Result<u64> {
+    let mut end = file.metadata()?.len();
+    let mut tail = vec![0; TAIL_BYTES as usize];
+    while end > 0 {
+        let start = end.saturating_sub(TAIL_BYTES);
+        let tail = &mut tail[..(end - start) as usize];
+        file.seek(SeekFrom::Start(start))?;
+        file.read_exact(tail)?;
+        if let Some(newline) = tail.iter().rposition(|&b| b == b'\n') {
+            return Ok(start + newline as u64 + 1);
+        }
+        end = start;
+    }
+    Ok(0)
+}
+
+/// The recording of a log's complete lines, read as a stream.
 pub fn read_complete(path: &Path) -> Result<Recording, DaemonError> {
-    let bytes = complete_lines(path)?;
-    read_log(&bytes[..]).map_err(|error| DaemonError::Log {
+    let (file, length) = open_complete(path)?;
+    read_log(BufReader::new(file.take(length))).map_err(|error| DaemonError::Log {
         path: path.to_owned(),
-        source: std::io::Error::new(std::io::ErrorKind::InvalidData, error.to_string()),
+        source: io::Error::new(io::ErrorKind::InvalidData, error.to_string()),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_log_is_complete_up_to_its_last_newline_however_far_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("log.jsonl");
+        let mut bytes = b"{\"a\":1}\n".to_vec();
+        bytes.resize(bytes.len() + 3 * TAIL_BYTES as usize, b'x');
+        for (content, complete) in [
+            (&bytes[..], 8),
+            (&bytes[..8], 8),
+            (&bytes[..7], 0),
+            (&b""[..], 0),
+        ] {
+            std::fs::write(&path, content).unwrap();
+            let (mut file, length) = open_complete(&path).unwrap();
+            assert_eq!(length, complete);
+            let mut read = Vec::new();
+            (&mut file).take(length).read_to_end(&mut read).unwrap();
+            assert_eq!(read, &content[..complete as usize]);
+        }
+    }
 }

@@ -11,11 +11,9 @@ use crate::logs::epoch_ms;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use tc_profile_format::{EndReason, TaskInfo};
-use tc_profile_recorder::{Recorder, RecorderConfig, SyncPolicy, COARSE_AFTER};
+use tc_profile_recorder::{Recorder, RecorderConfig, SyncPolicy};
 
-/// A segment lasts until the recorder would thin its samples out (COARSE_AFTER), so that
-/// the machine tracks keep the daemon's interval, or until it is this large.
-const SEGMENT_AGE: Duration = COARSE_AFTER;
+/// A segment lasts until it is this large, or [`crate::DaemonConfig::segment_age`] old.
 const SEGMENT_BYTES: u64 = 64 << 20;
 
 /// A segment log in the directory.
@@ -37,6 +35,7 @@ pub struct Finished {
 pub struct Segments {
     dir: PathBuf,
     interval: Duration,
+    age: Duration,
     recorder: Recorder,
     current: Segment,
     started: Instant,
@@ -45,13 +44,15 @@ pub struct Segments {
 }
 
 impl Segments {
-    pub fn start(dir: &Path, interval: Duration) -> Result<Segments, DaemonError> {
+    /// Starts a segment in `dir`; the next one follows it once it is `age` old.
+    pub fn start(dir: &Path, interval: Duration, age: Duration) -> Result<Segments, DaemonError> {
         std::fs::create_dir_all(dir).map_err(DaemonError::state(dir))?;
         let finished = list(dir)?.into_iter().map(Finished::of).collect();
         let (recorder, current) = start_segment(dir, interval)?;
         Ok(Segments {
             dir: dir.to_owned(),
             interval,
+            age,
             recorder,
             current,
             started: Instant::now(),
@@ -62,7 +63,7 @@ impl Segments {
     /// Starts the next segment once this one is old or large enough.
     pub fn rotate_if_due(&mut self) -> Result<(), DaemonError> {
         let size = std::fs::metadata(&self.current.path).map_or(0, |m| m.len());
-        if self.started.elapsed() < SEGMENT_AGE && size < SEGMENT_BYTES {
+        if self.started.elapsed() < self.age && size < SEGMENT_BYTES {
             return Ok(());
         }
         let (recorder, current) = start_segment(&self.dir, self.interval)?;
@@ -79,6 +80,13 @@ impl Segments {
     pub fn apply_retention(&mut self, retain: Retain, needed_from: f64, now: f64) -> usize {
         let current_start = self.current.start;
         apply_retention(&mut self.finished, current_start, retain, needed_from, now)
+    }
+
+    /// How many segments there are, the one being written included, and their bytes.
+    pub fn usage(&self) -> (usize, u64) {
+        let current = std::fs::metadata(&self.current.path).map_or(0, |m| m.len());
+        let finished: u64 = self.finished.iter().map(|f| f.bytes).sum();
+        (self.finished.len() + 1, finished + current)
     }
 
     pub fn finish(self) -> Result<(), DaemonError> {
@@ -154,11 +162,13 @@ pub fn apply_retention(
     needed_from: f64,
     now: f64,
 ) -> usize {
+    // As many ends as segments: none when none has finished yet.
     let ends: Vec<f64> = finished
         .iter()
         .skip(1)
         .map(|f| f.segment.start)
         .chain([current_start])
+        .take(finished.len())
         .collect();
     let mut kept_bytes = 0_u64;
     let mut gone = vec![false; finished.len()];
@@ -238,6 +248,21 @@ mod tests {
         // Ended at 3000 and 4000: only the first is over a second old at 5000.
         assert_eq!(deleted, 1);
         assert_eq!(starts(&finished), [3000.0]);
+    }
+
+    #[test]
+    fn retention_with_no_finished_segment_deletes_nothing() {
+        let mut finished = Vec::new();
+        let age = Retain::Age(Duration::from_secs(1));
+        assert_eq!(
+            apply_retention(&mut finished, 4000.0, age, f64::INFINITY, 9e9),
+            0
+        );
+        let size = Retain::Size(0);
+        assert_eq!(
+            apply_retention(&mut finished, 4000.0, size, f64::INFINITY, 9e9),
+            0
+        );
     }
 
     #[test]

@@ -1,9 +1,11 @@
 //! The Unix socket: owner-only, one request line and one reply line per connection, at
-//! most [`MAX_CONNECTIONS`] at once (more are told to retry); and [`ask`], the client.
+//! most [`SOCKET_LIMITS`] at once (more are told to retry); and [`ask`], the client.
 
-use crate::bounded::{serve_each, MAX_CONNECTIONS};
+use crate::bounded::{serve_each, SOCKET_LIMITS};
 use crate::error::DaemonError;
-use crate::protocol::{read_request, write_line, Envelope, Reply, Request, VERSION};
+use crate::protocol::{
+    read_request, write_line, Envelope, ErrorCode, ErrorReply, Reply, Request, VERSION,
+};
 use crate::service::Shared;
 use std::io::{self, BufRead, BufReader};
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
@@ -77,17 +79,31 @@ impl Server {
     }
 }
 
+/// A daemon whose start failed after the socket listened leaves no socket behind.
+impl Drop for Server {
+    fn drop(&mut self) {
+        if self.handle.is_some() {
+            self.stop();
+        }
+    }
+}
+
 fn serve(listener: &UnixListener, shared: &Arc<Shared>, stop: &AtomicBool) {
     let shared = Arc::clone(shared);
     let answer = Arc::new(move |stream| answer(stream, &shared));
     serve_each(
         listener.incoming(),
         stop,
+        SOCKET_LIMITS,
         "tc-profile-request",
         answer,
         |stream| {
+            let message = format!(
+                "the daemon is serving {} requests; try again",
+                SOCKET_LIMITS.total
+            );
             let reply = Reply::Error {
-                error: format!("the daemon is serving {MAX_CONNECTIONS} requests; try again"),
+                error: ErrorReply::new(ErrorCode::Busy, message),
             };
             let _ = write_line(&stream, &reply);
         },
@@ -98,7 +114,9 @@ fn answer(stream: UnixStream, shared: &Shared) {
     let _ = stream.set_read_timeout(Some(REQUEST_WAIT));
     let reply = match read_request(&stream) {
         Ok(request) => shared.handle(request),
-        Err(error) => Reply::Error { error },
+        Err(message) => Reply::Error {
+            error: ErrorReply::new(ErrorCode::BadRequest, message),
+        },
     };
     let _ = write_line(&stream, &reply);
 }

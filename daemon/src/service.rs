@@ -1,18 +1,26 @@
 //! The daemon's answers to `task-start` and `task-end`, under one lock: the machine's
 //! segment, the running tasks, and the state file that lists them.
 
+use crate::check;
 use crate::config::DaemonConfig;
 use crate::error::DaemonError;
-use crate::logs::{complete_lines, epoch_ms};
+use crate::logs::{epoch_ms, open_complete};
+use crate::profile_dir::{create_profile_dir, remove_profile_dir, task_owner};
 use crate::protocol::{Reply, Request};
+use crate::protocol::{Status, TaskStarted};
 use crate::segments::Segments;
 use crate::state::{EndedTask, Followed, OpenTask, StateFiles};
+use crate::status::{status, Board};
 use crate::tasks::{self, check_task_id};
+use crate::token::Token;
 use crate::worker;
+use serde_json::{Map, Value};
+use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
-use tc_profile_finalizer::Profile;
+use tc_profile_finalizer::{remove_durably, Profile};
+use tc_profile_fs::Owner;
 use tc_profile_recorder::Recorder;
 
 /// A task being recorded.
@@ -21,6 +29,8 @@ pub struct Running {
     /// None when its next part could not be started: its end still writes the profile of
     /// the parts it has.
     pub recorder: Option<Recorder>,
+    /// The part that follows the processes attached after the start, beside `recorder`.
+    pub tree: Option<Recorder>,
 }
 
 pub struct Inner {
@@ -45,8 +55,19 @@ const SAMPLE_LAG: Duration = Duration::from_millis(50);
 /// What every connection and the housekeeping thread share.
 pub struct Shared {
     pub config: DaemonConfig,
+    pub board: Board,
     pub files: StateFiles,
     pub inner: Mutex<Inner>,
+}
+
+/// What a `task-start` gives a task.
+struct Start {
+    profile_dir: Option<PathBuf>,
+    follow: Option<Followed>,
+    since: Option<f64>,
+    task_log: Option<PathBuf>,
+    /// The user a profile directory the daemon creates is given to.
+    owner: Option<Owner>,
 }
 
 /// How a task comes to its end.
@@ -70,11 +91,29 @@ impl Shared {
                 profile_dir,
                 pid,
                 cgroup,
+                allow_host,
+                since,
+                uid,
+                gid,
+                task_log,
             } => {
                 let follow = pid.map(Followed::Pid).or(cgroup.map(Followed::Cgroup));
-                self.start_task(&task, run, profile_dir, follow)
-                    .map(|profile_dir| Reply::ProfileDir { profile_dir })
+                task_owner(uid, gid)
+                    .map(|owner| Start {
+                        profile_dir,
+                        follow,
+                        since,
+                        task_log,
+                        owner,
+                    })
+                    .and_then(|start| {
+                        check_start(&start, allow_host)?;
+                        check_since(since)?;
+                        self.start_task(&task, run, start)
+                    })
+                    .map(Reply::Started)
             }
+            Request::Status => Ok(Reply::Status(Box::new(self.status()))),
             Request::TaskEnd {
                 task,
                 run,
@@ -86,100 +125,151 @@ impl Shared {
                     timed_out: false,
                     output,
                 };
-                self.end_task(&task, run, ending)
+                check::absolute("output", &ending.output)
+                    .and_then(|()| self.end_task(&task, run, ending))
+                    .map_err(|error| self.explain_not_open(error))
                     .map(|output| Reply::Output { output })
             }
             Request::WorkerProfile {
                 since,
                 until,
                 output,
-            } => self
-                .worker_profile(since, until, &output)
+            } => check::absolute("output", &output)
+                .and_then(|()| self.worker_profile(since, until, &output))
                 .map(|()| Reply::Output { output }),
         };
         result.unwrap_or_else(|error| Reply::Error {
-            error: error.to_string(),
+            error: error.reply(),
         })
+    }
+
+    fn status(&self) -> Status {
+        let inner = self.lock();
+        let running = inner.tasks.iter().map(|r| (&r.open, false));
+        let open = running.chain(inner.ending.iter().map(|open| (open, true)));
+        status(&self.board, open, inner.segments.as_ref())
+    }
+
+    /// A task not open because the timeout ended it: says where its profile went.
+    fn explain_not_open(&self, error: DaemonError) -> DaemonError {
+        let DaemonError::NotOpen { task, run } = &error else {
+            return error;
+        };
+        let history = self.files.history().unwrap_or_default();
+        match history
+            .iter()
+            .rev()
+            .find(|ended| ended.task == *task && ended.run == *run)
+        {
+            Some(ended) if ended.timed_out => DaemonError::TimedOut {
+                task: task.clone(),
+                run: *run,
+                profile: self.timed_out_path(task, *run),
+            },
+            _ => error,
+        }
+    }
+
+    /// Where the timeout writes a task's profile.
+    fn timed_out_path(&self, task: &str, run: u32) -> PathBuf {
+        let name = format!("{task}-{run}.json");
+        self.config.state_dir.join("timed-out").join(name)
     }
 
     fn tasks_dir(&self) -> PathBuf {
         self.config.state_dir.join("tasks")
     }
 
+    fn profiles_dir(&self) -> PathBuf {
+        self.config.state_dir.join("profiles")
+    }
+
     fn segments_dir(&self) -> PathBuf {
         self.config.state_dir.join("segments")
     }
 
-    /// Begins a task, or attaches the process tree of one already open; returns its
-    /// profile directory.
-    fn start_task(
-        &self,
-        task: &str,
-        run: u32,
-        profile_dir: Option<PathBuf>,
-        follow: Option<Followed>,
-    ) -> Result<PathBuf, DaemonError> {
+    /// Begins a task (its profile from `since`, else now), or attaches the process tree of
+    /// one already open; returns what the task is given.
+    fn start_task(&self, task: &str, run: u32, start: Start) -> Result<TaskStarted, DaemonError> {
+        let Start {
+            profile_dir,
+            follow,
+            since,
+            task_log,
+            owner,
+        } = start;
         check_task_id(task)?;
         self.end_timed_out();
         let mut inner = self.lock();
         if inner.ending.iter().any(|open| open.is(task, run)) {
-            return Err(DaemonError::Request(format!(
+            return Err(DaemonError::Busy(format!(
                 "task {task} run {run} is ending: its profile is being written; wait for its \
                  `task end` to answer, then start it again"
             )));
         }
         if let Some(running) = inner.tasks.iter_mut().find(|r| r.open.is(task, run)) {
+            if task_log.is_some() {
+                return Err(DaemonError::Request(format!(
+                    "task {task} run {run} is open: give --task-log at its first start"
+                )));
+            }
             let attached = self.attach(running, follow);
-            let dir = running.open.profile_dir.clone();
+            let started = self.board.started(&running.open, running.recorder.as_ref());
             self.save_locked(&inner)?;
-            return attached.map(|()| dir);
+            return attached.map(|()| started);
         }
-        let dir = profile_dir.unwrap_or_else(|| {
-            let name = format!("{task}-{run}");
-            self.config.state_dir.join("profiles").join(name)
-        });
-        let created_dir = !dir.exists();
-        std::fs::create_dir_all(&dir).map_err(|source| DaemonError::StateDir {
-            path: dir.clone(),
-            source,
-        })?;
+        let name = format!("{task}-{run}");
+        let created = match &profile_dir {
+            Some(dir) => create_profile_dir(None, dir, owner),
+            None => create_profile_dir(Some(&self.profiles_dir()), Path::new(&name), owner),
+        }?;
+        let dir = profile_dir.unwrap_or_else(|| self.profiles_dir().join(name));
         let dir = std::path::absolute(&dir).map_err(DaemonError::state(&dir))?;
         let mut open = OpenTask {
             task: task.to_owned(),
             run,
             profile_dir: dir.clone(),
-            created_dir,
+            created_dir: created.is_some(),
+            created_dir_id: created,
             follow,
+            task_log,
             parts: Vec::new(),
-            start_time: epoch_ms(),
+            start_time: since.unwrap_or_else(epoch_ms),
+            token: Token::new()?,
         };
-        let recorder = tasks::start_part(&mut open, &self.tasks_dir(), self.config.interval)?;
-        inner.tasks.push(Running {
+        let recorder = tasks::start_part(&mut open, &self.tasks_dir(), self.config.interval)
+            .inspect_err(|_| remove_profile_dir(&open))?;
+        let running = Running {
             open,
             recorder: Some(recorder),
-        });
+            tree: None,
+        };
+        let started = self.board.started(&running.open, running.recorder.as_ref());
+        inner.tasks.push(running);
         self.save_locked(&inner)?;
-        Ok(dir)
+        Ok(started)
     }
 
-    /// A second start of an open task gives it the process tree it did not have: its
-    /// current part ends, then the next follows the tree (never two parts at once, which
-    /// would both take the same marker lines).
+    /// A second start of an open task gives it the process tree it did not have, from
+    /// now on, in a part of its own: the part that follows the profile directory goes on
+    /// (never two parts on the marker files, which would both take the same lines).
     fn attach(&self, running: &mut Running, follow: Option<Followed>) -> Result<(), DaemonError> {
         let open = &mut running.open;
         if follow.is_none() || open.follow.is_some() {
-            return Err(DaemonError::Request(format!(
-                "task {} run {} is already open; give --pid or --cgroup to attach its processes \
-                 once, or end it first",
-                open.task, open.run
-            )));
-        }
-        if let Some(recorder) = running.recorder.take() {
-            tasks::finish_part(recorder)?;
+            return Err(DaemonError::AlreadyOpen {
+                task: open.task.clone(),
+                run: open.run,
+            });
         }
         open.follow = follow;
         let interval = self.config.interval;
-        running.recorder = Some(tasks::start_part(open, &self.tasks_dir(), interval)?);
+        match tasks::start_tree_part(open, &self.tasks_dir(), interval) {
+            Ok(tree) => running.tree = Some(tree),
+            Err(error) => {
+                open.follow = None;
+                return Err(error);
+            }
+        }
         Ok(())
     }
 
@@ -193,33 +283,47 @@ impl Shared {
             .iter()
             .position(|r| r.open.is(task, run))
             .ok_or_else(|| not_open(task, run))?;
-        let Running { mut open, recorder } = inner.tasks.remove(index);
+        let Running {
+            mut open,
+            recorder,
+            tree,
+        } = inner.tasks.remove(index);
         // Still in the state file until its profile is written.
         inner.ending.push(open.clone());
         drop(inner);
         // A part that cannot be finished (its disk full) is read up to its last whole line
         // all the same: returning here would leave the task in `ending`, never to end.
-        if let Some(Err(error)) = recorder.map(tasks::finish_part) {
-            warn(&error);
+        for part in [tree, recorder].into_iter().flatten() {
+            if let Err(error) = tasks::finish_part(part) {
+                warn(&error);
+            }
         }
         let end_time = epoch_ms();
         // The machine's sample that covers the end is written at the tick after it.
         std::thread::sleep(self.config.interval + SAMPLE_LAG);
-        let written =
-            tasks::task_profile(&open, &self.segments_dir(), end_time, ending.exit_status)
-                .and_then(|profile| write_profile(&ending.output, &profile));
+        let written = tasks::task_profile(&open, &self.segments_dir(), end_time, ending.notes())
+            .and_then(|profile| write_profile(&ending.output, &profile));
         let mut inner = self.lock();
         inner.ending.retain(|o| !o.is(task, run));
-        if let Err(error) = written {
+        // The task has ended once the state file says so, and only then is its profile kept:
+        // otherwise it is open again, for another end, and a restart never ends it twice.
+        let saved = written.and_then(|()| {
+            self.save_locked(&inner).inspect_err(|_| {
+                let _ = remove_durably(&ending.output);
+            })
+        });
+        if let Err(error) = saved {
             let recorder = tasks::start_part(&mut open, &self.tasks_dir(), self.config.interval);
             inner.tasks.push(Running {
                 open,
                 recorder: recorder.ok(),
+                tree: None,
             });
-            self.save_locked(&inner)?;
+            if let Err(also) = self.save_locked(&inner) {
+                warn(&also);
+            }
             return Err(error);
         }
-        self.save_locked(&inner)?;
         drop(inner);
         let ended = EndedTask {
             task: open.task.clone(),
@@ -229,9 +333,10 @@ impl Shared {
             exit_status: ending.exit_status,
             timed_out: ending.timed_out,
         };
-        self.files
-            .append_history(&ended)
-            .map_err(DaemonError::state(&self.config.state_dir))?;
+        // Ended all the same: only the worker's profile misses it.
+        if let Err(error) = self.files.append_history(&ended) {
+            warn(&DaemonError::state(&self.config.state_dir)(error));
+        }
         remove_task_files(&open);
         Ok(ending.output)
     }
@@ -248,17 +353,13 @@ impl Shared {
             .filter(|r| now - r.open.start_time > limit)
             .map(|r| (r.open.task.clone(), r.open.run))
             .collect();
-        let dir = self.config.state_dir.join("timed-out");
         for (task, run) in expired {
             let ending = Ending {
                 exit_status: None,
                 timed_out: true,
-                output: dir.join(format!("{task}-{run}.json")),
+                output: self.timed_out_path(&task, run),
             };
-            let done = std::fs::create_dir_all(&dir)
-                .map_err(DaemonError::state(&dir))
-                .and_then(|()| self.end_task(&task, run, ending));
-            if let Err(error) = done {
+            if let Err(error) = self.end_task(&task, run, ending) {
                 warn(&error);
             }
         }
@@ -270,46 +371,62 @@ impl Shared {
         until: Option<f64>,
         output: &Path,
     ) -> Result<(), DaemonError> {
-        write_profile(output, &self.worker_profile_now(since, until)?)
+        write_profile(output, &self.worker_profile_now(since, until, None)?)
     }
 
-    /// The worker's profile over `since..until`, in memory.
+    /// The worker's profile over `since..until`, in memory; a span over `max_span` is
+    /// refused, and without `since` it starts no earlier than `max_span` before its end.
     pub fn worker_profile_now(
         &self,
         since: Option<f64>,
         until: Option<f64>,
+        max_span: Option<Duration>,
     ) -> Result<Profile, DaemonError> {
         let open = self.open_tasks();
         let history = self
             .files
             .history()
             .map_err(DaemonError::state(&self.config.state_dir))?;
-        worker::worker_profile(&self.segments_dir(), &history, &open, since, until)
+        let span = worker::Span {
+            since,
+            until,
+            max: max_span,
+        };
+        worker::worker_profile(&self.segments_dir(), &history, &open, span)
+    }
+
+    /// The open task whose live URLs carry `token` (and of `run`, if asked for): without
+    /// it, the same error as for a task not open.
+    pub fn live_task(
+        &self,
+        task: &str,
+        token: &str,
+        run: Option<u32>,
+    ) -> Result<OpenTask, DaemonError> {
+        let fits = |o: &OpenTask| {
+            o.task == task && run.is_none_or(|run| o.run == run) && o.token.matches(token)
+        };
+        let open = self.open_tasks().into_iter().find(fits);
+        open.ok_or_else(|| not_open(task, run.unwrap_or(0)))
     }
 
     /// A running task's profile so far, from its logs as they are (left untouched).
-    pub fn live_task_profile(&self, task: &str, run: u32) -> Result<Profile, DaemonError> {
-        let open = self.open_task(task, run)?;
-        tasks::task_profile(&open, &self.segments_dir(), epoch_ms(), None)
+    pub fn live_task_profile(&self, open: &OpenTask) -> Result<Profile, DaemonError> {
+        tasks::task_profile(open, &self.segments_dir(), epoch_ms(), Map::new())
     }
 
-    /// The complete lines of the log a running task's part is being written to.
-    pub fn live_task_log(&self, task: &str, run: u32) -> Result<Vec<u8>, DaemonError> {
-        let open = self.open_task(task, run)?;
+    /// The log a running task's part is being written to, opened, and the length of its
+    /// complete lines.
+    pub fn live_task_log(&self, open: &OpenTask) -> Result<(File, u64), DaemonError> {
         match open.parts.last() {
-            Some(part) => complete_lines(part),
-            None => Err(not_open(task, run)),
+            Some(part) => open_complete(part),
+            None => Err(not_open(&open.task, open.run)),
         }
     }
 
     /// Every task open, being ended included.
     fn open_tasks(&self) -> Vec<OpenTask> {
         self.lock().open()
-    }
-
-    fn open_task(&self, task: &str, run: u32) -> Result<OpenTask, DaemonError> {
-        let open = self.open_tasks().into_iter().find(|o| o.is(task, run));
-        open.ok_or_else(|| not_open(task, run))
     }
 
     pub fn save(&self) -> Result<(), DaemonError> {
@@ -333,10 +450,13 @@ impl Shared {
         let Some(segments) = &mut inner.segments else {
             return;
         };
-        if let Err(error) = segments.rotate_if_due() {
-            warn(&error);
+        let rotated = segments.rotate_if_due();
+        if let Err(error) = &rotated {
+            warn(error);
         }
-        segments.apply_retention(self.config.retain, needed_from, epoch_ms());
+        let deleted = segments.apply_retention(self.config.retain, needed_from, epoch_ms());
+        self.board
+            .housekept(deleted, rotated.err().map(|e| e.to_string()));
     }
 
     /// Ends every part and the segment; the tasks stay open in the state file.
@@ -345,8 +465,9 @@ impl Shared {
         // Every part and the segment get their footer, whichever fails first.
         let parts = std::mem::take(&mut inner.tasks)
             .into_iter()
-            .filter_map(|r| r.recorder)
-            .map(tasks::finish_part);
+            .flat_map(|r| [r.tree, r.recorder])
+            .flatten()
+            .map(tasks::suspend_part);
         let segment = inner.segments.take().map(|segments| segments.finish());
         let mut first = Ok(());
         for result in parts.chain(segment) {
@@ -366,6 +487,46 @@ pub fn write_profile(path: &Path, profile: &Profile) -> Result<(), DaemonError> 
         })
 }
 
+/// The longest a task's profile may begin before its `task start`.
+const SINCE_AT_MOST: f64 = 86_400_000.0;
+
+/// A start's `since`: past, by a day at most.
+fn check_since(since: Option<f64>) -> Result<(), DaemonError> {
+    let now = epoch_ms();
+    match since {
+        Some(since) if !(now - SINCE_AT_MOST..=now).contains(&since) => Err(DaemonError::Request(
+            format!("since {since} is not epoch ms within the day before now ({now:.0})"),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// A start's paths and processes, checked before anything is made for it.
+fn check_start(start: &Start, allow_host: bool) -> Result<(), DaemonError> {
+    if let Some(dir) = &start.profile_dir {
+        check::absolute("profileDir", dir)?;
+    }
+    if let Some(file) = &start.task_log {
+        check::absolute("taskLog", file)?;
+    }
+    let follow = start.follow.as_ref();
+    follow.map_or(Ok(()), |follow| check::follow(follow, allow_host))
+}
+
+impl Ending {
+    /// What `meta.tcProfile` says of the end: `exitStatus`, `timedOut`.
+    fn notes(&self) -> Map<String, Value> {
+        let mut notes = Map::new();
+        if let Some(status) = self.exit_status {
+            notes.insert("exitStatus".to_owned(), status.into());
+        }
+        if self.timed_out {
+            notes.insert("timedOut".to_owned(), true.into());
+        }
+        notes
+    }
+}
+
 fn not_open(task: &str, run: u32) -> DaemonError {
     DaemonError::NotOpen {
         task: task.to_owned(),
@@ -378,10 +539,7 @@ fn remove_task_files(open: &OpenTask) {
     for part in &open.parts {
         let _ = std::fs::remove_file(part);
     }
-    if open.created_dir {
-        // Never follows a symbolic link the task may have put in its place.
-        let _ = std::fs::remove_dir_all(&open.profile_dir);
-    }
+    remove_profile_dir(open);
 }
 
 /// A problem of the daemon's own upkeep, which no request is waiting for: told on stderr,
@@ -403,12 +561,16 @@ mod tests {
             run: 0,
             profile_dir: state.join("profiles/t1-0"),
             created_dir: true,
+            created_dir_id: None,
             follow: None,
+            task_log: None,
             parts: vec![state.join("tasks/t1-0-0.jsonl")],
             start_time: epoch_ms(),
+            token: Token::new().unwrap(),
         };
         let shared = Shared {
             config: DaemonConfig::new(state.clone(), state.join("socket")),
+            board: Board::new(),
             files: StateFiles::new(&state),
             inner: Mutex::new(Inner {
                 segments: None,
@@ -422,13 +584,84 @@ mod tests {
             profile_dir: None,
             pid: None,
             cgroup: None,
+            allow_host: false,
+            since: None,
+            uid: None,
+            gid: None,
+            task_log: None,
         });
         let Reply::Error { error } = reply else {
             panic!("{reply:?}");
         };
+        assert_eq!(error.code, crate::ErrorCode::Busy);
+        let error = error.message;
         assert!(
             error.contains("is ending") && error.contains("wait"),
             "{error}"
         );
+    }
+
+    #[test]
+    fn a_task_end_whose_state_cannot_be_saved_keeps_no_profile_and_can_be_retried() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = dir.path().join("state");
+        crate::state::prepare(&state).unwrap();
+        let mut config = DaemonConfig::new(state.clone(), state.join("socket"));
+        config.interval = Duration::from_millis(10);
+        let shared = Shared {
+            config,
+            board: Board::new(),
+            files: StateFiles::new(&state),
+            inner: Mutex::new(Inner {
+                segments: None,
+                tasks: Vec::new(),
+                ending: Vec::new(),
+            }),
+        };
+        let start = Request::TaskStart {
+            task: "t1".to_owned(),
+            run: 0,
+            profile_dir: None,
+            pid: None,
+            cgroup: None,
+            allow_host: false,
+            since: None,
+            uid: None,
+            gid: None,
+            task_log: None,
+        };
+        assert!(matches!(shared.handle(start), Reply::Started(_)));
+        let output = dir.path().join("t1.json");
+        let end = Request::TaskEnd {
+            task: "t1".to_owned(),
+            run: 0,
+            exit_status: Some(0),
+            output: output.clone(),
+        };
+        // The state file cannot be replaced (as on a full disk): a directory is in the way
+        // of its temporary.
+        let blocker = state.join(".state.json.tmp");
+        std::fs::create_dir(&blocker).unwrap();
+        let reply = shared.handle(end.clone());
+        let Reply::Error { error } = reply else {
+            panic!("{reply:?}");
+        };
+        assert!(error.message.contains("is a directory"), "{error:?}");
+        assert!(!output.exists(), "a profile kept for a task still open");
+        let open = shared.files.load().unwrap();
+        assert_eq!(open.len(), 1, "a restart finds the task open, to end once");
+        assert_eq!(shared.open_tasks().len(), 1);
+        std::fs::remove_dir(&blocker).unwrap();
+        assert_eq!(
+            shared.handle(end.clone()),
+            Reply::Output {
+                output: output.clone()
+            }
+        );
+        assert!(output.exists());
+        assert_eq!(shared.files.load().unwrap(), []);
+        assert_eq!(shared.files.history().unwrap().len(), 1);
+        assert!(matches!(shared.handle(end), Reply::Error { .. }));
+        assert!(shared.stop().is_ok());
     }
 }

@@ -4,7 +4,7 @@
 //! profile cut from its parts and the machine's segments.
 
 use crate::error::DaemonError;
-use crate::logs::read_complete;
+use crate::logs::{epoch_ms, read_complete};
 use crate::segments;
 use crate::state::{Followed, OpenTask};
 use serde_json::{Map, Value};
@@ -26,12 +26,9 @@ pub fn check_task_id(task: &str) -> Result<(), DaemonError> {
     Ok(())
 }
 
-/// Starts the task's next part: a new log after the last one in `open.parts`.
-pub fn start_part(
-    open: &mut OpenTask,
-    tasks_dir: &Path,
-    interval: Duration,
-) -> Result<Recorder, DaemonError> {
+/// The next part's log (after the last one in `open.parts`) and what every part records:
+/// the task's processes when it has them, from their real start.
+fn part_config(open: &OpenTask, tasks_dir: &Path, interval: Duration) -> (PathBuf, RecorderConfig) {
     let path = tasks_dir.join(format!(
         "{}-{}-{}.jsonl",
         open.task,
@@ -42,9 +39,10 @@ pub fn start_part(
     config.interval = interval;
     config.sync = SyncPolicy::interval(interval);
     config.machine_tracks = false;
-    // The statsd listener stays on (its address in the log's meta): with it the metric
-    // lines of marker files have their schemas. The InfluxDB endpoint, a listener and two
-    // threads per task, stays off.
+    // The statsd listener stays on, on its socket in the task's profile directory (no UDP
+    // port, which any local user could send to): with it the metric lines of marker files
+    // have their schemas too. The InfluxDB endpoint, a listener and two threads per task,
+    // stays off.
     config.influx = false;
     config.task = TaskInfo {
         task_id: Some(open.task.clone()),
@@ -55,18 +53,68 @@ pub fn start_part(
         Followed::Pid(pid) => Follow::Pid(*pid),
         Followed::Cgroup(path) => Follow::Cgroup(path.clone()),
     });
+    // A process alive at an attach or a restart keeps its start, within the task's span.
+    config.processes_since = Some(open.start_time);
+    (path, config)
+}
+
+/// The task's processes from an attach on, in a part of their own beside the part that
+/// follows the profile directory from the start (which goes on, so that an interval the
+/// task began before the attach stays whole); no metric listener.
+pub fn start_tree_part(
+    open: &mut OpenTask,
+    tasks_dir: &Path,
+    interval: Duration,
+) -> Result<Recorder, DaemonError> {
+    let (path, mut config) = part_config(open, tasks_dir, interval);
+    config.statsd = None;
+    config.influx = false;
+    let recorder = Recorder::start(config)?;
+    open.parts.push(path);
+    Ok(recorder)
+}
+
+/// Starts the task's next part: a new log after the last one in `open.parts`.
+pub fn start_part(
+    open: &mut OpenTask,
+    tasks_dir: &Path,
+    interval: Duration,
+) -> Result<Recorder, DaemonError> {
+    let (path, mut config) = part_config(open, tasks_dir, interval);
+    // The statsd listener stays on (its address in the log's meta): with it the metric
+    // lines of marker files have their schemas. The InfluxDB endpoint, a listener and two
+    // threads per task, stays off.
+    config.influx = false;
     let mut dir = ProfileDirConfig::new(open.profile_dir.clone());
+    // Lines as old as the task's start (a worker's steps before it: --since) are taken.
+    dir.limits.time_slack_ms += (epoch_ms() - open.start_time).max(0.0);
     dir.poll_interval = interval.min(Duration::from_millis(100));
-    (dir.resume, dir.resume_schemas) = resume_points(&open.parts);
+    let resume = resume_points(&open.parts);
+    config.task_log.clone_from(&open.task_log);
+    // The follower's checkpoints name the file by its path made absolute, as here.
+    let task_log = config
+        .task_log
+        .as_deref()
+        .map(|path| path.to_string_lossy());
+    (config.task_log_resume, dir.resume) = (resume.progress.into_iter())
+        .partition(|progress| Some(progress.name.as_str()) == task_log.as_deref());
+    dir.resume_schemas = resume.schemas;
     config.profile_dir = Some(dir);
     let recorder = Recorder::start(config)?;
     open.parts.push(path);
     Ok(recorder)
 }
 
-/// How far the parts took each marker file (the latest checkpoint of each), and the schemas
-/// the files declared in them.
-fn resume_points(parts: &[PathBuf]) -> (Vec<FileProgress>, Vec<Map<String, Value>>) {
+/// Where the parts left off.
+struct ResumePoints {
+    /// How far they took each marker file and the task's log file (the latest checkpoint
+    /// of each).
+    progress: Vec<FileProgress>,
+    /// The schemas the marker files declared in them.
+    schemas: Vec<Map<String, Value>>,
+}
+
+fn resume_points(parts: &[PathBuf]) -> ResumePoints {
     let mut progress = HashMap::new();
     let mut schemas = Vec::new();
     for part in parts {
@@ -76,21 +124,33 @@ fn resume_points(parts: &[PathBuf]) -> (Vec<FileProgress>, Vec<Map<String, Value
             schemas.extend(recording.schemas);
         }
     }
-    (progress.into_values().collect(), schemas)
+    ResumePoints {
+        progress: progress.into_values().collect(),
+        schemas,
+    }
 }
 
-/// Ends a part cleanly: its last marker lines, its footer, durable.
+/// Ends a part cleanly at the task's end: its last marker lines and task log lines, its
+/// footer, durable.
 pub fn finish_part(recorder: Recorder) -> Result<(), DaemonError> {
     drop(recorder.finish(EndReason::Stopped)?);
     Ok(())
 }
 
-/// The task's profile over `start..end` (epoch ms): its parts and the machine's segments.
+/// Ends a part cleanly while its task goes on (the daemon stops): the same, except that
+/// the task's log file is left for the next daemon's part, which resumes it.
+pub fn suspend_part(mut recorder: Recorder) -> Result<(), DaemonError> {
+    recorder.leave_task_log_open();
+    finish_part(recorder)
+}
+
+/// The task's profile over `start..end` (epoch ms): its parts and the machine's segments,
+/// `notes` added to `meta.tcProfile`.
 pub fn task_profile(
     open: &OpenTask,
     segments_dir: &Path,
     end: f64,
-    exit_status: Option<i32>,
+    notes: Map<String, Value>,
 ) -> Result<Profile, DaemonError> {
     let own = open
         .parts
@@ -101,10 +161,7 @@ pub fn task_profile(
         own,
         machine: machine_logs(segments_dir, open.start_time, end)?,
         extra: Vec::new(),
-        tc_profile: exit_status
-            .map(|status| ("exitStatus".to_owned(), status.into()))
-            .into_iter()
-            .collect(),
+        tc_profile: notes,
     };
     let span = Span {
         start: open.start_time,

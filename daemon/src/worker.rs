@@ -9,31 +9,51 @@ use crate::state::{EndedTask, OpenTask};
 use crate::tasks::machine_logs;
 use serde_json::{json, Map};
 use std::path::Path;
-use tc_profile_finalizer::{compact_span, uncovered, Profile, Span, SpanLogs};
+use std::time::Duration;
+use tc_profile_finalizer::{compact_span, uncovered, Profile, SpanLogs};
 use tc_profile_format::schema::{category, data_type};
 use tc_profile_format::Marker;
 
 /// The span when `--since` is not given and no segment is left: the last hour.
 const DEFAULT_SPAN_MS: f64 = 3_600_000.0;
 
+/// The span asked for (epoch ms), and the longest one may be (HTTP's; none on the socket).
+pub struct Span {
+    pub since: Option<f64>,
+    pub until: Option<f64>,
+    pub max: Option<Duration>,
+}
+
 pub fn worker_profile(
     segments_dir: &Path,
     history: &[EndedTask],
     open: &[OpenTask],
-    since: Option<f64>,
-    until: Option<f64>,
+    span: Span,
 ) -> Result<Profile, DaemonError> {
-    let end = until.unwrap_or_else(epoch_ms);
-    let start = match since {
+    let end = span.until.unwrap_or_else(epoch_ms);
+    let max_ms = span.max.map(|max| max.as_secs_f64() * 1000.0);
+    let start = match span.since {
         Some(since) => since,
-        None => segments::list(segments_dir)?
-            .first()
-            .map_or(end - DEFAULT_SPAN_MS, |s| s.start),
+        None => {
+            let oldest = segments::list(segments_dir)?
+                .first()
+                .map_or(end - DEFAULT_SPAN_MS, |s| s.start);
+            max_ms.map_or(oldest, |max| oldest.max(end - max))
+        }
     };
     if start >= end {
         return Err(DaemonError::Request(
             "--since must be before --until".to_owned(),
         ));
+    }
+    if let (Some(max), Some(max_ms)) = (span.max, max_ms) {
+        if end - start > max_ms {
+            return Err(DaemonError::Request(format!(
+                "the span asked for is over {} s, the most one request may ask for: ask for \
+                 less (since= and until=), or start the daemon with a longer --http-max-span",
+                max.as_secs()
+            )));
+        }
     }
     let now = epoch_ms();
     let ended = history.iter().map(|t| {
@@ -86,5 +106,8 @@ pub fn worker_profile(
             ("tasks".to_owned(), json!(task_count)),
         ]),
     };
-    Ok(compact_span(logs, Span { start, end }))
+    Ok(compact_span(
+        logs,
+        tc_profile_finalizer::Span { start, end },
+    ))
 }

@@ -9,7 +9,7 @@ use crate::output::{self, names_file, write_profile};
 use crate::problems::Problems;
 use crate::profile::{compact, Compaction, Profile};
 use crate::reader::{read_log, Damage, ReadError, Recording};
-use crate::task_log::{merge_task_log, task_log_of};
+use crate::task_log::{merge_followed_task_log, merge_task_log};
 use std::fs::{File, TryLockError};
 use std::io::{self, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
@@ -172,7 +172,7 @@ fn refusal_advice(holder: &LockHolder, waited: Duration) -> String {
 /// recorder appends to the log and no other finalizer reads it.
 pub struct LockedLog {
     path: PathBuf,
-    file: File,
+    pub(crate) file: File,
 }
 
 impl LockedLog {
@@ -314,13 +314,13 @@ pub fn finalize_locked(
             path: output.clone(),
             source,
         })?;
-    let remove = !options.keep_log && names_file(log, &locked.file);
-    if remove {
-        output::remove_durably(log).map_err(|source| FinalizeError::RemoveLog {
-            path: log.to_owned(),
-            source,
+    let remove = !options.keep_log
+        && output::remove_if_named(log, &locked.file).map_err(|source| {
+            FinalizeError::RemoveLog {
+                path: log.to_owned(),
+                source,
+            }
         })?;
-    }
     let left_cgroup = compaction
         .ended_early
         .then(|| created_cgroup(profile.meta()))
@@ -402,9 +402,7 @@ fn merge_log_file(
             }),
         };
     }
-    if let Some(path) = task_log_of(recording) {
-        let _ = merge_task_log(recording, &path);
-    }
+    let _ = merge_followed_task_log(recording);
     Ok(())
 }
 

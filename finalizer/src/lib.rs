@@ -17,7 +17,7 @@
 //! numbers by `number_text.rs`);
 //! `recover.rs` finalizes what dead recorders left; `merge/` reads inputs through
 //! `input.rs` and writes one profile of them; `span.rs` puts several logs of one machine
-//! on one timeline (the daemon's profiles).
+//! on one timeline (the daemon's profiles); `escape.rs` makes a task's names safe to print.
 //!
 //! ```no_run
 //! use tc_profile_finalizer::{finalize, FinalizeOptions, LockWait};
@@ -33,6 +33,7 @@
 
 mod coarsen;
 mod compression;
+mod escape;
 mod finalize;
 mod input;
 mod lock_holder;
@@ -52,6 +53,7 @@ mod task_log;
 
 pub use coarsen::MAX_SAMPLES_PER_TRACK;
 pub use compression::{decompressed, decompressed_within, Compression, InputCaps, OverCap};
+pub use escape::escape_controls;
 pub use finalize::{
     default_output, finalize, finalize_locked, FinalizeError, FinalizeOptions, FinalizeReport,
     Finalized, LockWait, LockWaitFn, LockedLog, DEFAULT_LOCK_WAIT,
@@ -61,7 +63,7 @@ pub use lock_holder::LockHolder;
 pub use marker_columns::Markers;
 pub use markers::{merge_profile_dir, profile_dir_of};
 pub use merge::{merge, MergeError, MergeOptions, MergeReport};
-pub use output::{write_atomically, write_profile};
+pub use output::{remove_durably, write_atomically, write_profile};
 pub use problems::{ProblemCount, Problems};
 pub use profile::{
     compact, Compaction, Profile, ProfileError, DATA_MISSING, ENDED_EARLY, LOG_DAMAGE, MARKER_FILES,

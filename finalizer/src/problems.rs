@@ -1,5 +1,6 @@
 //! What was dropped from marker files, summed for the profile's `Marker files` note.
 
+use crate::escape::escape_controls;
 use std::collections::BTreeMap;
 use tc_profile_format::marker_file::Problem;
 use tc_profile_format::Dropped;
@@ -61,7 +62,8 @@ impl Problems {
                 let files = if count.files.is_empty() {
                     String::new()
                 } else {
-                    format!(" ({})", count.files.join(", "))
+                    let files: Vec<_> = count.files.iter().map(|f| escape_controls(f)).collect();
+                    format!(" ({})", files.join(", "))
                 };
                 format!(
                     "{}: {} {unit}{bytes}{files}",

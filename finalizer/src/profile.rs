@@ -216,8 +216,8 @@ pub fn compact(mut recording: Recording) -> (Profile, Compaction) {
         .map_or(recording.last_time, |f| f.end_time.max(recording.last_time));
     let mut meta = std::mem::take(&mut recording.meta);
     let notes = declare_notes(&mut meta);
+    match_closes(&mut recording);
     let mut markers = std::mem::take(&mut recording.markers);
-    match_closes(&mut recording, &mut markers);
     let cut_off = recording.open.len();
     for open in std::mem::take(&mut recording.open).into_values() {
         let mut marker = open.close(end_time, None);
@@ -280,7 +280,7 @@ pub fn compact(mut recording: Recording) -> (Profile, Compaction) {
 
 /// Ends, with each `close` in time order, the latest open interval of its key begun at or
 /// before it; a close without one is counted as an end without its begin.
-fn match_closes(recording: &mut Recording, markers: &mut Markers) {
+pub(crate) fn match_closes(recording: &mut Recording) {
     let mut closes = std::mem::take(&mut recording.closes);
     closes.sort_by(|a, b| a.time.total_cmp(&b.time));
     for close in closes {
@@ -299,9 +299,9 @@ fn match_closes(recording: &mut Recording, markers: &mut Markers) {
         };
         let begun = latest(&same_key).or_else(|| latest(&same_name));
         match begun.and_then(|id| recording.open.remove(&id)) {
-            Some(open) => {
-                markers.push(ProfileMarker::from(open.close(close.time, close.data)).as_ref())
-            }
+            Some(open) => recording
+                .markers
+                .push(ProfileMarker::from(open.close(close.time, close.data)).as_ref()),
             None => recording.problems.add(&Dropped {
                 file: close.key,
                 problem: Problem::EndWithoutBegin,

@@ -8,7 +8,7 @@ use crate::finalize::{
     finalize_locked, FinalizeError, FinalizeOptions, FinalizeReport, LockWait, LockedLog, Patience,
 };
 use crate::lock_holder::LockHolder;
-use crate::output::remove_durably;
+use crate::output::remove_if_named;
 use crate::reader::ReadError;
 use std::fs;
 use std::io;
@@ -83,8 +83,9 @@ fn recover_one(log: &Path, wait: &LockWait) -> Option<Recovery> {
         Err(FinalizeError::NotALog {
             source: ReadError::Empty | ReadError::BadMeta | ReadError::NoThread,
             ..
-        }) if is_stale(log) => Some(match remove_durably(log) {
-            Ok(()) => Recovery::RemovedEmpty,
+        }) if is_stale(log) => Some(match remove_if_named(log, &locked.file) {
+            // Not named: another recoverer removed it meanwhile.
+            Ok(_) => Recovery::RemovedEmpty,
             Err(source) => Recovery::Failed(FinalizeError::RemoveLog {
                 path: log.to_owned(),
                 source,

@@ -4,12 +4,12 @@
 //! covers drawn as "Data missing" (the machine was not being recorded).
 
 use crate::marker_columns::Markers;
-use crate::profile::{compact, Profile, DATA_MISSING, ENDED_EARLY};
+use crate::profile::{compact, match_closes, Profile, DATA_MISSING, ENDED_EARLY};
 use crate::profile_marker::ProfileMarker;
 use crate::reader::Recording;
 use serde_json::{json, Map, Value};
 use tc_profile_format::schema::{data_type, declare_notes};
-use tc_profile_format::Marker;
+use tc_profile_format::{Marker, OpenInterval};
 
 /// A stretch no machine log covers is drawn only past this, or past 2.5 of the logs'
 /// sampling intervals: a live log's last sample lags its clock by up to one interval and
@@ -40,7 +40,8 @@ pub struct SpanLogs {
 /// The profile of `logs` over `span`, time 0 at `span.start`. An input's "Recording ended
 /// early" note is left out: a live log has no footer yet, and a killed daemon's logs are
 /// told by the "Data missing" of its downtime.
-pub fn compact_span(logs: SpanLogs, span: Span) -> Profile {
+pub fn compact_span(mut logs: SpanLogs, span: Span) -> Profile {
+    carry_open_intervals(&mut logs.own);
     let length = span.end - span.start;
     let mut covered = Vec::new();
     let mut shortest_gap = MISSING_AFTER_MS;
@@ -102,6 +103,35 @@ pub fn compact_span(logs: SpanLogs, span: Span) -> Profile {
     }
     profile.markers = markers;
     profile
+}
+
+/// An interval a task's part left open goes on in the parts after it (the daemon was
+/// restarted): each part's intervals still open once its own ends are matched are moved to
+/// the next part, on its timeline and under ids of its own, where an `end` read after the
+/// restart (a `close`) finds its begin. What no part ends is cut off at the last one's end.
+fn carry_open_intervals(parts: &mut [Recording]) {
+    let mut carried: Vec<OpenInterval> = Vec::new();
+    let last = parts.len().saturating_sub(1);
+    for (index, part) in parts.iter_mut().enumerate() {
+        let origin = start_time(&part.meta);
+        for mut open in carried.drain(..) {
+            part.max_open_id += 1;
+            open.id = part.max_open_id;
+            open.start_time -= origin;
+            part.open.insert(open.id, open);
+        }
+        match_closes(part);
+        if index < last {
+            carried.extend(
+                std::mem::take(&mut part.open)
+                    .into_values()
+                    .map(|mut open| {
+                        open.start_time += origin;
+                        open
+                    }),
+            );
+        }
+    }
 }
 
 fn start_time(meta: &Map<String, Value>) -> f64 {

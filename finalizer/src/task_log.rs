@@ -38,6 +38,24 @@ pub fn task_log_of(recording: &Recording) -> Option<PathBuf> {
 /// read it to its end, else all of them. Returns the lines added. The batch the recorder
 /// was cut off writing is used only when the file cannot be read again.
 pub fn merge_task_log(recording: &mut Recording, path: &Path) -> io::Result<usize> {
+    // The path given is followed as the user spelt it, a symbolic link included.
+    merge(recording, &std::fs::canonicalize(path)?, true)
+}
+
+/// Takes the rest of the log file the recorder followed, from its checkpoint of the file
+/// now at the path. After a clean end (a footer) the recorder's reads are final: a file it
+/// never read (one that appeared, or replaced the one it read, after the end) adds nothing.
+pub fn merge_followed_task_log(recording: &mut Recording) -> io::Result<usize> {
+    let Some(path) = task_log_of(recording) else {
+        return Ok(0);
+    };
+    let unread_whole = recording.footer.is_none();
+    merge(recording, &path, unread_whole)
+}
+
+/// Adds the lines of the log file at `path` past its checkpoint; a file no checkpoint
+/// names whole when `unread_whole`, else not at all.
+fn merge(recording: &mut Recording, path: &Path, unread_whole: bool) -> io::Result<usize> {
     let end = recording
         .footer
         .as_ref()
@@ -49,7 +67,7 @@ pub fn merge_task_log(recording: &mut Recording, path: &Path) -> io::Result<usiz
         .filter(|c| followed.as_deref() == Some(Path::new(&c.name)))
         .cloned()
         .collect();
-    let markers = match log_markers(&mut recording.meta, path, &checkpoints, end) {
+    let markers = match log_markers(&mut recording.meta, path, &checkpoints, end, unread_whole) {
         Ok(markers) => markers,
         Err(error) => {
             recording.use_unfinished_task_log_batch();
@@ -86,7 +104,9 @@ pub fn add_log(
         input_profile => {
             let mut profile = input_profile.into_profile(input)?;
             let end = profile.end_time();
-            let markers = log_markers(profile.meta_mut(), log_file, &[], end).map_err(log_error)?;
+            let path = std::fs::canonicalize(log_file).map_err(log_error)?;
+            let markers =
+                log_markers(profile.meta_mut(), &path, &[], end, true).map_err(log_error)?;
             let added = markers.len();
             profile.add_markers(markers.into_iter().map(Into::into));
             (profile, added)
@@ -100,18 +120,23 @@ pub fn add_log(
 }
 
 /// The `Log` markers of the log file at `path`, from the checkpoint of the file now at the
-/// path when `checkpoints` has one, declaring their categories and schema in `meta`. A
-/// line's timestamp places it, clamped into `[0, end]`; a line without one takes the time
-/// of the last one with (`end` after a checkpoint, 0 before any).
+/// path when `checkpoints` has one (else from its start when `unread_whole`, else none),
+/// declaring their categories and schema in `meta`. A line's timestamp places it, clamped
+/// into `[0, end]`; a line without one takes the time of the last one with (`end` after a
+/// checkpoint, 0 before any).
 fn log_markers(
     meta: &mut Map<String, Value>,
     path: &Path,
     checkpoints: &[FileProgress],
     end: f64,
+    unread_whole: bool,
 ) -> io::Result<Vec<Marker>> {
     std::fs::File::open(path)?;
     let mut follower = LogFollower::new(&std::path::absolute(path)?);
     let resumed = follower.resume(checkpoints);
+    if !resumed && !unread_whole {
+        return Ok(Vec::new());
+    }
     let mut placement = Placement {
         start_epoch_ms: meta.get("startTime").and_then(Value::as_f64).unwrap_or(0.0),
         latest: end,

@@ -72,8 +72,12 @@ impl TaskInfo {
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct StatsdInfo {
-    /// `127.0.0.1:PORT`, as exported to the task.
-    pub address: String,
+    /// `127.0.0.1:PORT`, as exported to the task, when the UDP port is on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub address: Option<String>,
+    /// The Unix datagram socket in the profile directory, as exported to the task.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub socket: Option<String>,
     /// Every series name starts with it (`task.`).
     pub prefix: String,
     /// Longer packets are dropped whole.
@@ -86,7 +90,7 @@ pub struct StatsdInfo {
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct InfluxInfo {
-    /// `http://127.0.0.1:PORT`, as exported to the task (`TASKCLUSTER_INFLUX_URL`).
+    /// `http://127.0.0.1:PORT`: `TASKCLUSTER_INFLUX_URL` without its token.
     pub url: String,
     /// Every series name starts with it (`task.`).
     pub prefix: String,

@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 use std::path::PathBuf;
 use std::time::Duration;
 use tc_profile_format::scope::MetricScopes;
-use tc_profile_format::{MetricLimits, TaskInfo};
+use tc_profile_format::{FileProgress, MetricLimits, TaskInfo};
 use tc_profile_influx::InfluxTarget;
 
 /// How to record.
@@ -28,8 +28,12 @@ pub struct RecorderConfig {
     /// cgroup): off for a task's log in the daemon, whose machine tracks come from the
     /// daemon's one machine recording.
     pub machine_tracks: bool,
-    /// The statsd listener's limits, or None for no listener.
+    /// The statsd listener's limits, or None for no listener. It takes packets on a Unix
+    /// socket in the profile directory, when there is one.
     pub statsd: Option<MetricLimits>,
+    /// Whether the statsd listener takes packets on a UDP port of 127.0.0.1 too, which any
+    /// local user can send to; off by default.
+    pub statsd_udp: bool,
     /// The series the task may write, over every way in; none given: all.
     pub metric_scopes: MetricScopes,
     /// Whether to serve the InfluxDB endpoint (under the statsd listener's limits, or the
@@ -41,6 +45,10 @@ pub struct RecorderConfig {
     pub profile_dir: Option<ProfileDirConfig>,
     /// The task's processes, drawn against the rest of the machine; none by default.
     pub follow: Option<Follow>,
+    /// Epoch ms: a process of the tree alive when the recording starts is drawn from its
+    /// real start (its /proc stat) back to this at the earliest; None: from the log's start.
+    /// For a recording that takes over a task begun earlier (the daemon's parts).
+    pub processes_since: Option<f64>,
     /// The task's cgroup, whose counters are recorded. When None, the cgroup of a followed
     /// pid or cgroup is used if it is not the recorder's own.
     pub cgroup: Option<TaskCgroup>,
@@ -52,12 +60,15 @@ pub struct RecorderConfig {
     pub log_lines: bool,
     /// A log file to follow as `tail -F` does, a `Log` marker a line (`record --task-log`).
     pub task_log: Option<PathBuf>,
+    /// Checkpoints of earlier recordings that followed `task_log` (the daemon's parts): the
+    /// file now at its path is read from its own.
+    pub task_log_resume: Vec<FileProgress>,
 }
 
 impl RecorderConfig {
     /// Defaults: 0.1 s interval, interval sync once a second, the task from the
-    /// environment, system sampling on, statsd listener and InfluxDB endpoint on under
-    /// `task.`.
+    /// environment, system sampling on, statsd listener (without its UDP port) and InfluxDB
+    /// endpoint on under `task.`.
     pub fn new(log_path: PathBuf) -> RecorderConfig {
         let interval = Duration::from_millis(100);
         RecorderConfig {
@@ -68,15 +79,18 @@ impl RecorderConfig {
             sample_system: true,
             machine_tracks: true,
             statsd: Some(MetricLimits::default()),
+            statsd_udp: false,
             metric_scopes: MetricScopes::default(),
             influx: true,
             forward: None,
             profile_dir: None,
             follow: None,
+            processes_since: None,
             cgroup: None,
             task_schemas: Vec::new(),
             log_lines: false,
             task_log: None,
+            task_log_resume: Vec::new(),
         }
     }
 

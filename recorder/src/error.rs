@@ -22,8 +22,13 @@ pub enum RecorderError {
          a dot (so that no series is named like a track of the recorder)"
     )]
     MetricPrefix(String),
-    #[error("cannot open the statsd socket on 127.0.0.1: {0}")]
+    #[error("cannot open the statsd port on 127.0.0.1: {0}")]
     Statsd(std::io::Error),
+    #[error("{path}: cannot make the statsd socket: {source}")]
+    StatsdSocket {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("cannot open the InfluxDB endpoint on 127.0.0.1: {0}")]
     Influx(std::io::Error),
     #[error("cannot start the {thread} thread: {source}")]

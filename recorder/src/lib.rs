@@ -43,6 +43,7 @@ mod sources;
 mod statsd;
 mod task_log_file;
 mod task_output;
+pub mod token;
 mod writer;
 
 pub use channel::{IntervalGuard, MarkerSink};
@@ -50,10 +51,12 @@ pub use clock::Clock;
 pub use config::RecorderConfig;
 pub use error::RecorderError;
 pub use influx::{ForwardStats, MAX_BODY_BYTES, MAX_UNSENT_BYTES};
-/// Reading one HTTP/1.1 request, bounded (the InfluxDB endpoint's, and the daemon's).
+/// Reading one HTTP/1.1 request, bounded, and writing its answer (the InfluxDB endpoint's,
+/// and the daemon's).
 pub mod http {
     pub use crate::influx::http::{
-        error_body, read_request, write_response, ReadError, Request, Response, JSON,
+        error_body, parse_head, read_request, write_chunked, write_response, Head, ReadError,
+        Request, Response, JSON, MAX_HEAD_BYTES,
     };
 }
 pub use meta::{machine, task_from_env};
@@ -72,15 +75,16 @@ pub use tc_profile_influx::InfluxTarget;
 pub use writer::{LogSink, Place, SyncPolicy, WriterStats, MIN_SYNC_PERIOD};
 
 use channel::{start_writer, WriterThread};
-use crossbeam_channel::{bounded, RecvTimeoutError, Sender};
+use crossbeam_channel::RecvTimeoutError;
 use error::spawn;
 use header::MetricEndpoints;
 use influx::{Forwarder, Forwarding, InfluxThreads, Unserved};
 use profile_dir::{DirWatch, Ingester};
+use statsd::SocketFile;
 use std::fs::File;
-use std::io::Read;
+use std::io::{PipeWriter, Read, Write};
 use std::net::{SocketAddr, UdpSocket};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -124,37 +128,59 @@ pub struct Recorder {
     ingester: Option<Ingester>,
     task_output: Option<TaskOutput>,
     task_log: Option<LogFileSource>,
+    /// The task's log file goes on after this recording: see [`Recorder::leave_task_log_open`].
+    task_log_goes_on: bool,
 }
 
 /// The statsd listener's thread, and how to stop it.
 struct StatsdThread {
-    address: SocketAddr,
-    /// The listener's own socket, cloned at start, so that waking it needs no new socket
+    udp_address: Option<SocketAddr>,
+    /// The socket's file, removed once the thread has ended.
+    socket_file: Option<SocketFile>,
+    /// Written to stop the thread: made at start, so that stopping needs no new descriptor
     /// (which the stop could fail to open, out of descriptors, and then wait for ever).
-    waker: UdpSocket,
-    stop: Sender<()>,
+    stop: PipeWriter,
     handle: JoinHandle<()>,
 }
 
 impl StatsdThread {
     fn start(
-        socket: UdpSocket,
+        inputs: statsd::Inputs,
         limits: MetricLimits,
         markers: &MarkerSink,
         interval: Duration,
         endpoint: Option<Unserved>,
     ) -> Result<StatsdThread, RecorderError> {
-        let address = socket.local_addr().map_err(RecorderError::Statsd)?;
-        let waker = socket.try_clone().map_err(RecorderError::Statsd)?;
-        let (stop, stopped) = bounded(1);
-        let listener = statsd::Listener::new(socket, limits, markers.clone(), interval, endpoint);
-        let handle = spawn("tc-profile-statsd", move || listener.run(stopped))?;
+        let udp = inputs.udp;
+        let udp_address = udp.as_ref().map(UdpSocket::local_addr).transpose();
+        let udp_address = udp_address.map_err(RecorderError::Statsd)?;
+        let (stopped, stop) = std::io::pipe().map_err(RecorderError::Statsd)?;
+        let (socket, socket_file) = inputs.socket.unzip();
+        let sockets = (socket, udp);
+        let listener = statsd::Listener::new(
+            sockets,
+            stopped,
+            limits,
+            markers.clone(),
+            interval,
+            endpoint,
+        );
+        let handle = spawn("tc-profile-statsd", move || listener.run())?;
         Ok(StatsdThread {
-            address,
-            waker,
+            udp_address,
+            socket_file,
             stop,
             handle,
         })
+    }
+
+    /// Stops the thread once it has taken what is queued, then removes the socket.
+    fn stop(mut self) {
+        let _ = self.stop.write_all(&[0]);
+        let _ = self.handle.join();
+        if let Some(file) = self.socket_file {
+            file.remove();
+        }
     }
 }
 
@@ -174,11 +200,11 @@ impl Recorder {
             .map(|dir| profile_dir::prepare(&dir.path))
             .transpose()?;
         let sampler = Sampler::probe(&config, clock);
-        let statsd_socket = match &config.statsd {
+        let statsd_inputs = match &config.statsd {
             Some(limits) => {
-                let socket = statsd::bind().map_err(RecorderError::Statsd)?;
-                let info = statsd::info(&socket, limits).map_err(RecorderError::Statsd)?;
-                Some((socket, info))
+                let inputs = statsd::Inputs::bind(profile_dir.as_deref(), config.statsd_udp)?;
+                let info = inputs.info(limits).map_err(RecorderError::Statsd)?;
+                Some((inputs, info))
             }
             None => None,
         };
@@ -193,7 +219,7 @@ impl Recorder {
             false => None,
         };
         let endpoints = MetricEndpoints {
-            statsd: statsd_socket.as_ref().map(|(_, info)| info.clone()),
+            statsd: statsd_inputs.as_ref().map(|(_, info)| info.clone()),
             influx: influx_listener.as_ref().map(|(_, info)| info.clone()),
         };
         let meta = header::meta(&config, clock, &sampler, endpoints, profile_dir);
@@ -213,10 +239,14 @@ impl Recorder {
             ingester: None,
             task_output: None,
             task_log: None,
+            task_log_goes_on: false,
         };
         if let Some(path) = &config.task_log_path() {
             let sink = markers.clone();
-            recorder.task_log = Some(LogFileSource::start(path, sink, config.interval)?);
+            let resume = &config.task_log_resume;
+            let limits = config.metric_limits();
+            let source = LogFileSource::start(path, resume, sink, limits, config.interval)?;
+            recorder.task_log = Some(source);
         }
         if config.log_lines {
             let limits = config.metric_limits();
@@ -251,9 +281,9 @@ impl Recorder {
         }
         // The statsd thread watches the InfluxDB endpoint until its first connection.
         let unserved = recorder.influx.as_ref().map(InfluxThreads::unserved);
-        if let Some((socket, _)) = statsd_socket {
+        if let Some((inputs, _)) = statsd_inputs {
             recorder.statsd = Some(StatsdThread::start(
-                socket,
+                inputs,
                 config.metric_limits(),
                 &markers,
                 config.interval,
@@ -274,12 +304,19 @@ impl Recorder {
         Ok(recorder)
     }
 
-    /// Where the statsd listener takes packets, when it is on.
+    /// The statsd listener's UDP port on 127.0.0.1, when it is on.
     pub fn statsd_address(&self) -> Option<SocketAddr> {
-        self.statsd.as_ref().map(|s| s.address)
+        self.statsd.as_ref().and_then(|s| s.udp_address)
     }
 
-    /// The InfluxDB endpoint's base URL (`http://127.0.0.1:PORT`), when it is on.
+    /// The statsd listener's socket in the profile directory, when it is on.
+    pub fn statsd_socket(&self) -> Option<&Path> {
+        let file = self.statsd.as_ref()?.socket_file.as_ref()?;
+        Some(file.path())
+    }
+
+    /// The InfluxDB endpoint's base URL with its token (`http://127.0.0.1:PORT/TOKEN`), when
+    /// it is on: what the task is given, and no one else.
     pub fn influx_url(&self) -> Option<String> {
         self.influx.as_ref().map(InfluxThreads::url)
     }
@@ -299,6 +336,13 @@ impl Recorder {
         }
     }
 
+    /// The task's log file goes on after this recording (the daemon restarts, and its
+    /// next recording of the task resumes the file from this one's checkpoints): the end
+    /// takes only its whole lines, and does not say the file is done.
+    pub fn leave_task_log_open(&mut self) {
+        self.task_log_goes_on = true;
+    }
+
     /// A handle that adds markers to this recording from any thread.
     pub fn markers(&self) -> MarkerSink {
         self.markers.clone()
@@ -313,7 +357,7 @@ impl Recorder {
     /// and what the sources had not taken is still in the marker files.
     pub fn finish(mut self, reason: EndReason) -> Result<Finished, RecorderError> {
         let deadline = Instant::now() + FINISH_WAIT;
-        self.stop_sources(deadline);
+        self.stop_sources(deadline, !self.task_log_goes_on);
         let footer = Line::Footer(Footer {
             end_time: self.markers.now(),
             reason,
@@ -339,12 +383,13 @@ impl Recorder {
         })
     }
 
-    fn stop_sources(&mut self, deadline: Instant) {
+    /// Stops every source; with `end_task_log`, the task's log file is done with.
+    fn stop_sources(&mut self, deadline: Instant, end_task_log: bool) {
         if let Some(output) = self.task_output.take() {
             output.stop(deadline);
         }
         if let Some(task_log) = self.task_log.take() {
-            task_log.stop(deadline);
+            task_log.stop(deadline, end_task_log);
         }
         if let Some((stop, handle)) = self.sampler.take() {
             stop.store(true, Ordering::Release);
@@ -352,9 +397,7 @@ impl Recorder {
             let _ = handle.join();
         }
         if let Some(statsd) = self.statsd.take() {
-            let _ = statsd.stop.send(());
-            statsd::wake(&statsd.waker, statsd.address);
-            let _ = statsd.handle.join();
+            statsd.stop();
         }
         if let Some(influx) = self.influx.take() {
             influx.stop();
@@ -381,7 +424,8 @@ impl Drop for Recorder {
     /// second at most for the log's disk.
     fn drop(&mut self) {
         let deadline = Instant::now() + DROP_WAIT;
-        self.stop_sources(deadline);
+        // As a crash leaves it: the rest of the task's log file for whoever reads it next.
+        self.stop_sources(deadline, false);
         let _ = self.stop_writer(deadline);
         if let Some(forwarder) = self.forwarder.take() {
             forwarder.abandon();

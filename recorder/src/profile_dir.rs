@@ -20,6 +20,7 @@ use tc_profile_format::schema::category;
 use tc_profile_format::{
     encode_line_into, BatchEnd, Checkpoint, FileProgress, Line, Merger, MetricLimits, Taken,
 };
+use tc_profile_fs::{Dir, PRIVATE_DIR};
 
 /// The rescan period while inotify works, for the writes it does not report (through a
 /// shared mapping; on a file system that does not report every write). An overflowing
@@ -67,14 +68,19 @@ impl ProfileDirConfig {
     }
 }
 
-/// Creates the directory when missing; returns its absolute path for the meta line.
+/// Creates the directory when missing (its owner's alone, never through a symbolic link at
+/// its name: SPEC.md, "Hostile directories"); returns its absolute path for the meta line.
+/// `run`, `record` and the daemon create it first, to remove it at the end; this one, made
+/// when the task removed it meanwhile, is left.
 pub(crate) fn prepare(path: &Path) -> Result<PathBuf, RecorderError> {
     let error = |source| RecorderError::ProfileDir {
         path: path.to_owned(),
         source,
     };
-    match std::fs::create_dir(path) {
-        Ok(()) => {}
+    let created =
+        Dir::open_parent(path).and_then(|(parent, name)| parent.create_dir(name, PRIVATE_DIR));
+    match created {
+        Ok(_) => {}
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
         Err(e) => return Err(error(e)),
     }

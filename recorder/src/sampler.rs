@@ -58,13 +58,11 @@ impl Sampler {
             sampler.add(SystemSampler::probe(proc_root, sys_root, &machine));
         }
         if let Some(follow) = &config.follow {
-            sampler.add(ProcessTree::probe(
-                proc_root,
-                follow,
-                config.interval,
-                clock,
-                &machine,
-            ));
+            let tree = ProcessTree::probe(proc_root, follow, config.interval, clock, &machine);
+            let since = config
+                .processes_since
+                .map(|epoch| clock.ms_from_epoch(epoch));
+            sampler.add(tree.map(|tree| tree.starting_from(since.unwrap_or(0.0))));
         }
         let task_cgroup = config
             .cgroup

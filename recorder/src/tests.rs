@@ -95,7 +95,8 @@ fn ping_the_endpoint_then_finish(statsd: bool) {
     }
     let recorder = Recorder::start(config).unwrap();
     let url = recorder.influx_url().unwrap();
-    let address: SocketAddr = url.trim_start_matches("http://").parse().unwrap();
+    let authority = url.trim_start_matches("http://").split('/').next().unwrap();
+    let address: SocketAddr = authority.parse().unwrap();
     let mut held: Vec<_> = (0..3)
         .map(|_| std::net::TcpStream::connect(address).unwrap())
         .collect();

@@ -13,10 +13,10 @@ use std::process::{Child, Command, Stdio};
 
 /// A daemon on a socket and state directory of the sandbox's own; killed if the test
 /// fails before it is stopped.
-struct Daemon {
-    child: Child,
-    socket: PathBuf,
-    stderr: PathBuf,
+pub struct Daemon {
+    pub child: Child,
+    pub socket: PathBuf,
+    pub stderr: PathBuf,
 }
 
 impl Drop for Daemon {
@@ -27,11 +27,11 @@ impl Drop for Daemon {
 }
 
 impl Daemon {
-    fn start(sandbox: &Sandbox, extra: &[&str]) -> Daemon {
+    pub fn start(sandbox: &Sandbox, extra: &[&str]) -> Daemon {
         Daemon::start_with(sandbox, extra, &[])
     }
 
-    fn start_with(sandbox: &Sandbox, extra: &[&str], env: &[(&str, &str)]) -> Daemon {
+    pub fn start_with(sandbox: &Sandbox, extra: &[&str], env: &[(&str, &str)]) -> Daemon {
         let ready = sandbox.path("ready");
         let _ = std::fs::remove_file(&ready);
         let mut args = vec![
@@ -62,21 +62,21 @@ impl Daemon {
         }
     }
 
-    fn stop(mut self) {
+    pub fn stop(mut self) {
         signal(&self.child, libc::SIGTERM);
         let status = self.child.wait().unwrap();
         let stderr = std::fs::read_to_string(&self.stderr).unwrap_or_default();
         assert!(status.success(), "daemon: {status}\n{stderr}");
     }
 
-    fn kill(mut self) {
+    pub fn kill(mut self) {
         signal(&self.child, libc::SIGKILL);
         self.child.wait().unwrap();
     }
 }
 
 /// `tc-profile ARGS --socket daemon.sock`, which must succeed; its stdout's line.
-fn ask(sandbox: &Sandbox, args: &[&str]) -> String {
+pub fn ask(sandbox: &Sandbox, args: &[&str]) -> String {
     let mut all = args.to_vec();
     all.extend(["--socket", "daemon.sock"]);
     let output = sandbox.run_ok(&all);
@@ -87,14 +87,14 @@ fn ask(sandbox: &Sandbox, args: &[&str]) -> String {
 }
 
 /// A process of the task's, told apart by its command line: `sleep SECONDS`.
-fn task_process(seconds: &str) -> Child {
+pub fn task_process(seconds: &str) -> Child {
     Command::new("sleep")
         .arg(seconds)
         .spawn()
         .expect("spawn sleep")
 }
 
-fn mark(dir: &str, file: &str, name: &str) {
+pub fn mark(dir: &str, file: &str, name: &str) {
     let line = format!(
         "{{\"type\":\"marker\",\"name\":\"{name}\",\"startTime\":{},\"endTime\":null}}\n",
         epoch_ms()
@@ -126,7 +126,7 @@ fn wait_for_samples(sandbox: &Sandbox, needle: &str, count: usize) {
 }
 
 /// Waits until a log of the task holds `needle`: its marker line was taken.
-fn wait_in_task_log(sandbox: &Sandbox, needle: &str) {
+pub fn wait_in_task_log(sandbox: &Sandbox, needle: &str) {
     let tasks = sandbox.path("state/tasks");
     wait_for(|| {
         std::fs::read_dir(&tasks).unwrap().any(|entry| {
@@ -260,7 +260,7 @@ fn overlapping_tasks_get_profiles_of_their_own_and_the_worker_profile_shows_both
 }
 
 /// Waits until the machine's segment holds `needle`.
-fn wait_in_segment(sandbox: &Sandbox, needle: &str) {
+pub fn wait_in_segment(sandbox: &Sandbox, needle: &str) {
     let segments = sandbox.path("state/segments");
     wait_for(|| {
         std::fs::read_dir(&segments).is_ok_and(|mut entries| {
@@ -318,10 +318,52 @@ fn a_task_survives_a_sigkilled_daemon_with_its_downtime_marked_and_ends_once() {
         "--socket",
         "daemon.sock",
     ]);
-    assert_eq!(again.status.code(), Some(2), "{}", describe(&[], &again));
+    assert_eq!(again.status.code(), Some(65), "{}", describe(&[], &again));
     let stderr = String::from_utf8_lossy(&again.stderr);
     assert!(stderr.contains("task k run 0 is not open"), "{stderr}");
     assert!(!sandbox.path("again.json").exists());
+    daemon.stop();
+}
+
+#[test]
+fn an_interval_begun_before_a_daemon_restart_and_ended_after_it_is_whole() {
+    let sandbox = Sandbox::new();
+    let daemon = Daemon::start(&sandbox, &[]);
+    let dir = ask(&sandbox, &["task", "start", "r"]);
+    let marker = |verb: &str| {
+        let args = [verb, "phase"];
+        let output = sandbox
+            .command(&args)
+            .env("TASKCLUSTER_PROFILE_DIR", &dir)
+            .output();
+        assert!(output.unwrap().status.success(), "{verb}");
+    };
+    marker("begin");
+    wait_in_task_log(&sandbox, "\"phase\"");
+    daemon.kill();
+    let daemon = Daemon::start(&sandbox, &[]);
+    marker("end");
+    let ended_at = epoch_ms();
+    wait_in_task_log(&sandbox, "\"close\"");
+    ask(&sandbox, &["task", "end", "r", "-o", "r.json"]);
+
+    let profile = read_json(&sandbox.path("r.json"));
+    assert_processed_profile(&profile);
+    let start = profile["meta"]["startTime"].as_f64().unwrap();
+    let rows = profile_markers(&profile);
+    let phase: Vec<&MarkerRow> = rows.iter().filter(|m| m.name == "phase").collect();
+    assert_eq!(phase.len(), 1, "{phase:?}");
+    assert!(phase[0].data.get("cutOff").is_none(), "{phase:?}");
+    let end = start + phase[0].end.unwrap();
+    assert!(
+        (end - ended_at).abs() < 1000.0,
+        "ends at its end: {end} {ended_at}"
+    );
+    assert_eq!(
+        count_named(&rows, "Marker files"),
+        0,
+        "no end without its begin"
+    );
     daemon.stop();
 }
 
@@ -378,7 +420,15 @@ fn a_task_whose_end_never_comes_is_finalized_once_by_the_next_start_after_the_ti
         "--socket",
         "daemon.sock",
     ]);
-    assert_eq!(late.status.code(), Some(2), "{}", describe(&[], &late));
+    assert_eq!(late.status.code(), Some(65), "{}", describe(&[], &late));
+    let stderr = String::from_utf8_lossy(&late.stderr);
+    let kept = sandbox.path("state/timed-out/forgotten-0.json");
+    assert!(
+        stderr.contains("ended by --task-timeout") && stderr.contains(&*kept.to_string_lossy()),
+        "{stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert_eq!(profile["meta"]["tcProfile"]["timedOut"], true);
     ask(&sandbox, &["worker-profile", "-o", "worker.json"]);
     let rows = profile_markers(&read_json(&sandbox.path("worker.json")));
     assert_eq!(
@@ -399,7 +449,7 @@ fn a_second_daemon_and_a_wrong_request_are_refused_in_one_line() {
     let second = sandbox.run(&args);
     assert_eq!(
         second.status.code(),
-        Some(2),
+        Some(75),
         "{}",
         describe(&args, &second)
     );
@@ -415,7 +465,11 @@ fn a_second_daemon_and_a_wrong_request_are_refused_in_one_line() {
     BufReader::new(&stream).read_line(&mut reply).unwrap();
     let reply: serde_json::Value = serde_json::from_str(&reply).unwrap();
     assert!(
-        reply["error"].as_str().unwrap().contains("version 9"),
+        reply["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("version 9")
+            && reply["error"]["code"] == "bad-request",
         "{reply}"
     );
 
@@ -433,15 +487,35 @@ fn live_profiles_are_served_while_the_task_runs_and_leave_its_logs_alone() {
     assert!(base.starts_with("http://127.0.0.1:"), "{base}");
     let mut process = task_process("30.4");
     let pid = process.id().to_string();
-    let dir = ask(
-        &sandbox,
-        &["task", "start", "live", "--run-id", "1", "--pid", &pid],
-    );
+    let started = sandbox.run_ok(&[
+        "task",
+        "start",
+        "live",
+        "--run-id",
+        "1",
+        "--pid",
+        &pid,
+        "--socket",
+        "daemon.sock",
+    ]);
+    let dir = String::from_utf8(started.stdout)
+        .unwrap()
+        .trim_end()
+        .to_owned();
+    let stderr = String::from_utf8(started.stderr).unwrap();
+    let live = stderr
+        .trim_end()
+        .strip_prefix("tc-profile: live profile at ")
+        .and_then(|url| url.strip_suffix("/profile.json"))
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert!(live.starts_with(&format!("{base}/tasks/live/")), "{live}");
+    let worker_token = std::fs::read_to_string(sandbox.path("state/http-token")).unwrap();
+    let worker = format!("{base}/worker/{worker_token}/profile.json");
     mark(&dir, "l.jsonl", "while it runs");
     wait_in_task_log(&sandbox, "while it runs");
     wait_for_samples(&sandbox, "Task CPU", 3);
 
-    let (status, origin, body) = get(&format!("{base}/tasks/live/profile.json?run=1"));
+    let (status, origin, body) = get(&format!("{live}/profile.json?run=1"));
     assert_eq!((status, origin.as_str()), (200, "*"));
     let profile: serde_json::Value = serde_json::from_slice(&body).unwrap();
     assert_processed_profile(&profile);
@@ -450,17 +524,17 @@ fn live_profiles_are_served_while_the_task_runs_and_leave_its_logs_alone() {
     assert!(count_named(&rows, "Task CPU") > 0);
     std::fs::write(sandbox.path("live.json"), &body).unwrap();
 
-    let (status, _, log) = get(&format!("{base}/tasks/live/log.jsonl?run=1"));
+    let (status, _, log) = get(&format!("{live}/log.jsonl"));
     assert_eq!(status, 200);
     assert!(log.ends_with(b"\n"));
     for line in log.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
         serde_json::from_slice::<serde_json::Value>(line).expect("a whole JSON line");
     }
-    let (status, origin, body) = get(&format!("{base}/worker/profile.json"));
+    let (status, origin, body) = get(&worker);
     assert_eq!((status, origin.as_str()), (200, "*"));
     assert_processed_profile(&serde_json::from_slice(&body).unwrap());
     for query in ["since=yesterday", "until=1e999"] {
-        let (status, _, body) = get(&format!("{base}/worker/profile.json?{query}"));
+        let (status, _, body) = get(&format!("{worker}?{query}"));
         let error: serde_json::Value = serde_json::from_slice(&body).unwrap();
         assert_eq!(status, 400, "{query}: {error}");
         assert!(error["error"]
@@ -468,7 +542,10 @@ fn live_profiles_are_served_while_the_task_runs_and_leave_its_logs_alone() {
             .unwrap()
             .contains("epoch milliseconds"));
     }
-    let (status, _, body) = get(&format!("{base}/tasks/other/profile.json"));
+    let token = live.rsplit('/').next().unwrap();
+    let (status, _, body) = get(&format!("{base}/tasks/other/{token}/profile.json"));
+    assert_eq!(status, 404, "{}", String::from_utf8_lossy(&body));
+    let (status, _, body) = get(&format!("{live}/profile.json?run=2"));
     assert_eq!(status, 404, "{}", String::from_utf8_lossy(&body));
 
     // The snapshot took nothing away: the task's end has every marker still.
@@ -484,7 +561,7 @@ fn live_profiles_are_served_while_the_task_runs_and_leave_its_logs_alone() {
 }
 
 /// One request over the socket, as the CLI sends it; the reply.
-fn request(socket: &std::path::Path, request: serde_json::Value) -> serde_json::Value {
+pub fn request(socket: &std::path::Path, request: serde_json::Value) -> serde_json::Value {
     let mut stream = UnixStream::connect(socket).unwrap();
     stream.write_all(format!("{request}\n").as_bytes()).unwrap();
     let mut reply = String::new();
@@ -493,8 +570,9 @@ fn request(socket: &std::path::Path, request: serde_json::Value) -> serde_json::
 }
 
 /// The daemon's open files, threads (but those answering a request, which end on their
-/// own) and resident memory in KiB, once no request is being answered.
-fn footprint(pid: u32) -> (usize, usize, u64) {
+/// own), resident memory in KiB and malloc arenas besides the main one, once no request is
+/// being answered.
+fn footprint(pid: u32) -> (usize, usize, u64, usize) {
     let proc = PathBuf::from(format!("/proc/{pid}"));
     let comms = || {
         std::fs::read_dir(proc.join("task"))
@@ -510,15 +588,27 @@ fn footprint(pid: u32) -> (usize, usize, u64) {
         .find_map(|l| l.strip_prefix("VmRSS:"))
         .and_then(|v| v.trim().trim_end_matches(" kB").parse().ok())
         .unwrap();
-    (files, comms().len(), rss)
+    (files, comms().len(), rss, malloc_heaps(&proc))
+}
+
+/// glibc's arenas but the main one: each is an anonymous mapping at a multiple of its
+/// 64 MiB heap size (HEAP_MAX_SIZE on 64-bit).
+fn malloc_heaps(proc: &std::path::Path) -> usize {
+    let maps = std::fs::read_to_string(proc.join("maps")).unwrap();
+    maps.lines()
+        .filter(|line| {
+            let start = line.split('-').next().unwrap();
+            let anonymous = line.split_whitespace().count() == 5;
+            anonymous && u64::from_str_radix(start, 16).unwrap() % (64 << 20) == 0
+        })
+        .count()
 }
 
 #[test]
 fn three_hundred_tasks_leave_the_daemon_as_it_was_after_ten() {
     let sandbox = Sandbox::new();
-    // One malloc arena: memory freed by one request thread is reused by the next, so that
-    // what RSS still grows by is what the daemon keeps.
-    let daemon = Daemon::start_with(&sandbox, &[], &[("MALLOC_ARENA_MAX", "1")]);
+    // As a worker starts it: no MALLOC_ARENA_MAX, the daemon shares glibc's arenas itself.
+    let daemon = Daemon::start(&sandbox, &[]);
     let socket = daemon.socket.clone();
     let one_task = |socket: &std::path::Path, n: usize| {
         let task = format!("churn-{n}");
@@ -554,9 +644,12 @@ fn three_hundred_tasks_leave_the_daemon_as_it_was_after_ten() {
         }
     });
     let at_the_end = footprint(daemon.child.id());
-    eprintln!("open files, threads, RSS KiB: after ten {after_ten:?}, after 300 {at_the_end:?}");
+    eprintln!("open files, threads, RSS KiB, malloc heaps: after ten {after_ten:?}, after 300 {at_the_end:?}");
     assert_eq!(at_the_end.0, after_ten.0, "open files");
     assert_eq!(at_the_end.1, after_ten.1, "threads");
+    // Started without MALLOC_ARENA_MAX, it shares two arenas; an arena per thread was 15.
+    #[cfg(target_env = "gnu")]
+    assert!(at_the_end.3 <= 1, "{} malloc arenas", at_the_end.3 + 1);
     // Seen: 0.9 MiB more, the machine's segment (read whole at each end) having grown
     // meanwhile; a leak of 14 KiB a task would pass 4 MiB.
     assert!(

@@ -80,6 +80,29 @@ fn a_symbolic_link_is_never_followed() {
 }
 
 #[test]
+fn a_file_name_cannot_forge_or_hide_lines_on_stderr() {
+    let name = "a\x1b]0;t\x07\ntc-profile: forged\u{202e}.jsonl";
+    let (profile, stderr) = record_through(&[], |r| {
+        std::os::unix::fs::symlink(secret_file(&r.profile_dir), r.file(name)).unwrap();
+    });
+    assert_warned(
+        &profile,
+        &stderr,
+        r"symbolic link (not followed): 1 file (a\u{1b}]0;t\u{7}\ntc-profile: forged\u{202e}.jsonl)",
+    );
+    assert!(
+        !stderr.contains(['\x1b', '\x07', '\u{202e}']),
+        "raw control characters on stderr: {stderr:?}"
+    );
+    assert!(
+        !stderr
+            .lines()
+            .any(|line| line.starts_with("tc-profile: forged")),
+        "a forged line on stderr: {stderr}"
+    );
+}
+
+#[test]
 fn a_hard_link_to_another_file_is_refused() {
     let (profile, stderr) = record_through(&[], |r| {
         std::fs::hard_link(secret_file(&r.profile_dir), r.file("linked.jsonl")).unwrap();

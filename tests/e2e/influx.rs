@@ -119,7 +119,7 @@ sleep 0.3"#;
 /// Runs METRICS under `run --keep-log FLAGS` as task TASK_ID, with `env` besides; fails
 /// the test unless it exits 0.
 fn run_metrics(sandbox: &Sandbox, flags: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut args = vec!["run", "--keep-log"];
+    let mut args = vec!["run", "--keep-log", "--statsd-udp"];
     args.extend_from_slice(flags);
     args.extend(["--", "bash", "-c", METRICS]);
     let output = sandbox

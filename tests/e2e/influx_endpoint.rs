@@ -1,5 +1,5 @@
 //! The InfluxDB endpoint: a task writing with curl and with Python's standard library, the
-//! points becoming tracks; 400, 403, 413 answers; 100,000 points from 4 concurrent
+//! points becoming tracks; 401 without the token; 400, 403, 413 answers; 100,000 points from 4 concurrent
 //! writers, all in the profile, none doubled.
 
 use crate::util::*;
@@ -147,6 +147,75 @@ open("python-status", "w").write("%d %d" % (status, ping()))
     assert_eq!(
         series(&markers, "task.tests.result #suite:unit")[0]["distinct"],
         1.0
+    );
+}
+
+#[test]
+fn a_write_without_the_token_is_401_and_not_recorded() {
+    let sandbox = Sandbox::new();
+    let script = r#"
+import base64
+base, token = URL.rsplit("/", 1)
+def write_to(url, body, query="db=ci"):
+    global URL
+    URL, saved = url, URL
+    try:
+        return write(body, query)
+    finally:
+        URL = saved
+def write_with(authorization, body):
+    request = urllib.request.Request(base + "/write?db=ci", data=body.encode(), method="POST",
+                                     headers={"Authorization": authorization})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            return [answer.status, answer.read().decode()]
+    except urllib.error.HTTPError as error:
+        return [error.code, error.read().decode()]
+basic = lambda pair: "Basic " + base64.b64encode(pair.encode()).decode()
+answers = {
+    "none": write_to(base, "stolen v=1"),
+    "wrong basic": write_with(basic("tc:" + "f" * len(token)), "stolen v=5"),
+    "basic": write_with(basic("tc:" + token), "taken v=1"),
+    "token header": write_with("Token " + token, "taken v=1"),
+    "wrong": write_to(base + "/" + "0" * len(token), "stolen v=2"),
+    "short": write_to(base + "/" + token[:-1], "stolen v=3"),
+    "wrong p": write_to(base, "stolen v=4", "db=ci&u=tc&p=" + "f" * len(token)),
+    "p": write_to(base, "taken v=1", "db=ci&u=tc&p=" + token),
+    "path": write("taken v=2"),
+}
+URL = base
+answers["ping"] = [ping(), ""]
+json.dump(answers, open("answers", "w"))
+"#;
+    let profile = run_python(&sandbox, &[], script);
+    let answers = read_json(&sandbox.path("answers"));
+    let status = |name: &str| answers[name][0].as_u64().unwrap();
+    let error = |name: &str| answers[name][1].as_str().unwrap().to_owned();
+    assert_eq!(status("none"), 401);
+    assert_eq!(
+        error("none"),
+        r#"{"error":"unable to parse authentication credentials"}"#
+    );
+    for refused in ["wrong", "short", "wrong p", "wrong basic"] {
+        assert_eq!(status(refused), 401, "{refused}");
+        assert_eq!(error(refused), r#"{"error":"authorization failed"}"#);
+    }
+    let taken = ["p", "path", "basic", "token header", "ping"].map(status);
+    assert_eq!(taken, [204; 5], "{answers}");
+    let markers = profile_markers(&profile);
+    assert!(series(&markers, "task.stolen.v").is_empty());
+    assert!(
+        series(&markers, "Metrics dropped").is_empty(),
+        "not even counted"
+    );
+    assert_eq!(sum_of(&markers, "task.taken.v", "count"), 4.0);
+    let url = profile["meta"]["tcProfile"]["influx"]["url"]
+        .as_str()
+        .unwrap();
+    assert_eq!(
+        url.matches('/').count(),
+        2,
+        "no token in the profile: {url}"
     );
 }
 

@@ -343,10 +343,16 @@ fn a_sidecar_recorder_forwards_too() {
     let server = InfluxServer::start(sandbox.path("influxdb"));
     server.query("", "CREATE DATABASE ci");
     let flags = ["--export-influx", &server.url, "--export-database", "ci"];
-    let recording = Recording::start(&sandbox, &flags);
-    let log = std::fs::read_to_string(&recording.log).unwrap();
-    let meta: Value = serde_json::from_str(log.lines().next().unwrap()).unwrap();
-    let endpoint = meta["tcProfile"]["influx"]["url"].as_str().unwrap();
+    let recording = Recording::start(
+        &sandbox,
+        &[&flags[..], &["--task-env", "task.env"]].concat(),
+    );
+    // The worker gives the task the URL of --task-env, its token with it.
+    let env = std::fs::read_to_string(sandbox.path("task.env")).unwrap();
+    let endpoint = env
+        .lines()
+        .find_map(|line| line.strip_prefix("TASKCLUSTER_INFLUX_URL="))
+        .unwrap();
     ureq::post(format!("{endpoint}/write?db=mine"))
         .send("sidecar v=1")
         .unwrap();

@@ -3,6 +3,14 @@
 mod synthetic;
 mod util;
 
+/// Another user against a task's statsd socket and InfluxDB endpoint: refused, unrecorded.
+mod attack_endpoints;
+/// A task's attacks as another user: links planted at every output's temporary name, a
+/// created directory's parent swapped, the modes that keep its data from other users.
+mod attack_files;
+/// The live HTTP server attacked: tokens, 16 concurrent large profiles, slow clients, a
+/// second Content-Length.
+mod attack_http;
 /// Files a task hands to the commands that read after the fact: decompression bombs, a
 /// gigabyte's line, payloads the front-end refuses, read in bounded memory.
 mod attack_postmortem;
@@ -11,6 +19,12 @@ mod compression;
 /// The worker-wide daemon: overlapping tasks' own profiles, the worker's profile with its
 /// idle time, a SIGKILLed daemon restarted, the task timeout.
 mod daemon;
+/// The worker's live task log followed by the daemon: its lines and stat metrics in the
+/// task's profile, each once across a daemon kill and a stop.
+mod daemon_task_log;
+/// The daemon as a worker drives it: housekeeping from an empty state directory, refusals
+/// with their exit statuses, a task's first phase whole, `task start --json`, status.
+mod daemon_worker;
 /// `finalize`: kills, truncation at every byte, Mozilla's stream, bad input.
 mod finalize;
 /// CLI manners: examples in every --help, one-line errors, --version, completions, colour

@@ -1,29 +1,30 @@
 use crate::util::*;
 use serde_json::{json, Value};
-use std::net::UdpSocket;
-use std::path::Path;
+use std::os::unix::net::UnixDatagram;
+use std::path::{Path, PathBuf};
 use std::process::Child;
 
-/// A task script that sends statsd from bash, writes its port to `port`, then waits for
-/// the test to create `done` (so that the test's own client sends while it runs).
+/// A task script that sends statsd from bash (over UDP: `--statsd-udp`), writes its
+/// statsd socket's path to `socket`, then waits for the test to create `done` (so that the
+/// test's own client sends while it runs).
 fn task_script(bash_sends: &str) -> String {
     format!(
         r#"send() {{ printf '%s' "$1" > "/dev/udp/$STATSD_HOST/$STATSD_PORT"; }}
 {bash_sends}
-echo "$STATSD_PORT" > port.tmp && mv port.tmp port
+echo "$STATSD_SOCKET" > socket.tmp && mv socket.tmp socket
 while [ ! -e done ]; do sleep 0.02; done"#
     )
 }
 
-/// Starts `tc-profile run ARGS -- bash -c SCRIPT` and returns it with the statsd port.
-fn start_task(sandbox: &Sandbox, args: &[&str], script: &str) -> (Child, u16) {
+/// Starts `tc-profile run ARGS -- bash -c SCRIPT` and returns it with its statsd socket.
+fn start_task(sandbox: &Sandbox, args: &[&str], script: &str) -> (Child, PathBuf) {
     let mut full: Vec<&str> = args.to_vec();
     full.extend(["--keep-log", "--", "bash", "-c", script]);
     let child = sandbox.command(&full).spawn().expect("spawn tc-profile");
-    let port_file = sandbox.path("port");
-    wait_for(|| port_file.exists());
-    let port = std::fs::read_to_string(&port_file).unwrap();
-    (child, port.trim().parse().expect("a port number"))
+    let socket_file = sandbox.path("socket");
+    wait_for(|| socket_file.exists());
+    let socket = std::fs::read_to_string(&socket_file).unwrap();
+    (child, PathBuf::from(socket.trim()))
 }
 
 fn end_task(sandbox: &Sandbox, mut child: Child) -> Value {
@@ -36,10 +37,11 @@ fn end_task(sandbox: &Sandbox, mut child: Child) -> Value {
     profile
 }
 
-fn client(port: u16) -> impl Fn(&[u8]) {
-    let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
+/// Sends each packet to the task's statsd socket.
+fn client(socket: PathBuf) -> impl Fn(&[u8]) {
+    let client = UnixDatagram::unbound().unwrap();
     move |packet| {
-        socket.send_to(packet, ("127.0.0.1", port)).unwrap();
+        client.send_to(packet, &socket).unwrap();
     }
 }
 
@@ -58,6 +60,7 @@ fn sum_of(markers: &[MarkerRow], name: &str, key: &str) -> f64 {
         .sum()
 }
 
+/// Bash sends over UDP (`--statsd-udp`), the test's client over the socket: one listener.
 #[test]
 fn a_mixed_statsd_stream_from_bash_and_a_rust_client_becomes_aggregated_tracks() {
     let sandbox = Sandbox::new();
@@ -71,10 +74,13 @@ send $'users:alice|s\nusers:bob|s\nusers:alice|s'
 send 'not a metric'
 send 'x:1|zz'
 send 'y:abc|c'
-[ "$TASKCLUSTER_STATSD_ADDR" = "$STATSD_HOST:$STATSD_PORT" ] || send 'env.mismatch:1|c'"#;
+[ "$TASKCLUSTER_STATSD_ADDR" = "$STATSD_HOST:$STATSD_PORT" ] || send 'env.mismatch:1|c'
+[ "$DD_DOGSTATSD_URL" = "unix://$STATSD_SOCKET" ] || send 'env.mismatch:1|c'
+echo "$STATSD_PORT" > port"#;
     // One interval for the whole task: each series is exactly one marker.
-    let (child, port) = start_task(&sandbox, &["run", "--interval", "600"], &task_script(bash));
-    let send = client(port);
+    let args = ["run", "--interval", "600", "--statsd-udp"];
+    let (child, socket) = start_task(&sandbox, &args, &task_script(bash));
+    let send = client(socket.clone());
     send(b"tests.passed:3|c");
     send(b"compile:200|ms\ndownload.bytes:1024|c|#host:a\r\n");
     send(b"\xff\xfe:1|c");
@@ -120,15 +126,31 @@ send 'y:abc|c'
     assert_eq!(dropped["oversized"], 1);
     assert_eq!(dropped["example"], "not a metric (not name:value|type)");
     let statsd = &profile["meta"]["tcProfile"]["statsd"];
-    assert_eq!(statsd["address"], format!("127.0.0.1:{port}"));
+    let port = std::fs::read_to_string(sandbox.path("port")).unwrap();
+    assert_eq!(statsd["address"], format!("127.0.0.1:{}", port.trim()));
+    assert_eq!(statsd["socket"], socket.to_str().unwrap());
     assert_eq!(statsd["prefix"], "task.");
+}
+
+#[test]
+fn without_statsd_udp_there_is_a_socket_and_no_port() {
+    let sandbox = Sandbox::new();
+    let (child, socket) = start_task(&sandbox, &["run"], &task_script("env > env.txt"));
+    let profile_dir = sandbox.path("profile_resource-usage.markers");
+    assert_eq!(socket, profile_dir.join("statsd.sock"));
+    let profile = end_task(&sandbox, child);
+    let env = std::fs::read_to_string(sandbox.path("env.txt")).unwrap();
+    assert!(!env.contains("STATSD_PORT"), "{env}");
+    let statsd = &profile["meta"]["tcProfile"]["statsd"];
+    assert!(statsd.get("address").is_none(), "{statsd}");
+    assert!(!socket.exists(), "removed at the end");
 }
 
 #[test]
 fn a_burst_of_100000_packets_is_a_few_log_lines() {
     let sandbox = Sandbox::new();
-    let (child, port) = start_task(&sandbox, &["run", "--interval", "0.1"], &task_script(""));
-    let send = client(port);
+    let (child, socket) = start_task(&sandbox, &["run", "--interval", "0.1"], &task_script(""));
+    let send = client(socket);
     for _ in 0..100_000 {
         send(b"burst:1|c");
     }
@@ -154,12 +176,12 @@ fn a_burst_of_100000_packets_is_a_few_log_lines() {
 #[test]
 fn series_cannot_leave_the_prefix() {
     let sandbox = Sandbox::new();
-    let (child, port) = start_task(
+    let (child, socket) = start_task(
         &sandbox,
         &["run", "--interval", "600", "--metric-prefix", "ci.job."],
         &task_script(""),
     );
-    let send = client(port);
+    let send = client(socket);
     let names = [
         "../../worker.cpu",
         "/etc/passwd",
@@ -215,7 +237,7 @@ fn a_bad_prefix_is_refused_and_no_statsd_exports_nothing() {
     assert!(!env.contains("STATSD"), "{env}");
     let log = std::fs::read_to_string(sandbox.path("profile_resource-usage.jsonl")).unwrap();
     assert!(!log.contains(r#""statsd""#));
-    assert!(!Path::new(&sandbox.path("port")).exists());
+    assert!(!Path::new(&sandbox.path("socket")).exists());
 }
 
 /// Bash that appends `count` metric lines to the task's marker file.
@@ -238,7 +260,8 @@ fn metric_lines_in_marker_files_end_in_the_same_tracks_as_statsd() {
         file_metrics("../escape", "c", "1", 1),
     ]
     .join("\n");
-    let (child, _) = start_task(&sandbox, &["run", "--interval", "600"], &task_script(&bash));
+    let args = ["run", "--interval", "600", "--statsd-udp"];
+    let (child, _) = start_task(&sandbox, &args, &task_script(&bash));
     let profile = end_task(&sandbox, child);
 
     let markers = profile_markers(&profile);

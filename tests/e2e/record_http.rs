@@ -38,13 +38,16 @@ fn the_sidecar_serves_its_live_profile_and_log_and_leaves_them_alone() {
         &[("TASK_ID", "side-task"), ("RUN_ID", "2")],
     );
     let ready = std::fs::read_to_string(sandbox.path("ready")).unwrap();
-    let base = ready.lines().nth(1).expect("the base URL").to_owned();
-    assert!(base.starts_with("http://127.0.0.1:"), "{base}");
+    let url = ready.lines().nth(1).expect("the live URL").to_owned();
+    // http://127.0.0.1:PORT/TOKEN
+    let (base, token) = url.rsplit_once('/').unwrap();
+    assert!(base.starts_with("http://127.0.0.1:"), "{url}");
+    assert_eq!(token.len(), 32, "{url}");
     mark(&recording, "while recording");
 
     let log_before = std::fs::read(&recording.log).unwrap();
     let dir_before = files(&recording.profile_dir);
-    let (status, origin, body) = get(&format!("{base}/tasks/side-task/profile.json"));
+    let (status, origin, body) = get(&format!("{base}/tasks/side-task/{token}/profile.json"));
     assert_eq!((status, origin.as_str()), (200, "*"));
     let profile: serde_json::Value = serde_json::from_slice(&body).unwrap();
     assert_processed_profile(&profile);
@@ -52,25 +55,32 @@ fn the_sidecar_serves_its_live_profile_and_log_and_leaves_them_alone() {
         count_named(&profile_markers(&profile), "while recording"),
         1
     );
-    let (status, _, alias) = get(&format!("{base}/profile.json?run=2"));
+    let (status, _, alias) = get(&format!("{url}/profile.json?run=2"));
     assert_eq!(status, 200, "{}", String::from_utf8_lossy(&alias));
     assert_processed_profile(&serde_json::from_slice(&alias).unwrap());
 
-    let (status, origin, log) = get(&format!("{base}/tasks/side-task/log.jsonl"));
+    let (status, origin, log) = get(&format!("{base}/tasks/side-task/{token}/log.jsonl"));
     assert_eq!((status, origin.as_str()), (200, "*"));
     assert!(log.ends_with(b"\n"));
     for line in log.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
         serde_json::from_slice::<serde_json::Value>(line).expect("a whole JSON line");
     }
-    let (status, _, short) = get(&format!("{base}/log.jsonl"));
+    let (status, _, short) = get(&format!("{url}/log.jsonl"));
     assert_eq!(status, 200);
     assert!(short.starts_with(&log) || log.starts_with(&short));
 
+    let wrong_token = "0".repeat(32);
     for wrong in [
-        "/tasks/other-task/profile.json",
-        "/tasks/other-task/log.jsonl",
-        "/tasks/side-task/profile.json?run=3",
-        "/worker/profile.json",
+        format!("/tasks/other-task/{token}/profile.json"),
+        format!("/tasks/other-task/{token}/log.jsonl"),
+        format!("/tasks/side-task/{token}/profile.json?run=3"),
+        format!("/tasks/side-task/{wrong_token}/profile.json"),
+        format!("/tasks/side-task/{wrong_token}/log.jsonl"),
+        format!("/{wrong_token}/profile.json"),
+        "/tasks/side-task/profile.json".to_owned(),
+        "/profile.json".to_owned(),
+        "/log.jsonl".to_owned(),
+        format!("/worker/{token}/profile.json"),
     ] {
         let (status, origin, body) = get(&format!("{base}{wrong}"));
         assert_eq!((status, origin.as_str()), (404, "*"), "{wrong}");
@@ -88,7 +98,7 @@ fn the_sidecar_serves_its_live_profile_and_log_and_leaves_them_alone() {
     let address = base.trim_start_matches("http://").to_owned();
     let stderr = recording.stop();
     assert!(
-        stderr.contains(&format!("live profile at {base}/profile.json")),
+        stderr.contains(&format!("live profile at {url}/profile.json")),
         "{stderr}"
     );
     assert!(
@@ -120,7 +130,11 @@ fn run_serves_its_live_profile_at_the_short_path_without_a_task_id() {
     let (status, origin, body) = get(url);
     assert_eq!((status, origin.as_str()), (200, "*"));
     assert_processed_profile(&serde_json::from_slice(&body).unwrap());
-    let (status, _, _) = get(&url.replace("/profile.json", "/tasks/any/profile.json"));
+    let (base, token) = url
+        .trim_end_matches("/profile.json")
+        .rsplit_once('/')
+        .unwrap();
+    let (status, _, _) = get(&format!("{base}/tasks/any/{token}/profile.json"));
     assert_eq!(status, 404);
     assert!(child.wait().unwrap().success());
 }

@@ -9,7 +9,7 @@
 use crate::util::*;
 use serde_json::{json, Value};
 use std::collections::HashMap;
-use std::net::UdpSocket;
+use std::os::unix::net::UnixDatagram;
 use std::path::Path;
 
 /// Every `data.type` the recorder declares but `Text`.
@@ -206,10 +206,10 @@ fn keep_for_the_validator(profile: &Path, name: &str) {
     }
 }
 
-fn statsd_address(log: &Path) -> String {
+fn statsd_socket(log: &Path) -> String {
     let log = std::fs::read_to_string(log).unwrap();
     let meta: Value = serde_json::from_str(log.lines().next().unwrap()).unwrap();
-    meta["tcProfile"]["statsd"]["address"]
+    meta["tcProfile"]["statsd"]["socket"]
         .as_str()
         .unwrap()
         .to_owned()
@@ -225,8 +225,8 @@ fn a_recording_drops_and_counts_what_would_write_into_the_recorders_tracks() {
     declare_graph_schema(&dir);
     recording.wait_logged(&format!(r#""name":"{GRAPH_SCHEMA}""#));
     let reserved = write_forgeries(&dir);
-    let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
-    let address = statsd_address(&recording.log);
+    let socket = UnixDatagram::unbound().unwrap();
+    let address = statsd_socket(&recording.log);
     for packet in ["Memory:7|g", "CPU Use:1|c"] {
         socket.send_to(packet.as_bytes(), &address).unwrap();
     }

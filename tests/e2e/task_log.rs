@@ -473,6 +473,36 @@ fn finalize_takes_nothing_more_from_a_task_log_read_to_its_end_by_a_recording_th
 }
 
 #[test]
+fn after_a_clean_end_finalize_takes_nothing_from_a_task_log_that_appeared_or_was_replaced_later() {
+    use tc_profile_format::{EndReason, Footer, Line};
+    let footer = || {
+        Line::Footer(Footer {
+            end_time: 1000.0,
+            reason: EndReason::CommandExited,
+        })
+    };
+    let sandbox = Sandbox::new();
+    let file = sandbox.path("live.log");
+    // The file appears only after the recording ended: the recorder never read it.
+    followed_log(&sandbox, &file, vec![footer()]);
+    std::fs::write(&file, numbered(1..=2)).unwrap();
+    assert_eq!(
+        finalized_log_lines(&sandbox, &["--keep-log"]),
+        Vec::<String>::new()
+    );
+    // The recorder read it to its end; then the worker rotated it, a new file at the path.
+    let mut body = log_batch(&file, &["line-0001", "line-0002"], Some((20, true)));
+    body.push(footer());
+    followed_log(&sandbox, &file, body);
+    std::fs::rename(&file, sandbox.path("rotated.log")).unwrap();
+    std::fs::write(&file, numbered(3..=4)).unwrap();
+    assert_eq!(
+        finalized_log_lines(&sandbox, &[]),
+        lines_of(&numbered(1..=2))
+    );
+}
+
+#[test]
 fn finalize_task_log_knows_the_followed_file_by_its_identity_not_its_spelling() {
     let sandbox = Sandbox::new();
     let file = sandbox.path("live.log");

@@ -73,6 +73,7 @@ pub fn read_json(path: &Path) -> Value {
 }
 
 /// The markers of a finalized profile, as (name, start, end, data) rows.
+#[derive(Debug)]
 pub struct MarkerRow {
     pub name: String,
     pub start: f64,

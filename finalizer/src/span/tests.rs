@@ -1,4 +1,5 @@
 use super::*;
+use crate::profile::MARKER_FILES;
 use crate::profile_marker::MarkerRef;
 use crate::reader::read_log;
 
@@ -108,4 +109,41 @@ fn a_span_without_any_log_is_all_missing_and_still_a_profile() {
         (0.0, Some(3000.0))
     );
     assert!(profile.meta.contains_key("categories"));
+}
+
+#[test]
+fn an_interval_begun_in_one_part_and_ended_in_a_later_one_is_whole() {
+    // Part 1 from 10 s: "phase" begun at 10.5 s, then the daemon was killed. Part 2 from
+    // 12 s: the end, read without its begin (a `close`), at 12.3 s; and an open interval
+    // of its own with the same id as part 1's.
+    let key = "file:k.jsonl:phase";
+    let begun = format!(r#"{{"type":"open","id":1,"name":"phase","startTime":500,"key":"{key}"}}"#);
+    let first = log(10_000.0, "T", &[&begun, &marker("step", 600.0, 700.0)]);
+    let ended = format!(r#"{{"type":"close","key":"{key}","name":"phase","time":300}}"#);
+    let own = r#"{"type":"open","id":1,"name":"own","startTime":100}"#;
+    let footer = r#"{"type":"footer","endTime":1000,"reason":"stopped"}"#;
+    let second = log(12_000.0, "T", &[own, &ended, footer]);
+    let logs = SpanLogs {
+        own: vec![first, second],
+        ..SpanLogs::default()
+    };
+    let span = Span {
+        start: 10_000.0,
+        end: 13_000.0,
+    };
+    let profile = compact_span(logs, span);
+    let phase = named(&profile, "phase");
+    assert_eq!(phase.len(), 1);
+    assert_eq!(
+        (phase[0].start_time, phase[0].end_time),
+        (500.0, Some(2300.0))
+    );
+    let data = phase[0].data.unwrap_or_default();
+    assert!(!data.contains("cutOff"), "{data}");
+    let own = named(&profile, "own");
+    assert_eq!((own[0].start_time, own[0].end_time), (2100.0, Some(3000.0)));
+    assert!(
+        named(&profile, MARKER_FILES).is_empty(),
+        "no end without its begin"
+    );
 }

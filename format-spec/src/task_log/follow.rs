@@ -9,7 +9,7 @@ use super::splitter::LineSplitter;
 use crate::profile_dir::handle_of;
 use crate::FileProgress;
 use std::fs::File;
-use std::os::unix::fs::{FileExt, MetadataExt};
+use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 /// Bytes read at a time.
@@ -71,9 +71,7 @@ impl LogFollower {
     /// handle whatever the path's spelling. Returns whether one is; a checkpoint `done`
     /// leaves nothing to read.
     pub fn resume(&mut self, checkpoints: &[FileProgress]) -> bool {
-        let identity = File::open(&self.path)
-            .ok()
-            .and_then(|file| Identity::of(&file));
+        let identity = open_log(&self.path).and_then(|file| Identity::of(&file));
         self.resume = identity.and_then(|identity| {
             checkpoints
                 .iter()
@@ -87,7 +85,7 @@ impl LogFollower {
     /// `take_unterminated`, a last line without its newline too (the writer is done).
     pub fn read(&mut self, take_unterminated: bool, emit: &mut dyn FnMut(Captured)) -> FollowRead {
         let mut read = FollowRead::default();
-        let at_path = File::open(&self.path).ok();
+        let at_path = open_log(&self.path);
         let replaced = match (&self.current, &at_path) {
             (Some(current), Some(file)) => !current.is_file(file),
             _ => false,
@@ -194,6 +192,18 @@ impl LogFollower {
             read.progress = self.progress();
         }
     }
+}
+
+/// The regular file at `path`, opened never through a symbolic link at its last component
+/// (whoever can write its directory cannot point it at another file), never blocking on a
+/// FIFO, never becoming a controlling terminal.
+fn open_log(path: &Path) -> Option<File> {
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .ok()?;
+    file.metadata().ok()?.is_file().then_some(file)
 }
 
 /// A file as checkpoints know it.
@@ -346,6 +356,22 @@ mod tests {
         assert_eq!(lines[0].length, 100 * 1000);
         assert_eq!(lines[0].text.len(), MAX_LINE_BYTES.min(100 * 1000));
         assert_eq!(taken.progress.unwrap().offset, 6 + 100 * 1000 + 1);
+    }
+
+    #[test]
+    fn a_symbolic_link_or_a_fifo_at_the_path_is_not_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let secret = dir.path().join("secret");
+        append(&secret, "root only\n");
+        let path = dir.path().join("live.log");
+        std::os::unix::fs::symlink(&secret, &path).unwrap();
+        let mut follower = LogFollower::new(&path);
+        assert_eq!(read(&mut follower, true).0, Vec::<String>::new());
+        std::fs::remove_file(&path).unwrap();
+        let fifo = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        assert_eq!(read(&mut follower, true).0, Vec::<String>::new(), "no wait");
     }
 
     #[test]

@@ -1,19 +1,27 @@
 //! The little of HTTP/1.1 the InfluxDB endpoint needs, on a std TCP stream: one request a
 //! connection (answered with `Connection: close`), its head parsed by httparse and bounded,
-//! its body by `Content-Length` only (no chunked encoding: 411), bounded too, and a deadline
-//! for the whole request, so that a slow or hostile client holds a handler for seconds, not
-//! for ever. The daemon's live profiles read their requests and write their answers here
-//! too.
+//! its body by one `Content-Length` only (no chunked encoding: 411), bounded too, and
+//! deadlines for the whole head and the whole request (each read waits only for what is
+//! left of them), so that a slow or hostile client holds a handler for seconds, not for
+//! ever. The daemon's live profiles read their requests and write their answers here too,
+//! long answers streamed in chunks ([`write_chunked`]).
 
-use std::io::{self, Read, Write};
+mod response;
+
+pub(crate) use response::respond;
+pub use response::{error_body, write_chunked, write_response, Response, JSON};
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 /// The longest request head (request line and headers).
-const MAX_HEAD_BYTES: usize = 16 << 10;
+pub const MAX_HEAD_BYTES: usize = 16 << 10;
 /// Headers of a request at most.
 const MAX_HEADERS: usize = 64;
-/// How long a client has to send its whole request, and each read or write may wait.
+/// How long a client has to send its request head, in all.
+const HEAD_DEADLINE: Duration = Duration::from_secs(5);
+/// How long a client has to send its whole request, body included, and each write of a
+/// short answer may wait.
 const REQUEST_DEADLINE: Duration = Duration::from_secs(10);
 
 /// A request, as far as the endpoint reads it.
@@ -24,10 +32,13 @@ pub struct Request {
     /// The query's `name=value` pairs, not percent-decoded (the endpoint reads `precision`
     /// only, whose values are plain letters).
     pub query: Vec<(String, String)>,
+    /// The `Authorization` header's value (its first, when given more than once).
+    pub authorization: Option<String>,
     pub body: Vec<u8>,
 }
 
 /// A request that cannot be read whole: answered with this status, or only closed.
+#[derive(Debug, PartialEq)]
 pub enum ReadError {
     /// Answered with the status and a reason.
     Refused(u16, String),
@@ -46,81 +57,106 @@ impl Request {
 
 /// Reads one request; a body over `max_body_bytes` is refused (413) without being read.
 pub fn read_request(stream: &mut TcpStream, max_body_bytes: usize) -> Result<Request, ReadError> {
-    let deadline = Instant::now() + REQUEST_DEADLINE;
+    let started = Instant::now();
     stream
-        .set_read_timeout(Some(REQUEST_DEADLINE))
-        .and_then(|()| stream.set_write_timeout(Some(REQUEST_DEADLINE)))
+        .set_write_timeout(Some(REQUEST_DEADLINE))
         .map_err(|_| ReadError::Gone)?;
     let mut buffer = Vec::with_capacity(4096);
     let mut chunk = [0u8; 4096];
     loop {
-        let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
-        let mut head = httparse::Request::new(&mut headers);
-        match head.parse(&buffer) {
-            Ok(httparse::Status::Complete(head_length)) => {
-                let head = Head::of(&head)?;
-                let body = buffer.split_off(head_length);
-                return head.read_body(stream, body, max_body_bytes, deadline);
-            }
-            Ok(httparse::Status::Partial) if buffer.len() < MAX_HEAD_BYTES => {}
-            Ok(httparse::Status::Partial) => {
-                return Err(ReadError::Refused(431, "request head too large".to_owned()))
-            }
-            Err(error) => return Err(ReadError::Refused(400, format!("bad request: {error}"))),
+        if let Some(head) = parse_head(&buffer)? {
+            let body = buffer.split_off(head.length);
+            return head.read_body(stream, body, max_body_bytes, started + REQUEST_DEADLINE);
         }
-        let read = read_before(stream, &mut chunk, deadline)?;
+        let read = read_before(stream, &mut chunk, started + HEAD_DEADLINE)?;
         buffer.extend_from_slice(&chunk[..read]);
     }
 }
 
-/// A read that fails once the deadline has passed, or at the end of the stream.
+/// The request head at the start of `buffer`, or None while it is not whole. Refused: a
+/// head over [`MAX_HEAD_BYTES`] (431), one httparse cannot parse, or a `Content-Length`
+/// given twice or not a decimal number (400), a `Transfer-Encoding` (411).
+pub fn parse_head(buffer: &[u8]) -> Result<Option<Head>, ReadError> {
+    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut head = httparse::Request::new(&mut headers);
+    let too_large = || ReadError::Refused(431, "request head too large".to_owned());
+    match head.parse(buffer) {
+        Ok(httparse::Status::Complete(length)) if length <= MAX_HEAD_BYTES => {
+            Head::of(&head, length).map(Some)
+        }
+        Ok(httparse::Status::Partial) if buffer.len() < MAX_HEAD_BYTES => Ok(None),
+        Ok(_) => Err(too_large()),
+        Err(error) => Err(ReadError::Refused(400, format!("bad request: {error}"))),
+    }
+}
+
+/// A read that waits no longer than the deadline, and fails at the end of the stream.
 fn read_before(
     stream: &mut TcpStream,
     chunk: &mut [u8],
     deadline: Instant,
 ) -> Result<usize, ReadError> {
-    if Instant::now() >= deadline {
+    let left = deadline.saturating_duration_since(Instant::now());
+    if left.is_zero() {
         return Err(ReadError::Gone);
     }
+    stream
+        .set_read_timeout(Some(left))
+        .map_err(|_| ReadError::Gone)?;
     match stream.read(chunk) {
         Ok(0) | Err(_) => Err(ReadError::Gone),
         Ok(read) => Ok(read),
     }
 }
 
-/// What the head says, owned.
-struct Head {
-    method: String,
-    target: String,
-    content_length: usize,
-    expects_continue: bool,
+/// What a request head says, owned.
+#[derive(Debug)]
+pub struct Head {
+    pub method: String,
+    /// The path and the query.
+    pub target: String,
+    pub content_length: usize,
+    pub expects_continue: bool,
+    pub authorization: Option<String>,
+    /// The head's bytes, up to and with its empty line.
+    pub length: usize,
 }
 
 impl Head {
-    fn of(head: &httparse::Request) -> Result<Head, ReadError> {
-        let mut content_length = 0;
+    fn of(head: &httparse::Request, length: usize) -> Result<Head, ReadError> {
+        let mut content_length = None;
         let mut expects_continue = false;
+        let mut authorization = None;
         for header in head.headers.iter() {
-            let value = String::from_utf8_lossy(header.value);
-            let value = value.trim();
+            let value = header.value.trim_ascii();
             if header.name.eq_ignore_ascii_case("content-length") {
-                content_length = value.parse().map_err(|_| {
+                if content_length.is_some() {
+                    return Err(ReadError::Refused(
+                        400,
+                        "bad request: Content-Length given twice".to_owned(),
+                    ));
+                }
+                content_length = Some(decimal(value).ok_or_else(|| {
                     ReadError::Refused(400, "bad request: invalid Content-Length".to_owned())
-                })?;
+                })?);
             } else if header.name.eq_ignore_ascii_case("transfer-encoding") {
                 return Err(ReadError::Refused(
                     411,
                     "length required: send the body with Content-Length".to_owned(),
                 ));
             } else if header.name.eq_ignore_ascii_case("expect") {
-                expects_continue = value.eq_ignore_ascii_case("100-continue");
+                expects_continue = value.eq_ignore_ascii_case(b"100-continue");
+            } else if header.name.eq_ignore_ascii_case("authorization") && authorization.is_none() {
+                authorization = Some(String::from_utf8_lossy(value).into_owned());
             }
         }
         Ok(Head {
             method: head.method.unwrap_or_default().to_owned(),
             target: head.path.unwrap_or_default().to_owned(),
-            content_length,
+            content_length: content_length.unwrap_or(0),
             expects_continue,
+            authorization,
+            length,
         })
     }
 
@@ -160,77 +196,18 @@ impl Head {
             method: self.method,
             path: path.to_owned(),
             query,
+            authorization: self.authorization,
             body,
         })
     }
 }
 
-/// The content type of JSON bodies.
-pub const JSON: &str = "application/json";
-
-/// An answer: its status, header lines of its own, and a body with its content type.
-pub struct Response<'a> {
-    pub status: u16,
-    pub headers: &'a [(&'a str, &'a str)],
-    pub body: Option<(&'a str, &'a [u8])>,
-}
-
-/// Writes `response` for a connection closed after it (`Connection: close`).
-pub fn write_response(stream: &mut impl Write, response: &Response) -> io::Result<()> {
-    let status = response.status;
-    let mut head = format!(
-        "HTTP/1.1 {status} {}\r\nConnection: close\r\n",
-        reason(status)
-    );
-    for (name, value) in response.headers {
-        head.push_str(&format!("{name}: {value}\r\n"));
+/// A `Content-Length`: decimal digits only (no sign, no list), that fit.
+fn decimal(text: &[u8]) -> Option<usize> {
+    if text.is_empty() || !text.iter().all(u8::is_ascii_digit) {
+        return None;
     }
-    let (content_type, body) = response.body.unwrap_or_default();
-    if !content_type.is_empty() {
-        head.push_str(&format!("Content-Type: {content_type}\r\n"));
-    }
-    // A 204 has no body, nor a length for one.
-    if status != 204 {
-        head.push_str(&format!("Content-Length: {}\r\n", body.len()));
-    }
-    head.push_str("\r\n");
-    stream.write_all(head.as_bytes())?;
-    stream.write_all(body)?;
-    stream.flush()
-}
-
-fn reason(status: u16) -> &'static str {
-    match status {
-        200 => "OK",
-        204 => "No Content",
-        400 => "Bad Request",
-        403 => "Forbidden",
-        404 => "Not Found",
-        405 => "Method Not Allowed",
-        411 => "Length Required",
-        413 => "Request Entity Too Large",
-        431 => "Request Header Fields Too Large",
-        503 => "Service Unavailable",
-        _ => "Internal Server Error",
-    }
-}
-
-/// An error body as InfluxDB writes it: `{"error":"..."}`.
-pub fn error_body(message: &str) -> Vec<u8> {
-    serde_json::json!({ "error": message })
-        .to_string()
-        .into_bytes()
-}
-
-/// Writes the endpoint's answer, as InfluxDB 1.8 answers, for a connection closed after it.
-pub(crate) fn respond(stream: &mut TcpStream, status: u16, error: Option<&str>) -> io::Result<()> {
-    let body = error.map(error_body);
-    let response = Response {
-        status,
-        headers: &[("X-Influxdb-Version", "1.8.10")],
-        body: body.as_deref().map(|body| (JSON, body)),
-    };
-    write_response(stream, &response)
+    std::str::from_utf8(text).ok()?.parse().ok()
 }
 
 /// Bytes of an unread body taken (and thrown away) after the answer, at most.
@@ -258,33 +235,80 @@ pub(crate) fn close(mut stream: TcpStream) {
 mod tests {
     use super::*;
 
-    fn written(response: &Response) -> String {
-        let mut out = Vec::new();
-        write_response(&mut out, response).unwrap();
-        String::from_utf8(out).unwrap()
+    fn refusal(head: &[u8]) -> Option<u16> {
+        match parse_head(head) {
+            Err(ReadError::Refused(status, _)) => Some(status),
+            _ => None,
+        }
     }
 
     #[test]
-    fn a_response_has_its_headers_type_and_length_and_a_204_no_length() {
-        let error = error_body("no \"db\"");
-        let response = Response {
-            status: 400,
-            headers: &[("X-Influxdb-Version", "1.8.10")],
-            body: Some((JSON, &error)),
+    fn a_content_length_given_twice_or_not_decimal_is_refused() {
+        let twice = b"POST /write HTTP/1.1\r\nContent-Length: 5\r\ncontent-length: 500\r\n\r\n";
+        assert_eq!(refusal(twice), Some(400));
+        let same_twice = b"POST /write HTTP/1.1\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\n";
+        assert_eq!(refusal(same_twice), Some(400));
+        for bad in ["+5", "5, 5", "-1", "", "0x10", "99999999999999999999999"] {
+            let head = format!("POST /write HTTP/1.1\r\nContent-Length: {bad}\r\n\r\n");
+            assert_eq!(refusal(head.as_bytes()), Some(400), "{bad:?}");
+        }
+        let good = parse_head(b"POST /w HTTP/1.1\r\nContent-Length:  12 \r\n\r\nbody")
+            .unwrap()
+            .unwrap();
+        assert_eq!((good.content_length, good.length), (12, 42));
+    }
+
+    #[test]
+    fn a_head_is_whole_only_at_its_empty_line_and_never_past_the_cap() {
+        let head = b"GET /a?b=c HTTP/1.1\r\nHost: x\r\n\r\n";
+        for end in 0..head.len() {
+            assert!(parse_head(&head[..end]).unwrap().is_none(), "{end}");
+        }
+        assert_eq!(parse_head(head).unwrap().unwrap().target, "/a?b=c");
+        let mut long = b"GET / HTTP/1.1\r\nX: ".to_vec();
+        long.resize(MAX_HEAD_BYTES + 10, b'a');
+        assert_eq!(refusal(&long), Some(431));
+        long.extend_from_slice(b"\r\n\r\n");
+        assert_eq!(refusal(&long), Some(431));
+    }
+
+    #[test]
+    fn a_duplicate_content_length_is_answered_at_once_not_waited_for() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        client
+            .write_all(b"POST /write HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 9\r\n\r\nx")
+            .unwrap();
+        let (mut server, _) = listener.accept().unwrap();
+        let started = Instant::now();
+        let Err(ReadError::Refused(status, why)) = read_request(&mut server, 100) else {
+            panic!("not refused");
         };
-        assert_eq!(
-            written(&response),
-            "HTTP/1.1 400 Bad Request\r\nConnection: close\r\nX-Influxdb-Version: 1.8.10\r\n\
-             Content-Type: application/json\r\nContent-Length: 21\r\n\r\n{\"error\":\"no \\\"db\\\"\"}"
+        assert_eq!(status, 400, "{why}");
+        assert!(started.elapsed() < REQUEST_DEADLINE / 2);
+    }
+
+    #[test]
+    fn a_slow_head_is_dropped_at_its_deadline_however_often_bytes_come() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let address = listener.local_addr().unwrap();
+        let trickle = std::thread::spawn(move || {
+            let mut client = TcpStream::connect(address).unwrap();
+            let started = Instant::now();
+            // A byte a quarter second: each read would be answered long before its timeout.
+            while started.elapsed() < HEAD_DEADLINE * 2 && client.write_all(b"G").is_ok() {
+                std::thread::sleep(Duration::from_millis(250));
+            }
+        });
+        let (mut server, _) = listener.accept().unwrap();
+        let started = Instant::now();
+        assert_eq!(read_request(&mut server, 0).err(), Some(ReadError::Gone));
+        let took = started.elapsed();
+        assert!(
+            took >= HEAD_DEADLINE && took < HEAD_DEADLINE * 2,
+            "{took:?}"
         );
-        let no_content = Response {
-            status: 204,
-            headers: &[],
-            body: None,
-        };
-        assert_eq!(
-            written(&no_content),
-            "HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n"
-        );
+        drop(server);
+        trickle.join().unwrap();
     }
 }

@@ -8,11 +8,12 @@
 //! connections overlap, up to a few: concurrency is bounded by their number, and a task
 //! that never writes costs no thread.
 //! With an InfluxDB to forward to, the points of each request answered 204 are queued
-//! for `forward`.
+//! for `forward`. A write must carry the recording's token (`token`).
 
 mod forward;
 // Its request reading is the daemon's too (`tc_profile_recorder::http`).
 pub(crate) mod http;
+mod token;
 
 pub use forward::{ForwardStats, MAX_UNSENT_BYTES};
 pub(crate) use forward::{Forwarder, Forwarding};
@@ -32,6 +33,7 @@ use tc_profile_format::scope::MetricScopes;
 use tc_profile_format::{
     encode_line_into, sanitize_name, BatchAggregator, InfluxInfo, Line, MetricLimits, Sample,
 };
+use token::{Access, Token};
 
 /// Longer request bodies are refused whole (413): far above what a client batches (the
 /// InfluxDB clients send 5,000 points, some 300 kB, at most), and a bound on memory.
@@ -61,6 +63,8 @@ pub(crate) fn info(listener: &TcpListener, limits: &MetricLimits) -> io::Result<
 /// The handler threads, and how to stop them.
 pub(crate) struct InfluxThreads {
     address: SocketAddr,
+    /// The URL's token, which every write must carry.
+    token: Arc<Token>,
     pool: Arc<Pool>,
 }
 
@@ -88,7 +92,9 @@ impl InfluxThreads {
         forwarding: Option<Forwarding>,
     ) -> Result<InfluxThreads, RecorderError> {
         let address = listener.local_addr().map_err(RecorderError::Influx)?;
+        let token = Arc::new(Token::generate().map_err(RecorderError::Influx)?);
         let endpoint = Endpoint {
+            token: Arc::clone(&token),
             scopes: limits.scopes.clone(),
             batches: Mutex::new(BatchAggregator::new(
                 limits,
@@ -105,7 +111,11 @@ impl InfluxThreads {
             idle: AtomicUsize::new(0),
             handles: Mutex::new(Vec::with_capacity(HANDLERS)),
         });
-        Ok(InfluxThreads { address, pool })
+        Ok(InfluxThreads {
+            address,
+            token,
+            pool,
+        })
     }
 
     /// The endpoint until its first handler starts.
@@ -115,8 +125,9 @@ impl InfluxThreads {
         }
     }
 
+    /// The base URL with the token: what the task is given.
     pub(crate) fn url(&self) -> String {
-        format!("http://{}", self.address)
+        format!("http://{}/{}", self.address, self.token.as_str())
     }
 
     /// Stops the handlers once each has answered the request it is serving.
@@ -206,6 +217,7 @@ impl Pool {
 /// What every handler shares: the aggregation, behind a lock that also keeps the lines of
 /// the requests in the order their points were aggregated.
 struct Endpoint {
+    token: Arc<Token>,
     scopes: MetricScopes,
     batches: Mutex<BatchAggregator>,
     markers: MarkerSink,
@@ -245,9 +257,23 @@ impl Endpoint {
     }
 
     fn answer(&self, request: &Request) -> (u16, Option<String>) {
-        match (request.method.as_str(), request.path.as_str()) {
+        let route = token::route(&request.path);
+        match (request.method.as_str(), route.path) {
+            // As InfluxDB's, open to all: it says only that the endpoint is up.
             ("GET" | "HEAD", "/ping") => (204, None),
-            ("POST", "/write") => self.write(request),
+            ("POST", "/write") => match self.token.admits(
+                route.token,
+                request.query("p"),
+                request.authorization.as_deref(),
+            ) {
+                Access::Granted => self.write(request),
+                // InfluxDB's answers with authentication on.
+                Access::NoCredentials => (
+                    401,
+                    Some("unable to parse authentication credentials".to_owned()),
+                ),
+                Access::Refused => (401, Some("authorization failed".to_owned())),
+            },
             (_, "/ping" | "/write") => (405, Some("method not allowed".to_owned())),
             _ => (404, Some("not found".to_owned())),
         }

@@ -2,16 +2,16 @@
 //! `[taskcluster-task:stat]` lines, aggregated into metric tracks as statsd packets are.
 
 use super::relay::Message;
+use super::stats::StatLines;
 use crate::channel::MarkerSink;
-use crate::statsd::record_packet;
 use crossbeam_channel::{Receiver, RecvTimeoutError};
 use serde_json::json;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tc_profile_format::schema::{category, data_type};
-use tc_profile_format::task_log::{stat_line, Captured, Placement, Stream};
-use tc_profile_format::{Aggregator, Marker, MetricLimits};
+use tc_profile_format::task_log::{Captured, Placement, Stream};
+use tc_profile_format::{Marker, MetricLimits};
 
 /// Lines a second kept on average, over both streams.
 pub(crate) const LINES_PER_SECOND: f64 = 1000.0;
@@ -22,10 +22,10 @@ pub(crate) struct Consumer {
     markers: MarkerSink,
     start_epoch_ms: f64,
     bucket: Bucket,
-    metrics: Aggregator,
+    stats: StatLines,
     interval: Duration,
-    /// The metric interval being taken: its start (log time) and when to flush it.
-    metric_interval: Option<(f64, Instant)>,
+    /// When to flush the metric interval being taken.
+    flush_at: Option<Instant>,
     /// Lines dropped by the relays, their queue full.
     queue_full: Arc<AtomicU64>,
     over_rate: u64,
@@ -44,9 +44,9 @@ impl Consumer {
             start_epoch_ms: markers.clock().start_epoch_ms(),
             markers,
             bucket: Bucket::new(),
-            metrics: Aggregator::new(limits),
+            stats: StatLines::new(limits),
             interval,
-            metric_interval: None,
+            flush_at: None,
             queue_full,
             over_rate: 0,
             drop_span: None,
@@ -58,8 +58,8 @@ impl Consumer {
     pub(crate) fn run(mut self, messages: Receiver<Message>) {
         loop {
             // Without a metric interval due there is nothing to wake for: Stop is a message.
-            let message = match self.metric_interval {
-                Some((_, flush_at)) => {
+            let message = match self.flush_at {
+                Some(flush_at) => {
                     messages.recv_timeout(flush_at.saturating_duration_since(Instant::now()))
                 }
                 None => messages.recv().map_err(|_| RecvTimeoutError::Disconnected),
@@ -73,21 +73,22 @@ impl Consumer {
                 Ok(Message::Stop) | Err(RecvTimeoutError::Disconnected) => break,
                 Err(RecvTimeoutError::Timeout) => {}
             }
-            if let Some((start, flush_at)) = self.metric_interval {
-                if Instant::now() >= flush_at {
-                    self.flush_metrics(start);
-                }
+            if self
+                .flush_at
+                .is_some_and(|flush_at| Instant::now() >= flush_at)
+            {
+                self.flush_metrics();
             }
         }
-        if let Some((start, _)) = self.metric_interval {
-            self.flush_metrics(start);
-        }
+        self.flush_metrics();
         self.note_drops();
     }
 
     fn take(&mut self, line: &Captured, stream: Stream, arrival: f64) {
-        if let Some(statsd) = stat_line(&line.text).filter(|_| !line.cut) {
-            self.record_stat(statsd);
+        if self.stats.take(line, self.markers.now()) {
+            let interval = self.interval;
+            self.flush_at
+                .get_or_insert_with(|| Instant::now() + interval);
             return;
         }
         if !self.bucket.take(arrival) {
@@ -103,19 +104,11 @@ impl Consumer {
         self.markers.marker(&line.marker(stream, &placement));
     }
 
-    fn record_stat(&mut self, statsd: &str) {
-        let now = self.markers.now();
-        let interval = self.interval;
-        self.metric_interval
-            .get_or_insert_with(|| (now, Instant::now() + interval));
-        record_packet(&mut self.metrics, statsd.as_bytes());
-    }
-
-    fn flush_metrics(&mut self, start: f64) {
-        for marker in self.metrics.flush(start, self.markers.now()) {
+    fn flush_metrics(&mut self) {
+        for marker in self.stats.flush(self.markers.now()) {
             self.markers.marker(&marker);
         }
-        self.metric_interval = None;
+        self.flush_at = None;
     }
 
     fn saw_drop(&mut self, time: f64) {

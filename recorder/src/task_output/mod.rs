@@ -6,6 +6,7 @@
 
 mod consumer;
 mod relay;
+pub(crate) mod stats;
 
 use crate::channel::MarkerSink;
 use crate::error::{spawn, RecorderError};

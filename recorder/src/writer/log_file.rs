@@ -2,11 +2,12 @@
 //! the log deleted and creates it again; and the writer's watch on the log's place, which
 //! says so once.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+use tc_profile_fs::{Dir, PRIVATE_FILE};
 
 /// How often the writer checks that the log is still at its path.
 const PLACE_CHECK_PERIOD: Duration = Duration::from_secs(1);
@@ -79,6 +80,8 @@ impl LogSink for LogFile {
             }
             Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(Place::Orphaned),
             Err(error) if error.kind() == io::ErrorKind::AlreadyExists => Ok(Place::Orphaned),
+            // Its directory swapped for a symbolic link: never followed.
+            Err(error) if error.kind() == io::ErrorKind::InvalidInput => Ok(Place::Orphaned),
             Err(error) => Err(error),
         }
     }
@@ -86,31 +89,24 @@ impl LogSink for LogFile {
 
 /// Creates a log that `fill` starts, durable, with its directory entry durable too, and
 /// locked. The lock is taken before the first byte: a recoverer that wins the race to it
-/// finds an empty file, which it leaves alone (SPEC.md, "Locking and recovery").
+/// finds an empty file, which it leaves alone (SPEC.md, "Locking and recovery"). The log is
+/// its owner's alone (it holds the tasks' command lines), created never through a symbolic
+/// link.
 pub(crate) fn create_log(
     path: &Path,
     fill: impl FnOnce(&mut File) -> io::Result<()>,
 ) -> io::Result<File> {
-    let mut file = OpenOptions::new()
-        .read(true)
-        .append(true)
-        .create_new(true)
-        .open(path)?;
+    let (dir, name) = Dir::open_parent(path)?;
+    let mut file = dir.create_new(name, PRIVATE_FILE)?;
     let made_durable = file
         .lock()
         .and_then(|()| fill(&mut file))
         .and_then(|()| file.sync_all())
-        .and_then(|()| {
-            let parent = match path.parent() {
-                Some(dir) if !dir.as_os_str().is_empty() => dir,
-                _ => Path::new("."),
-            };
-            File::open(parent)?.sync_all()
-        });
+        .and_then(|()| dir.sync());
     if let Err(error) = made_durable {
         // Ours alone (created exclusively): a log without its headers would only be
         // something for a recoverer to clear away.
-        let _ = std::fs::remove_file(path);
+        let _ = dir.remove_file(name);
         return Err(error);
     }
     Ok(file)

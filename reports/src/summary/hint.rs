@@ -1,5 +1,7 @@
 //! Whether the machine fits the task: a smaller one would have done, it fits, or the task
-//! is bound by its CPU or memory; from the CPU p95 and the memory peak.
+//! is bound by its CPU or memory; from the CPU p95 and the memory peak. The task is called
+//! CPU-bound by its own CPU (its processes' "Task CPU", where the profile has it): a
+//! machine kept busy by other processes is said to be, not blamed on the task.
 
 use crate::summary::model::{CpuUse, Hint, MachineSize, MemoryUse, Verdict};
 use crate::summary::text::short_number;
@@ -17,22 +19,29 @@ pub(super) fn hint(
 ) -> Option<Hint> {
     let cores = f64::from(machine.logical_cpus?);
     let total_gib = machine.main_memory_bytes? as f64 / GIB;
-    let p95_cores = cpu?.all.p95 * cores;
+    let cpu = cpu?;
+    let p95_cores = cpu.all.p95 * cores;
+    let task_p95_cores = cpu.task.as_ref().map(|task| task.p95 * cores);
     let peak_gib = memory?.peak_bytes as f64 / GIB;
 
+    // A smaller machine must hold everything that ran on this one: sized by all cores.
     let cores_needed = smallest_power_of_two_above(p95_cores / HEADROOM);
     let gib_needed = smallest_power_of_two_above(peak_gib / HEADROOM);
-    let cpu_bound = p95_cores >= BOUND * cores;
+    let cpu_bound = task_p95_cores.unwrap_or(p95_cores) >= BOUND * cores;
+    let busy_with_others = !cpu_bound && p95_cores >= BOUND * cores;
     let memory_bound = peak_gib >= BOUND * total_gib;
     let smaller = f64::from(cores_needed) < cores || f64::from(gib_needed) < total_gib;
     let suggested_cores = f64::from(cores_needed).min(cores) as u32;
     let suggested_gib = f64::from(gib_needed).min(total_gib);
 
-    let reason = format!(
-        "peak {peak_gib:.1} of {} GiB and CPU p95 at {p95_cores:.1} of {cores} cores",
-        short_number(total_gib)
-    );
-    let (verdict, conclusion) = match (cpu_bound, memory_bound) {
+    let memory_reason = format!("peak {peak_gib:.1} of {} GiB", short_number(total_gib));
+    let reason = match task_p95_cores {
+        Some(task) => {
+            format!("{memory_reason} and the task's CPU p95 at {task:.1} of {cores} cores")
+        }
+        None => format!("{memory_reason} and CPU p95 at {p95_cores:.1} of {cores} cores"),
+    };
+    let (verdict, mut conclusion) = match (cpu_bound, memory_bound) {
         (true, true) => (
             Verdict::CpuAndMemoryBound,
             "the task is CPU-bound and close to the memory limit, a bigger machine would help"
@@ -55,6 +64,12 @@ pub(super) fn hint(
         ),
         (false, false) => (Verdict::Fits, "this machine fits the task".to_owned()),
     };
+    if busy_with_others {
+        conclusion.push_str(&format!(
+            "; other processes kept the machine busy (CPU p95 at {p95_cores:.1} of {cores} \
+             cores in all), not the task"
+        ));
+    }
     Some(Hint {
         verdict,
         cores: suggested_cores,

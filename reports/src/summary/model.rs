@@ -150,7 +150,7 @@ pub enum Verdict {
     Smaller,
     /// The machine fits.
     Fits,
-    /// CPU p95 at 90 % of the cores or more.
+    /// The task's CPU p95 (all CPU without its own track) at 90 % of the cores or more.
     CpuBound,
     /// Memory peak at 90 % of the machine's or more.
     MemoryBound,

@@ -98,3 +98,71 @@ fn dropped(markers: &Markers) -> Vec<Dropped> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::summary::model::Verdict;
+    use tc_profile_finalizer::{compact, read_log};
+
+    /// A recording of 10 s on 2 cores, one sample a second: all cores at `machine_cpu`,
+    /// the task's processes at `task_cpu` of them, the rest at the difference.
+    fn summary_of(machine_cpu: f64, task_cpu: f64) -> Summary {
+        let mut log = String::from(concat!(
+            r#"{"type":"meta","startTime":1000,"logicalCPUs":2,"mainMemory":8589934592,"markerSchema":[]}"#,
+            "\n",
+            r#"{"type":"thread","name":"t"}"#,
+            "\n",
+        ));
+        for second in 0..10 {
+            let (start, end) = (second * 1000, (second + 1) * 1000);
+            let other = machine_cpu - task_cpu;
+            for (name, data) in [
+                (
+                    "CPU Use",
+                    format!(r#"{{"type":"CPU","user":{machine_cpu}}}"#),
+                ),
+                ("Memory", r#"{"type":"Mem","used":1073741824}"#.to_owned()),
+                (
+                    "Task CPU",
+                    format!(r#"{{"type":"TaskCPU","cpu":{task_cpu}}}"#),
+                ),
+                (
+                    "Other CPU",
+                    format!(r#"{{"type":"OtherCPU","cpu":{other}}}"#),
+                ),
+            ] {
+                log.push_str(&format!(
+                    r#"{{"type":"marker","name":"{name}","startTime":{start},"endTime":{end},"data":{data}}}"#
+                ));
+                log.push('\n');
+            }
+        }
+        let (profile, _) = compact(read_log(log.as_bytes()).unwrap());
+        summarize(&profile)
+    }
+
+    #[test]
+    fn an_idle_task_on_a_busy_machine_is_not_called_cpu_bound() {
+        let hint = summary_of(1.0, 0.0).hint.unwrap();
+        assert_ne!(hint.verdict, Verdict::CpuBound, "{}", hint.text);
+        assert!(!hint.text.contains("CPU-bound"), "{}", hint.text);
+        assert!(
+            hint.text.contains("the task's CPU p95 at 0.0 of 2 cores"),
+            "{}",
+            hint.text
+        );
+        assert!(
+            hint.text.contains("other processes kept the machine busy"),
+            "{}",
+            hint.text
+        );
+    }
+
+    #[test]
+    fn a_task_that_keeps_the_cores_busy_itself_is_cpu_bound() {
+        let hint = summary_of(1.0, 0.95).hint.unwrap();
+        assert_eq!(hint.verdict, Verdict::CpuBound, "{}", hint.text);
+        assert!(!hint.text.contains("other processes"), "{}", hint.text);
+    }
+}

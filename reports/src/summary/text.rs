@@ -1,8 +1,10 @@
 //! The summary as text for a terminal or a task log: a label column, then one line per
-//! subject, then the steps as a table.
+//! subject, then the steps as a table. What came from the task (step and process names, a
+//! note's file names) is printed with its control characters escaped.
 
 use crate::summary::model::{ProcessUse, Step, Summary};
 use std::fmt::Write;
+use tc_profile_finalizer::escape_controls;
 
 const BOLD: &str = "\x1b[1m";
 const RESET: &str = "\x1b[0m";
@@ -109,9 +111,9 @@ pub(super) fn serialize(summary: &Summary, form: Form) -> Vec<u8> {
                 dropped.what,
                 duration(dropped.start_ms),
                 duration(end),
-                dropped.text
+                escape_controls(&dropped.text)
             ),
-            None => format!("{}: {}", dropped.what, dropped.text),
+            None => format!("{}: {}", dropped.what, escape_controls(&dropped.text)),
         };
         line("Dropped", &text);
     }
@@ -185,7 +187,7 @@ fn steps(out: &mut String, steps: &[Step], cores: Option<u32>) {
             out,
             "{:<8} {:<NAME_MAX$} {:>10} {:>10} {:>9} {:>9} {:>12}{}",
             step.category,
-            cut(&name),
+            cut(&escape_controls(&name)),
             duration(step.start_ms),
             duration(step.duration_ms),
             cpu(step.cpu_average),
@@ -208,7 +210,7 @@ fn processes(out: &mut String, processes: &[ProcessUse]) {
         let _ = writeln!(
             out,
             "{pid:<8} {:<NAME_MAX$} {:>10} {:>10} {:>9} {:>12}",
-            cut(command),
+            cut(&escape_controls(command)),
             duration(process.start_ms),
             duration(process.duration_ms),
             duration(process.cpu_ms),

@@ -2,9 +2,10 @@
 //! arguments with anything that looks like a secret masked. Only /proc/<pid>/cmdline is
 //! read; the environment never is.
 
+use super::tokens::{mask_tokens, MASK};
+
 /// The longest summary kept; the rest is cut with an ellipsis.
 const SUMMARY_MAX: usize = 120;
-const MASK: &str = "***";
 /// Parts of option, variable and header names whose values are masked.
 const SECRET_WORDS: [&str; 10] = [
     "pass",
@@ -43,7 +44,10 @@ pub fn summarize<S: AsRef<str>>(args: &[S]) -> String {
     };
     let program = program.as_ref();
     let mut summary = program.rsplit('/').next().unwrap_or(program).to_owned();
-    let mut masking = Masking::default();
+    let mut masking = Masking {
+        tool: PasswordTool::of(&summary),
+        ..Masking::default()
+    };
     // An argument may be a whole script (`sh -c "TOKEN=x curl ..."`): masked word by word.
     for word in args.iter().flat_map(|arg| arg.as_ref().split(' ')) {
         summary.push(' ');
@@ -62,6 +66,59 @@ struct Masking {
     next: bool,
     /// Mask what follows the colon of the next word (`-u user:password`).
     next_password: bool,
+    /// The tool whose options the words are, when its `-p` takes a password.
+    tool: PasswordTool,
+}
+
+/// Tools whose `-p` takes a password. Only for these is `-p` read so: elsewhere `-pthread`,
+/// `-pipe` and `-pedantic` are ordinary options.
+#[derive(Default, Clone, Copy, PartialEq)]
+enum PasswordTool {
+    #[default]
+    None,
+    /// mysql and its kin: `-pPASSWORD` glued; `-p` alone asks at a prompt, so the word after
+    /// it (the database) is kept.
+    Mysql,
+    /// sshpass: `-p PASSWORD` or `-pPASSWORD`, before the command it runs.
+    Sshpass {
+        /// The next word is the value of `-f`, `-d` or `-P`, not yet the command.
+        value_next: bool,
+    },
+}
+
+const MYSQL_TOOLS: [&str; 18] = [
+    "mysql",
+    "mysqldump",
+    "mysqladmin",
+    "mysqlimport",
+    "mysqlshow",
+    "mysqlcheck",
+    "mysqlslap",
+    "mysqlpump",
+    "mysqlbinlog",
+    "mysqlsh",
+    "mariadb",
+    "mariadb-dump",
+    "mariadb-admin",
+    "mariadb-import",
+    "mariadb-show",
+    "mariadb-check",
+    "mariadb-slap",
+    "mariadb-binlog",
+];
+/// sshpass's other options that take a value as the next word.
+const SSHPASS_VALUE_OPTIONS: [&str; 3] = ["-f", "-d", "-P"];
+/// Words that end a shell command: the next word names a new tool.
+const COMMAND_SEPARATORS: [&str; 5] = [";", "&&", "||", "|", "&"];
+
+impl PasswordTool {
+    fn of(word: &str) -> Self {
+        match word.rsplit('/').next().unwrap_or(word) {
+            "sshpass" => Self::Sshpass { value_next: false },
+            name if MYSQL_TOOLS.contains(&name) => Self::Mysql,
+            _ => Self::None,
+        }
+    }
 }
 
 impl Masking {
@@ -70,6 +127,11 @@ impl Masking {
             // `Authorization: Bearer x`: the scheme, then the credentials.
             self.next = AUTH_SCHEMES.iter().any(|s| s.eq_ignore_ascii_case(word));
             return MASK.to_owned();
+        }
+        if COMMAND_SEPARATORS.contains(&word) || word.ends_with(';') {
+            self.tool = PasswordTool::None;
+        } else if let Some(masked) = self.mask_password_option(word) {
+            return masked;
         }
         if std::mem::take(&mut self.next_password) {
             if let Some((user, _)) = word.split_once(':') {
@@ -89,7 +151,42 @@ impl Masking {
                 return format!("{name}:{MASK}");
             }
         }
-        mask_pairs(&mask_userinfo(word))
+        mask_tokens(&mask_pairs(&mask_userinfo(word)))
+    }
+
+    /// `-pPASSWORD` (or sshpass's `-p PASSWORD`) of the tool the words belong to; None for any
+    /// other word, after noting which tool it names.
+    fn mask_password_option(&mut self, word: &str) -> Option<String> {
+        let glued = word.strip_prefix("-p").is_some_and(|rest| !rest.is_empty());
+        match self.tool {
+            PasswordTool::Mysql if glued => return Some(format!("-p{MASK}")),
+            PasswordTool::Sshpass { .. } if glued || word == "-p" => {
+                self.tool = PasswordTool::None;
+                self.next = !glued;
+                return Some(if glued {
+                    format!("-p{MASK}")
+                } else {
+                    word.to_owned()
+                });
+            }
+            PasswordTool::Sshpass { value_next } if !word.starts_with('-') && !value_next => {
+                // The command sshpass runs: its own `-p` (ssh's port) is not a password.
+                self.tool = PasswordTool::None;
+            }
+            PasswordTool::Sshpass { .. } => {
+                self.tool = PasswordTool::Sshpass {
+                    value_next: SSHPASS_VALUE_OPTIONS.contains(&word),
+                };
+            }
+            _ => {}
+        }
+        if !word.starts_with('-') {
+            let named = PasswordTool::of(word);
+            if named != PasswordTool::None {
+                self.tool = named;
+            }
+        }
+        None
     }
 }
 
@@ -236,5 +333,73 @@ mod tests {
         assert!(command.starts_with("echo a?b?[31m x"), "{command}");
         assert_eq!(command.chars().count(), SUMMARY_MAX + 1);
         assert!(command.ends_with('…'));
+    }
+
+    #[test]
+    fn passwords_after_the_p_of_tools_that_take_one_are_masked() {
+        let cases: [&[&str]; 6] = [
+            &["mysql", "-u", "root", "-pabc123", "db"],
+            &["/usr/bin/mysqldump", "-h", "h", "-pabc123", "db"],
+            &["mariadb", "-pabc123"],
+            &["sh", "-c", "cd x && mysql -u root -pabc123 -e 'select 1'"],
+            &["sshpass", "-p", "abc123", "ssh", "-p", "22", "host"],
+            &["sshpass", "-pabc123", "ssh", "host"],
+        ];
+        for args in cases {
+            let (_, command) = summary(args);
+            assert!(!command.contains("abc123"), "{args:?}: {command}");
+        }
+        assert_eq!(
+            summary(&["mysql", "-u", "root", "-pabc123", "db"]).1,
+            "mysql -u root -p*** db"
+        );
+        assert_eq!(
+            summary(&["sshpass", "-p", "abc123", "ssh", "-p", "22", "host"]).1,
+            "sshpass -p *** ssh -p 22 host",
+            "the port of the command sshpass runs is kept"
+        );
+    }
+
+    #[test]
+    fn options_starting_with_p_of_other_tools_are_kept() {
+        let cases: [&[&str]; 5] = [
+            &["cc", "-pthread", "-pipe", "-pedantic", "-O2", "x.c"],
+            &["mysql", "-p", "db"],
+            &["sshpass", "-f", "pw.txt", "ssh", "-p", "22", "host"],
+            &["sshpass", "-P", "assword", "-e", "ssh", "-p", "22", "host"],
+            &["sh", "-c", "mysql -u root db ; cc -pthread x.c"],
+        ];
+        for args in cases {
+            let (_, command) = summary(args);
+            assert!(!command.contains(MASK), "{args:?}: {command}");
+        }
+    }
+
+    #[test]
+    fn tokens_known_by_their_prefix_are_masked_wherever_they_stand() {
+        let github = format!("ghp_{}", "aB3".repeat(12));
+        let fine_grained = format!("github_pat_{}", "aB3_".repeat(20));
+        let oauth = format!("gho_{}", "x1".repeat(18));
+        let slack = "xoxb-1234567890-0987654321-abcdEFGHijkl";
+        let aws = "AKIAIOSFODNN7EXAMPLE";
+        let jwt = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U";
+        let secrets = [&*github, &fine_grained, &oauth, slack, aws, jwt];
+        for secret in secrets {
+            for word in [
+                secret.to_owned(),
+                format!("'{secret}'"),
+                format!("--header=X-Api:{secret}"),
+                format!("GH={secret}"),
+            ] {
+                let (_, command) = summary(&["sh", "-c", &format!("deploy {word} now")]);
+                assert!(!command.contains(secret), "{word}: {command}");
+                assert!(command.ends_with(" now"), "{word}: {command}");
+            }
+        }
+        assert_eq!(summary(&["echo", &format!("'{aws}'")]).1, "echo '***'");
+        assert_eq!(
+            summary(&["echo", &format!("GH={github},x")]).1,
+            "echo GH=***,x"
+        );
     }
 }

@@ -13,6 +13,7 @@
 pub(crate) mod command_line;
 mod discovery;
 pub(crate) mod process;
+mod tokens;
 
 use crate::clock::Clock;
 use crate::sources::machine::{CpuTimes, Machine};
@@ -208,6 +209,13 @@ impl ProcessTree {
             Follow::Cgroup(_) => {}
         }
         Some(tree)
+    }
+
+    /// Lets a process that started before the log be drawn from its start, back to
+    /// `earliest` (log ms, at most 0).
+    pub(crate) fn starting_from(mut self, earliest: f64) -> ProcessTree {
+        self.units.earliest_ms = earliest.min(0.0);
+        self
     }
 
     /// The recorder's reaped-children ticks, in Children mode (0 in the others, which do not

@@ -52,6 +52,8 @@ pub(crate) struct StatUnits {
     pub(crate) page_size: u64,
     /// Log time of the boot, in ms (negative).
     boot_ms: f64,
+    /// The earliest start a "Process" marker is given (log ms, at most 0).
+    pub(crate) earliest_ms: f64,
 }
 
 impl StatUnits {
@@ -60,6 +62,7 @@ impl StatUnits {
             ticks_per_second: sysconf(libc::_SC_CLK_TCK)? as f64,
             page_size: sysconf(libc::_SC_PAGESIZE)?,
             boot_ms: clock.now_ms() - boot_time_ms()?,
+            earliest_ms: 0.0,
         })
     }
 }
@@ -118,7 +121,7 @@ impl Process {
     pub(crate) fn marker(&self, pid: u32, now: f64, status: String, units: &StatUnits) -> Marker {
         let start = units.boot_ms + self.stat.start_ticks as f64 * 1000.0 / units.ticks_per_second;
         // Rounded to the microsecond, as every time in the log.
-        let start = ((start * 1000.0).round() / 1000.0).clamp(0.0, now);
+        let start = ((start * 1000.0).round() / 1000.0).clamp(units.earliest_ms, now);
         let cpu_ms = self.stat.own_ticks as f64 * 1000.0 / units.ticks_per_second;
         Marker::interval(self.name.clone(), start, now)
             .with_category(category::TASK)

@@ -1,16 +1,24 @@
-//! The statsd listener: a UDP socket on the loopback interface that takes the statsd line
+//! The statsd listener: a Unix datagram socket in the task's profile directory (`socket`),
+//! and where asked for a UDP socket on the loopback interface, that take the statsd line
 //! protocol and DogStatsD tags from the task. Packets are parsed and aggregated on this
 //! source's own thread; each interval becomes a few encoded lines for the writer. The
 //! thread also watches the InfluxDB endpoint's socket until its first connection, and
 //! starts its first handler then.
 
+mod socket;
+
+pub(crate) use socket::SocketFile;
+pub use socket::SOCKET_NAME;
+
 use crate::channel::MarkerSink;
+use crate::error::RecorderError;
 use crate::influx::Unserved;
-use crossbeam_channel::Receiver;
-use std::io;
-use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
-use std::os::fd::AsRawFd;
+use std::io::{self, PipeReader};
+use std::net::{Ipv4Addr, UdpSocket};
+use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::fs::MetadataExt;
+use std::os::unix::net::UnixDatagram;
+use std::path::Path;
 use std::time::{Duration, Instant};
 use tc_profile_format::metric::MetricKind;
 use tc_profile_format::{Aggregator, Malformed, MetricLimits, Sample, SampleValue, StatsdInfo};
@@ -101,8 +109,47 @@ pub fn record_packet(aggregator: &mut Aggregator, packet: &[u8]) {
     }
 }
 
-/// Binds the listener on 127.0.0.1, on a port the kernel picks.
-pub(crate) fn bind() -> io::Result<UdpSocket> {
+/// Where the listener takes packets: the socket in the profile directory, the UDP port on
+/// 127.0.0.1, or both.
+pub(crate) struct Inputs {
+    pub(crate) socket: Option<(UnixDatagram, SocketFile)>,
+    pub(crate) udp: Option<UdpSocket>,
+}
+
+impl Inputs {
+    /// Binds the socket in `profile_dir`, when there is one, and the UDP port when asked.
+    pub(crate) fn bind(profile_dir: Option<&Path>, udp: bool) -> Result<Inputs, RecorderError> {
+        let socket = profile_dir
+            .map(|dir| {
+                socket::bind(dir).map_err(|source| RecorderError::StatsdSocket {
+                    path: dir.join(SOCKET_NAME),
+                    source,
+                })
+            })
+            .transpose()?;
+        let udp = udp
+            .then(bind_udp)
+            .transpose()
+            .map_err(RecorderError::Statsd)?;
+        Ok(Inputs { socket, udp })
+    }
+
+    /// What the meta line says about the listener.
+    pub(crate) fn info(&self, limits: &MetricLimits) -> io::Result<StatsdInfo> {
+        let address = self.udp.as_ref().map(UdpSocket::local_addr).transpose()?;
+        let socket = self.socket.as_ref().map(|(_, file)| file.path());
+        Ok(StatsdInfo {
+            address: address.map(|address| address.to_string()),
+            socket: socket.map(|path| path.to_string_lossy().into_owned()),
+            prefix: limits.prefix.clone(),
+            max_packet_bytes: MAX_PACKET_BYTES,
+            max_series: limits.max_series,
+        })
+    }
+}
+
+/// Binds a UDP socket on 127.0.0.1, on a port the kernel picks.
+fn bind_udp() -> io::Result<UdpSocket> {
     let socket = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0))?;
     for option in [libc::SO_RCVBUFFORCE, libc::SO_RCVBUF] {
         // SAFETY: a valid socket, and a pointer to a c_int of the length passed.
@@ -124,26 +171,12 @@ pub(crate) fn bind() -> io::Result<UdpSocket> {
     Ok(socket)
 }
 
-/// What the meta line says about the listener on `socket`.
-pub(crate) fn info(socket: &UdpSocket, limits: &MetricLimits) -> io::Result<StatsdInfo> {
-    Ok(StatsdInfo {
-        address: socket.local_addr()?.to_string(),
-        prefix: limits.prefix.clone(),
-        max_packet_bytes: MAX_PACKET_BYTES,
-        max_series: limits.max_series,
-    })
-}
-
-/// Wakes the listener thread so that it sees the stop request: an empty datagram from its
-/// own socket to itself. Were it dropped by a full receive buffer, the packets filling the
-/// buffer wake the thread, which checks the stop after each.
-pub(crate) fn wake(waker: &UdpSocket, address: SocketAddr) {
-    let _ = waker.send_to(&[], address);
-}
-
 /// The listener thread's state.
 pub(crate) struct Listener {
-    socket: UdpSocket,
+    socket: Option<UnixDatagram>,
+    udp: Option<UdpSocket>,
+    /// Readable once the recording stops.
+    stop: PipeReader,
     aggregator: Aggregator,
     markers: MarkerSink,
     interval: Duration,
@@ -152,17 +185,26 @@ pub(crate) struct Listener {
     endpoint: Option<Unserved>,
 }
 
+/// What a wait found ready.
+struct Ready {
+    packets: bool,
+    stop: bool,
+}
+
 impl Listener {
     pub(crate) fn new(
-        socket: UdpSocket,
+        (socket, udp): (Option<UnixDatagram>, Option<UdpSocket>),
+        stop: PipeReader,
         limits: MetricLimits,
         markers: MarkerSink,
         interval: Duration,
         endpoint: Option<Unserved>,
     ) -> Listener {
         Listener {
-            kernel_drops: KernelDrops::of(&socket),
+            kernel_drops: KernelDrops::of(udp.as_ref()),
             socket,
+            udp,
+            stop,
             aggregator: Aggregator::new(limits),
             markers,
             interval,
@@ -170,11 +212,11 @@ impl Listener {
         }
     }
 
-    /// Receives until `stop`, flushing once per interval that had packets; then takes what
-    /// is still queued in the socket and flushes the last, partial interval. An interval
-    /// starts with its first packet: without packets the thread sleeps (the stop's
-    /// wake-up ends the sleep) instead of waking every interval for nothing.
-    pub(crate) fn run(mut self, stop: Receiver<()>) {
+    /// Receives until the stop, flushing once per interval that had packets; then takes
+    /// what is still queued in the sockets and flushes the last, partial interval. An
+    /// interval starts with its first packet: without packets the thread sleeps (the stop
+    /// ends the sleep) instead of waking every interval for nothing.
+    pub(crate) fn run(mut self) {
         let mut buffer = vec![0u8; MAX_PACKET_BYTES + 1];
         // The interval being taken: its start (log time) and when to flush it.
         let mut interval: Option<(f64, Instant)> = None;
@@ -185,17 +227,18 @@ impl Listener {
                     interval = None;
                 }
             }
-            // Without an interval to flush, it sleeps until a packet or the stop's [`wake`].
+            // Without an interval to flush, it sleeps until a packet or the stop.
             let timeout =
                 interval.map(|(_, flush_at)| flush_at.saturating_duration_since(Instant::now()));
+            let ready = self.wait(timeout);
             // A packet received together with the stop is still taken.
-            if self.wait(timeout) {
+            if ready.packets {
                 let period = self.interval;
                 let now = self.markers.now();
                 let (_, flush_at) = *interval.get_or_insert_with(|| (now, Instant::now() + period));
                 self.take_queued(&mut buffer, Some(flush_at));
             }
-            if stop.try_recv().is_ok() {
+            if ready.stop {
                 break;
             }
         }
@@ -204,45 +247,69 @@ impl Listener {
         self.flush(start);
     }
 
-    /// Waits until a packet is queued (true) or `timeout` has passed (None: for ever); a
-    /// connection to the InfluxDB endpoint meanwhile starts its first handler.
-    fn wait(&mut self, timeout: Option<Duration>) -> bool {
-        let watch = |fd| libc::pollfd {
-            fd,
+    /// Waits until a packet is queued, the stop, or `timeout` has passed (None: for ever);
+    /// a connection to the InfluxDB endpoint meanwhile starts its first handler.
+    fn wait(&mut self, timeout: Option<Duration>) -> Ready {
+        // poll(2) skips a negative descriptor.
+        let watch = |fd: Option<RawFd>| libc::pollfd {
+            fd: fd.unwrap_or(-1),
             events: libc::POLLIN,
             revents: 0,
         };
-        // poll(2) skips a negative descriptor.
-        let endpoint = self
-            .endpoint
-            .as_ref()
-            .map_or(-1, |e| e.listener().as_raw_fd());
-        let mut ready = [watch(self.socket.as_raw_fd()), watch(endpoint)];
+        let endpoint = self.endpoint.as_ref().map(|e| e.listener().as_raw_fd());
+        let mut ready = [
+            watch(Some(self.stop.as_raw_fd())),
+            watch(self.socket.as_ref().map(AsRawFd::as_raw_fd)),
+            watch(self.udp.as_ref().map(AsRawFd::as_raw_fd)),
+            watch(endpoint),
+        ];
         // Rounded up: a flush due in 0.4 ms is not waited for with a busy loop.
         let timeout_ms = timeout.map_or(-1, |t| {
             i32::try_from(t.as_micros().div_ceil(1000)).unwrap_or(i32::MAX)
         });
-        // SAFETY: two pollfds, valid for the call.
-        if unsafe { libc::poll(ready.as_mut_ptr(), 2, timeout_ms) } <= 0 {
-            return false;
+        // SAFETY: four pollfds, valid for the call.
+        if unsafe { libc::poll(ready.as_mut_ptr(), 4, timeout_ms) } <= 0 {
+            return Ready {
+                packets: false,
+                stop: false,
+            };
         }
-        if ready[1].revents != 0 {
+        if ready[3].revents != 0 {
             if let Some(endpoint) = self.endpoint.take() {
                 // A handler that cannot start leaves the endpoint unanswered, as a full one.
                 let _ = endpoint.serve();
             }
         }
-        ready[0].revents != 0
+        Ready {
+            packets: ready[1].revents != 0 || ready[2].revents != 0,
+            stop: ready[0].revents != 0,
+        }
     }
 
-    /// Takes the packets already queued, one syscall each, until none is left or the
-    /// deadline has passed (checked every few hundred packets).
+    /// Takes the packets already queued in each socket, one syscall each, until none is
+    /// left or the deadline has passed (checked every few hundred packets).
     fn take_queued(&mut self, buffer: &mut [u8], deadline: Option<Instant>) {
+        let socket = self.socket.as_ref().map(AsRawFd::as_raw_fd);
+        let udp = self.udp.as_ref().map(AsRawFd::as_raw_fd);
+        for (fd, from_udp) in [(socket, false), (udp, true)] {
+            if let Some(fd) = fd {
+                self.take_queued_from(fd, from_udp, buffer, deadline);
+            }
+        }
+    }
+
+    fn take_queued_from(
+        &mut self,
+        fd: RawFd,
+        from_udp: bool,
+        buffer: &mut [u8],
+        deadline: Option<Instant>,
+    ) {
         for taken in 1u64.. {
             // SAFETY: the buffer is valid for writes of its length.
             let length = unsafe {
                 libc::recv(
-                    self.socket.as_raw_fd(),
+                    fd,
                     buffer.as_mut_ptr().cast(),
                     buffer.len(),
                     libc::MSG_DONTWAIT,
@@ -251,6 +318,9 @@ impl Listener {
             let Ok(length) = usize::try_from(length) else {
                 return;
             };
+            // Only the UDP socket's packets can be dropped by the kernel: a full Unix
+            // socket makes its sender wait instead.
+            self.kernel_drops.traffic |= from_udp;
             self.take_packet(&buffer[..length]);
             if taken % 256 == 0 && deadline.is_some_and(|d| Instant::now() >= d) {
                 return;
@@ -263,9 +333,6 @@ impl Listener {
             self.aggregator.drops.oversized += 1;
             return;
         }
-        // An empty packet (the stop's wake-up) carries nothing the kernel could have dropped
-        // the like of: no reason to read /proc/net/udp at the end.
-        self.kernel_drops.traffic |= !packet.is_empty();
         record_packet(&mut self.aggregator, packet);
     }
 
@@ -289,10 +356,11 @@ struct KernelDrops {
 }
 
 impl KernelDrops {
-    fn of(socket: &UdpSocket) -> KernelDrops {
-        let inode = std::fs::metadata(format!("/proc/self/fd/{}", socket.as_raw_fd()))
-            .ok()
-            .map(|m| m.ino());
+    fn of(socket: Option<&UdpSocket>) -> KernelDrops {
+        let inode = socket.and_then(|socket| {
+            let descriptor = format!("/proc/self/fd/{}", socket.as_raw_fd());
+            std::fs::metadata(descriptor).ok().map(|m| m.ino())
+        });
         KernelDrops {
             inode,
             seen: 0,

@@ -1,0 +1,31 @@
+//! The one place of the operating system's file-system rules for what tc-profile creates,
+//! writes, renames and removes (SPEC.md, "Hostile directories"). A task may write to the
+//! directories tc-profile works in, and swap any entry for a symbolic link at any moment:
+//! so a directory is opened once ([`Dir`], never through a symbolic link at its last
+//! component), and everything in it is done by name relative to that descriptor, never
+//! following a symbolic link. Modes are set exactly, whatever the umask.
+//!
+//! The calls of one OS live in one module (`unix.rs`); the API here is the same for all.
+
+mod entry;
+mod modes;
+#[cfg(unix)]
+mod unix;
+
+pub use entry::{Entry, Identity, Kind, Owner};
+pub use modes::{PASSAGE_DIR, PRIVATE_DIR, PRIVATE_FILE, SHARED_DIR, SHARED_FILE};
+#[cfg(unix)]
+pub use unix::{identity, Dir};
+
+/// Removes the directory at `path` and everything in it, provided it is still the one
+/// created there (`created`, its identity then): see [`Dir::remove_tree`]. Its parent is
+/// opened without following a symbolic link at its last component; one swapped in higher up
+/// leads elsewhere, where `created` is not found.
+#[cfg(unix)]
+pub fn remove_created_tree(path: &std::path::Path, created: Identity) -> std::io::Result<()> {
+    let (parent, name) = Dir::open_parent(path)?;
+    parent.remove_tree(name, created)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,299 @@
+//! The unix calls: `openat`, `mkdirat`, `renameat`, `unlinkat` and `fstatat` relative to a
+//! directory's descriptor, through rustix.
+
+use crate::{Entry, Identity, Kind, Owner, SHARED_DIR};
+use rustix::fs::{self as sys, AtFlags, FileType, Gid, Mode, OFlags, Stat, Uid, CWD};
+use rustix::io::Errno;
+use std::ffi::{CStr, OsStr};
+use std::fs::File;
+use std::io;
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::{Component, Path, PathBuf};
+
+/// How a directory is opened: never through a symbolic link at the name opened.
+const DIRECTORY: OFlags = OFlags::RDONLY
+    .union(OFlags::DIRECTORY)
+    .union(OFlags::NOFOLLOW)
+    .union(OFlags::CLOEXEC);
+
+/// How deep [`Dir::remove_tree`] goes: a descriptor is held open at each level.
+const MAX_DEPTH: usize = 64;
+
+/// How many times [`Dir::remove_tree`] empties a directory that a task fills as it goes.
+const EMPTYING_ROUNDS: usize = 3;
+
+/// A directory, open: what is done in it is done by name relative to it.
+#[derive(Debug)]
+pub struct Dir {
+    fd: OwnedFd,
+}
+
+impl Dir {
+    /// Opens the directory at `path`. A symbolic link at its last component is refused;
+    /// the components before it are the caller's, and followed.
+    pub fn open(path: &Path) -> io::Result<Dir> {
+        open_dir(CWD, path)
+    }
+
+    /// The directory that holds the file at `path`, and the file's name in it.
+    pub fn open_parent(path: &Path) -> io::Result<(Dir, &OsStr)> {
+        let Some(Component::Normal(name)) = path.components().next_back() else {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "not the path of a file (it ends in '/', '.' or '..')",
+            ));
+        };
+        let parent = match path.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => dir,
+            _ => Path::new("."),
+        };
+        Ok((Dir::open(parent)?, name))
+    }
+
+    /// Opens the directory at `path`, created with what is missing of it: every component,
+    /// from the root, opened without following a symbolic link (one is refused), each
+    /// missing one created ([`SHARED_DIR`], the last one `mode`). Returns the directory
+    /// and whether it was created.
+    pub fn create_all(path: &Path, mode: u32) -> io::Result<(Dir, bool)> {
+        let path = std::path::absolute(path)?;
+        let root = Dir::open(Path::new("/"))?;
+        root.create_path(path.strip_prefix("/").unwrap_or(&path), mode)
+    }
+
+    /// [`Dir::create_all`] from this directory: `path` is relative to it.
+    pub fn create_path(&self, path: &Path, mode: u32) -> io::Result<(Dir, bool)> {
+        let mut names = Vec::new();
+        for component in path.components() {
+            match component {
+                Component::Normal(name) => names.push(name),
+                Component::CurDir => {}
+                _ => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidInput,
+                        "give the path without '..'",
+                    ))
+                }
+            }
+        }
+        let mut dir = self.open_dir(OsStr::new("."))?;
+        let mut created = false;
+        let mut reached = PathBuf::new();
+        for (index, name) in names.iter().enumerate() {
+            reached.push(name);
+            let mode = if index + 1 == names.len() {
+                mode
+            } else {
+                SHARED_DIR
+            };
+            (dir, created) = match dir.open_dir(name) {
+                Ok(next) => (next, false),
+                Err(error) if error.kind() == io::ErrorKind::NotFound => {
+                    (dir.create_dir(name, mode)?, true)
+                }
+                Err(error) => {
+                    return Err(io::Error::new(
+                        error.kind(),
+                        format!("{}: {error}", reached.display()),
+                    ))
+                }
+            };
+        }
+        Ok((dir, created))
+    }
+
+    /// Opens the directory `name` in this one, never through a symbolic link.
+    pub fn open_dir(&self, name: &OsStr) -> io::Result<Dir> {
+        open_dir(&self.fd, name)
+    }
+
+    /// Creates the directory `name` (it must not exist) with exactly `mode`, whatever the
+    /// umask, and opens it.
+    pub fn create_dir(&self, name: &OsStr, mode: u32) -> io::Result<Dir> {
+        // Private until its mode is set: never more open than asked, even for a moment.
+        sys::mkdirat(&self.fd, name, Mode::RWXU)?;
+        let dir = self.open_dir(name)?;
+        dir.set_mode(mode)?;
+        Ok(dir)
+    }
+
+    /// Creates the file `name`, which must not exist (not even as a symbolic link), with
+    /// exactly `mode`; open for reading and appending.
+    pub fn create_new(&self, name: &OsStr, mode: u32) -> io::Result<File> {
+        let flags = OFlags::RDWR
+            | OFlags::APPEND
+            | OFlags::CREATE
+            | OFlags::EXCL
+            | OFlags::NOFOLLOW
+            | OFlags::CLOEXEC;
+        let fd = sys::openat(&self.fd, name, flags, Mode::RUSR | Mode::WUSR)?;
+        sys::fchmod(&fd, Mode::from_raw_mode(mode))?;
+        Ok(File::from(fd))
+    }
+
+    /// Opens the file `name` for appending, created if missing, never through a symbolic
+    /// link; its mode set to exactly `mode`.
+    pub fn open_append(&self, name: &OsStr, mode: u32) -> io::Result<File> {
+        let flags =
+            OFlags::WRONLY | OFlags::APPEND | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let fd = sys::openat(&self.fd, name, flags, Mode::RUSR | Mode::WUSR)?;
+        sys::fchmod(&fd, Mode::from_raw_mode(mode))?;
+        Ok(File::from(fd))
+    }
+
+    /// Opens the existing entry `name` for reading, to look at it: never through a
+    /// symbolic link (an error), never waiting on a FIFO, never taking a terminal.
+    pub fn open_file(&self, name: &OsStr) -> io::Result<File> {
+        let flags =
+            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
+        Ok(File::from(sys::openat(
+            &self.fd,
+            name,
+            flags,
+            Mode::empty(),
+        )?))
+    }
+
+    /// The entry `name` itself (a symbolic link's own, never followed).
+    pub fn entry(&self, name: &OsStr) -> io::Result<Entry> {
+        let stat = sys::statat(&self.fd, name, AtFlags::SYMLINK_NOFOLLOW)?;
+        let kind = match FileType::from_raw_mode(stat.st_mode) {
+            FileType::RegularFile => Kind::File,
+            FileType::Directory => Kind::Directory,
+            FileType::Symlink => Kind::SymbolicLink,
+            _ => Kind::Other,
+        };
+        Ok(Entry {
+            identity: identity_of_stat(&stat),
+            kind,
+        })
+    }
+
+    /// This directory's identity.
+    pub fn identity(&self) -> io::Result<Identity> {
+        Ok(identity_of_stat(&sys::fstat(&self.fd)?))
+    }
+
+    /// Renames `from` to `to`, both in this directory; `to` is replaced (a symbolic link
+    /// there itself, never what it points to).
+    pub fn rename(&self, from: &OsStr, to: &OsStr) -> io::Result<()> {
+        Ok(sys::renameat(&self.fd, from, &self.fd, to)?)
+    }
+
+    /// Removes the entry `name`, a file or a symbolic link (never followed).
+    pub fn remove_file(&self, name: &OsStr) -> io::Result<()> {
+        Ok(sys::unlinkat(&self.fd, name, AtFlags::empty())?)
+    }
+
+    /// Makes this directory's entries durable: created, renamed and removed ones.
+    pub fn sync(&self) -> io::Result<()> {
+        Ok(sys::fsync(&self.fd)?)
+    }
+
+    /// Sets this directory's mode to exactly `mode`.
+    pub fn set_mode(&self, mode: u32) -> io::Result<()> {
+        Ok(sys::fchmod(&self.fd, Mode::from_raw_mode(mode))?)
+    }
+
+    /// Gives this directory to `owner`.
+    pub fn give_to(&self, owner: Owner) -> io::Result<()> {
+        // -1 means "unchanged" to the kernel: never a user or group to give a directory to.
+        if owner.uid == u32::MAX || owner.gid == Some(u32::MAX) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "4294967295 (-1) is neither a user nor a group",
+            ));
+        }
+        let gid = owner.gid.map(Gid::from_raw);
+        Ok(sys::fchown(&self.fd, Some(Uid::from_raw(owner.uid)), gid)?)
+    }
+
+    /// Removes the directory `name` and everything in it, provided it is still `expected`
+    /// (the directory that was created there, not one put in its place): each level opened
+    /// by descriptor, never through a symbolic link; a symbolic link inside is removed
+    /// itself, never followed.
+    pub fn remove_tree(&self, name: &OsStr, expected: Identity) -> io::Result<()> {
+        let dir = self.open_dir(name)?;
+        if dir.identity()? != expected {
+            return Err(io::Error::other(
+                "another directory took the place of the one created there; left alone",
+            ));
+        }
+        for _ in 0..EMPTYING_ROUNDS {
+            dir.empty(0)?;
+            match sys::unlinkat(&self.fd, name, AtFlags::REMOVEDIR) {
+                Err(Errno::NOTEMPTY) => continue,
+                result => return Ok(result?),
+            }
+        }
+        Err(io::Error::other(
+            "files kept appearing in it as it was removed",
+        ))
+    }
+
+    /// Removes everything in this directory.
+    fn empty(&self, depth: usize) -> io::Result<()> {
+        if depth == MAX_DEPTH {
+            return Err(io::Error::other(format!(
+                "directories nested deeper than {MAX_DEPTH}; the deepest left"
+            )));
+        }
+        for entry in sys::Dir::read_from(&self.fd)? {
+            let entry = entry?;
+            let name = entry.file_name();
+            if name != c"." && name != c".." {
+                self.remove_entry(name, depth)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn remove_entry(&self, name: &CStr, depth: usize) -> io::Result<()> {
+        let removed = match sys::statat(&self.fd, name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(stat) if FileType::from_raw_mode(stat.st_mode) == FileType::Directory => {
+                // Opened without following: a directory swapped for a link since is refused.
+                open_dir(&self.fd, name)?.empty(depth + 1)?;
+                sys::unlinkat(&self.fd, name, AtFlags::REMOVEDIR)
+            }
+            Ok(_) => sys::unlinkat(&self.fd, name, AtFlags::empty()),
+            Err(error) => Err(error),
+        };
+        match removed {
+            // Removed by someone else meanwhile.
+            Err(Errno::NOENT) => Ok(()),
+            result => Ok(result?),
+        }
+    }
+}
+
+/// The identity of an open file.
+pub fn identity(file: &File) -> io::Result<Identity> {
+    Ok(identity_of_stat(&sys::fstat(file)?))
+}
+
+fn open_dir<P: rustix::path::Arg + Copy>(at: impl AsFd, path: P) -> io::Result<Dir> {
+    match sys::openat(&at, path, DIRECTORY, Mode::empty()) {
+        Ok(fd) => Ok(Dir { fd }),
+        // Linux says ENOTDIR of a symbolic link opened as a directory without following.
+        Err(error @ (Errno::LOOP | Errno::NOTDIR)) => {
+            match sys::statat(&at, path, AtFlags::SYMLINK_NOFOLLOW) {
+                Ok(stat) if FileType::from_raw_mode(stat.st_mode) == FileType::Symlink => {
+                    Err(io::Error::new(
+                        io::ErrorKind::InvalidInput,
+                        "a symbolic link, not followed: give the directory itself",
+                    ))
+                }
+                _ => Err(error.into()),
+            }
+        }
+        Err(error) => Err(error.into()),
+    }
+}
+
+// The fields' types differ between targets (u64 on some, c_ulong on others).
+#[allow(clippy::unnecessary_cast)]
+fn identity_of_stat(stat: &Stat) -> Identity {
+    Identity {
+        device: stat.st_dev as u64,
+        inode: stat.st_ino as u64,
+    }
+}
