@@ -5,7 +5,8 @@ use crate::cli::AddLogArgs;
 use anyhow::Result;
 
 pub fn add_log(args: AddLogArgs) -> Result<u8> {
-    let lines = tc_profile_finalizer::add_log(&args.input, &args.task_log, &args.output)?;
+    let caps = args.input_caps.caps();
+    let lines = tc_profile_finalizer::add_log(&args.input, caps, &args.task_log, &args.output)?;
     eprintln!(
         "tc-profile: {} written, with {lines} lines of {}",
         args.output.display(),

@@ -2,6 +2,7 @@
 
 mod daemon;
 mod export;
+mod input;
 mod logs;
 mod markers;
 mod profiles;
@@ -171,6 +172,20 @@ mod tests {
     #[test]
     fn cli_definition_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn input_caps_default_to_the_finalizer_s() {
+        let cli = Cli::try_parse_from(["tc-profile", "summary", "p.json"]).unwrap();
+        let Command::Summary(args) = cli.command else {
+            panic!("not summary");
+        };
+        assert_eq!(
+            args.input_caps.caps(),
+            tc_profile_finalizer::InputCaps::default()
+        );
+        assert_eq!(values::parse_size("3M"), Ok(3 << 20));
+        assert!(values::parse_size("0").is_err() && values::parse_size("G").is_err());
     }
 
     #[test]

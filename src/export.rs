@@ -8,7 +8,7 @@ use crate::report::describe_error;
 use anyhow::{bail, Context, Result};
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-use tc_profile_finalizer::read_input;
+use tc_profile_finalizer::{read_input, InputCaps};
 use tc_profile_recorder::{ForwardStats, MAX_UNSENT_BYTES};
 use tc_profile_reports::{
     send_statsd, statsd_packets, summarize, write_influx, Credentials, ExportFormat, InfluxTarget,
@@ -156,7 +156,7 @@ pub fn export(args: ExportArgs) -> Result<u8> {
         ExportFormatArg::Json => ExportFormat::Json,
     });
     let destinations = Destinations::new(influx, args.statsd, print, false);
-    destinations.send(&load_report(&args.input)?)?;
+    destinations.send(&load_report(&args.input, args.input_caps.caps())?)?;
     Ok(0)
 }
 
@@ -214,8 +214,8 @@ fn points(count: u64) -> String {
     }
 }
 
-fn load_report(path: &Path) -> Result<TaskReport> {
-    let profile = read_input(path, None)?.into_profile(path)?;
+fn load_report(path: &Path, caps: InputCaps) -> Result<TaskReport> {
+    let profile = read_input(path, caps, None)?.into_profile(path)?;
     Ok(TaskReport::new(&profile, &summarize(&profile)))
 }
 

@@ -173,6 +173,7 @@ fn finalize_log(args: FinalizeArgs) -> Result<u8> {
             limits: args.limits.limits(),
             task_log: args.task_log,
             progress: reading.callback(),
+            input_caps: args.input_caps.caps(),
             ..FinalizeOptions::default()
         },
     )?;

@@ -10,6 +10,7 @@ pub fn merge(args: MergeArgs) -> Result<u8> {
         &MergeOptions {
             output: args.output,
             force: args.force,
+            input_caps: args.input_caps.caps(),
         },
     )?;
     let mut text = format!(

@@ -22,8 +22,9 @@ const READ_TIMEOUT: Duration = Duration::from_secs(10);
 
 pub fn open(args: OpenArgs) -> Result<u8> {
     let reading = Reading::start(&args.input, "finalizing in memory");
-    let body =
-        read_input(&args.input, reading.callback().as_deref())?.into_profile_json(&args.input)?;
+    let caps = args.input_caps.caps();
+    let body = read_input(&args.input, caps, reading.callback().as_deref())?
+        .into_profile_json(&args.input)?;
     drop(reading);
 
     let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))

@@ -331,6 +331,7 @@ pub fn finish(session: Session, args: &RecordingArgs, reason: EndReason) -> Resu
             task_log: None,
             unwritten_gaps: stats.unwritten_gap.iter().cloned().collect(),
             progress: reading.callback(),
+            ..FinalizeOptions::default()
         },
     )?;
     drop(reading);

@@ -9,8 +9,9 @@ use tc_profile_reports::{summarize, SummaryFormat};
 
 pub fn summary(args: SummaryArgs) -> Result<u8> {
     let reading = Reading::start(&args.input, "summarizing");
+    let caps = args.input_caps.caps();
     let profile =
-        read_input(&args.input, reading.callback().as_deref())?.into_profile(&args.input)?;
+        read_input(&args.input, caps, reading.callback().as_deref())?.into_profile(&args.input)?;
     let summary = summarize(&profile);
     drop(reading);
     let format = match args.format {

@@ -1,10 +1,14 @@
 //! Compressed artifacts: gzip and zstd. Output is compressed by the file name's extension
 //! (`.gz`, `.zst`); input is recognised by its magic bytes, so a misnamed file still reads.
 //! A compressed input cut off or corrupt part-way reads as far as it decompresses, then ends
-//! like a log whose last line is torn.
+//! like a log whose last line is torn. Decompression stops with an error past the caps of
+//! [`InputCaps`], so that a small hostile file cannot make a reader work for hours or, read
+//! whole, take the machine's memory.
 
+use std::cell::Cell;
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::path::Path;
+use std::rc::Rc;
 
 const GZIP_MAGIC: &[u8] = &[0x1f, 0x8b];
 const ZSTD_MAGIC: &[u8] = &[0x28, 0xb5, 0x2f, 0xfd];
@@ -61,20 +65,152 @@ impl Compression {
     }
 }
 
-/// `input`, decompressed when its first bytes say it is gzip or zstd.
-pub fn decompressed<'a>(mut input: impl BufRead + 'a) -> io::Result<Box<dyn BufRead + 'a>> {
+/// How far a compressed input may decompress (SPEC.md, "Reading a damaged log").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct InputCaps {
+    /// Decompressed bytes (`--max-input-size`).
+    pub max_size: u64,
+    /// Decompressed bytes per compressed byte read, once past [`RATIO_FROM`]
+    /// (`--max-input-ratio`).
+    pub max_ratio: u64,
+}
+
+impl Default for InputCaps {
+    /// 4 GiB, four times a day-long log; 500 times, where the most compressible real
+    /// files measured reach 150 (`zstd -19` of a processed profile of log lines) and
+    /// gzip's zeros 1,030.
+    fn default() -> InputCaps {
+        InputCaps {
+            max_size: 4 << 30,
+            max_ratio: 500,
+        }
+    }
+}
+
+/// Decompressed bytes before the ratio is checked: a real file may start with a stretch
+/// that compresses as well as a bomb's zeros (a processed profile's `data` column of
+/// 200,000 markers alike, 5 MB), and its rest bring the ratio down. Small enough that a
+/// bomb read whole (a profile) stops under 64 MB of memory.
+const RATIO_FROM: u64 = 32 << 20;
+
+/// Decompression stopped at a cap.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum OverCap {
+    #[error(
+        "decompresses past {max} bytes, the cap: raise it with --max-input-size if the file \
+         is genuine"
+    )]
+    Size { max: u64 },
+    #[error(
+        "decompresses to over {max} times its size, the cap (a decompression bomb?): raise \
+         it with --max-input-ratio if the file is genuine"
+    )]
+    Ratio { max: u64 },
+}
+
+impl OverCap {
+    /// The cap an I/O error of a decompressed input stopped at, if that is what it is.
+    pub fn of(error: &io::Error) -> Option<OverCap> {
+        error.get_ref()?.downcast_ref::<OverCap>().copied()
+    }
+}
+
+/// `input`, decompressed within the default caps when its first bytes say it is gzip or
+/// zstd.
+pub fn decompressed<'a>(input: impl BufRead + 'a) -> io::Result<Box<dyn BufRead + 'a>> {
+    decompressed_within(input, InputCaps::default())
+}
+
+/// `input`, decompressed within `caps` when its first bytes say it is gzip or zstd; a read
+/// past them fails with an [`OverCap`].
+pub fn decompressed_within<'a>(
+    mut input: impl BufRead + 'a,
+    caps: InputCaps,
+) -> io::Result<Box<dyn BufRead + 'a>> {
     let compression = Compression::sniff(input.fill_buf()?);
+    let consumed = Rc::new(Cell::new(0));
+    let counted = CountsConsumed {
+        inner: input,
+        consumed: Rc::clone(&consumed),
+    };
     Ok(match compression {
-        Compression::None => Box::new(input),
-        Compression::Gzip => Box::new(BufReader::with_capacity(
-            1 << 16,
-            EndsAtDamage(flate2::bufread::MultiGzDecoder::new(input)),
-        )),
-        Compression::Zstd => Box::new(BufReader::with_capacity(
-            1 << 16,
-            EndsAtDamage(zstd::Decoder::with_buffer(input)?),
-        )),
+        Compression::None => Box::new(counted.inner),
+        Compression::Gzip => capped(
+            flate2::bufread::MultiGzDecoder::new(counted),
+            consumed,
+            caps,
+        ),
+        Compression::Zstd => capped(zstd::Decoder::with_buffer(counted)?, consumed, caps),
     })
+}
+
+fn capped<'a>(
+    decoder: impl Read + 'a,
+    consumed: Rc<Cell<u64>>,
+    caps: InputCaps,
+) -> Box<dyn BufRead + 'a> {
+    let capped = Capped {
+        inner: EndsAtDamage(decoder),
+        consumed,
+        produced: 0,
+        caps,
+    };
+    Box::new(BufReader::with_capacity(1 << 16, capped))
+}
+
+/// The compressed input, counting the bytes its decoder has taken.
+struct CountsConsumed<R> {
+    inner: R,
+    consumed: Rc<Cell<u64>>,
+}
+
+impl<R: Read> Read for CountsConsumed<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.consumed.set(self.consumed.get() + n as u64);
+        Ok(n)
+    }
+}
+
+impl<R: BufRead> BufRead for CountsConsumed<R> {
+    fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        self.inner.fill_buf()
+    }
+
+    fn consume(&mut self, amount: usize) {
+        self.consumed.set(self.consumed.get() + amount as u64);
+        self.inner.consume(amount);
+    }
+}
+
+/// A decoder that fails once its output passes the caps.
+struct Capped<R> {
+    inner: R,
+    /// The compressed bytes taken so far.
+    consumed: Rc<Cell<u64>>,
+    produced: u64,
+    caps: InputCaps,
+}
+
+impl<R: Read> Read for Capped<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.produced += n as u64;
+        let over = if self.produced > self.caps.max_size {
+            OverCap::Size {
+                max: self.caps.max_size,
+            }
+        } else if self.produced > RATIO_FROM
+            && self.produced / self.consumed.get().max(1) > self.caps.max_ratio
+        {
+            OverCap::Ratio {
+                max: self.caps.max_ratio,
+            }
+        } else {
+            return Ok(n);
+        };
+        Err(io::Error::other(over))
+    }
 }
 
 /// A decoder whose stream, cut off or corrupt, ends where it stops decompressing: what
@@ -159,6 +295,58 @@ mod tests {
             );
             assert!(long.starts_with(&text), "{compression:?}: a prefix");
         }
+    }
+
+    /// A compressed stream of `frames` frames, each of `frame_bytes` zeros.
+    fn zeros(compression: Compression, frames: usize, frame_bytes: usize) -> Vec<u8> {
+        let frame = compress(compression, &vec![0; frame_bytes]);
+        frame.repeat(frames)
+    }
+
+    fn read_within(bytes: &[u8], caps: InputCaps) -> io::Result<u64> {
+        io::copy(&mut decompressed_within(bytes, caps)?, &mut io::sink())
+    }
+
+    #[test]
+    fn a_bomb_stops_at_the_ratio_cap_past_its_first_stretch() {
+        for compression in [Compression::Gzip, Compression::Zstd] {
+            let bomb = zeros(compression, 64, 1 << 20);
+            let error = read_within(&bomb, InputCaps::default()).unwrap_err();
+            assert_eq!(
+                OverCap::of(&error),
+                Some(OverCap::Ratio { max: 500 }),
+                "{compression:?}"
+            );
+            let raised = InputCaps {
+                max_ratio: u64::MAX,
+                ..InputCaps::default()
+            };
+            assert_eq!(read_within(&bomb, raised).unwrap(), 64 << 20);
+        }
+    }
+
+    #[test]
+    fn a_stream_stops_past_the_size_cap() {
+        for compression in [Compression::Gzip, Compression::Zstd] {
+            let stream = zeros(compression, 4, 1 << 20);
+            let caps = InputCaps {
+                max_size: 3 << 20,
+                ..InputCaps::default()
+            };
+            let error = read_within(&stream, caps).unwrap_err();
+            assert_eq!(OverCap::of(&error), Some(OverCap::Size { max: 3 << 20 }));
+            assert!(error.to_string().contains("--max-input-size"), "{error}");
+        }
+    }
+
+    #[test]
+    fn a_plain_input_is_not_capped() {
+        let plain = vec![b'x'; 4 << 20];
+        let caps = InputCaps {
+            max_size: 1,
+            max_ratio: 1,
+        };
+        assert_eq!(read_within(&plain, caps).unwrap(), 4 << 20);
     }
 
     #[test]

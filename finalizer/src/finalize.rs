@@ -1,6 +1,7 @@
 //! Finalizing one log: lock it, read it through the lock, merge the marker files it did
 //! not take, compact, write the profile atomically, and only then remove the log.
 
+use crate::compression::{InputCaps, OverCap};
 use crate::input::{self, ProgressFn};
 use crate::lock_holder::LockHolder;
 use crate::markers::{merge_profile_dir, profile_dir_of};
@@ -39,6 +40,8 @@ pub struct FinalizeOptions {
     pub unwritten_gaps: Vec<Gap>,
     /// Told how far reading the log has come.
     pub progress: Option<Arc<ProgressFn>>,
+    /// How far a compressed log may decompress.
+    pub input_caps: InputCaps,
 }
 
 /// What finalizing did.
@@ -72,6 +75,8 @@ pub struct Finalized {
 pub enum FinalizeError {
     #[error("cannot read {path}: {source}")]
     Open { path: PathBuf, source: io::Error },
+    #[error("{path} {source}")]
+    OverCap { path: PathBuf, source: OverCap },
     #[error("{path} is not a tc-profile log: {source}")]
     NotALog { path: PathBuf, source: ReadError },
     #[error("the output {path} would overwrite the log; choose another -o")]
@@ -286,17 +291,11 @@ pub fn finalize_locked(
             source,
         })?;
     let size = file.metadata().map_or(0, |m| m.len());
-    let input = input::decoded(file, size, options.progress.as_deref()).map_err(|source| {
-        FinalizeError::Open {
-            path: log.to_owned(),
-            source,
-        }
-    })?;
+    let progress = options.progress.as_deref();
+    let input = input::decoded(file, size, options.input_caps, progress)
+        .map_err(|source| read_error(log, source))?;
     let mut recording = read_log(input).map_err(|source| match source {
-        ReadError::Io(source) => FinalizeError::Open {
-            path: log.to_owned(),
-            source,
-        },
+        ReadError::Io(source) => read_error(log, source),
         source => FinalizeError::NotALog {
             path: log.to_owned(),
             source,
@@ -344,6 +343,15 @@ pub fn finalize_locked(
 /// directory the log names may be gone or replaced (task code writes there): then it is
 /// skipped (with a note after a kill, unless simply absent), and the unfinished batch, which cannot be read again, is used as
 /// it is. Only a directory given explicitly must be readable.
+/// An error reading the log: past a decompression cap, or of the file.
+fn read_error(log: &Path, source: io::Error) -> FinalizeError {
+    let path = log.to_owned();
+    match OverCap::of(&source) {
+        Some(source) => FinalizeError::OverCap { path, source },
+        None => FinalizeError::Open { path, source },
+    }
+}
+
 fn merge_markers(
     recording: &mut Recording,
     options: &FinalizeOptions,

@@ -1,7 +1,7 @@
 //! Opening what a user names on the command line: a log or a processed profile, plain,
 //! gzip or zstd, told apart by their first bytes.
 
-use crate::compression::decompressed;
+use crate::compression::{decompressed_within, InputCaps, OverCap};
 use crate::profile::{compact, Profile, ProfileError};
 use crate::reader::{read_log, ReadError, Recording};
 use std::fs::File;
@@ -61,11 +61,17 @@ pub enum InputError {
     NotALog { path: PathBuf, source: ReadError },
     #[error("{path} is neither a tc-profile log nor a profile: {source}")]
     NotAProfile { path: PathBuf, source: ProfileError },
+    #[error("{path} {source}")]
+    OverCap { path: PathBuf, source: OverCap },
 }
 
-/// Reads a log or a processed profile.
-pub fn read_input(path: &Path, progress: Option<&ProgressFn>) -> Result<Input, InputError> {
-    let mut input = open(path, progress)?;
+/// Reads a log or a processed profile, decompressed within `caps`.
+pub fn read_input(
+    path: &Path,
+    caps: InputCaps,
+    progress: Option<&ProgressFn>,
+) -> Result<Input, InputError> {
+    let mut input = open(path, caps, progress)?;
     let is_log = input
         .fill_buf()
         .map_err(|source| open_error(path, source))?
@@ -92,17 +98,20 @@ fn parse_log(path: &Path, input: impl BufRead) -> Result<Recording, InputError> 
 
 fn open<'a>(
     path: &Path,
+    caps: InputCaps,
     progress: Option<&'a ProgressFn>,
 ) -> Result<Box<dyn BufRead + 'a>, InputError> {
     let file = File::open(path).map_err(|source| open_error(path, source))?;
     let size = file.metadata().map_or(0, |m| m.len());
-    decoded(file, size, progress).map_err(|source| open_error(path, source))
+    decoded(file, size, caps, progress).map_err(|source| open_error(path, source))
 }
 
-/// `file` of `size` bytes, buffered, decompressed if it is compressed, reporting progress.
+/// `file` of `size` bytes, buffered, decompressed within `caps` if it is compressed,
+/// reporting progress.
 pub(crate) fn decoded<'a>(
     file: impl Read + 'a,
     size: u64,
+    caps: InputCaps,
     progress: Option<&'a ProgressFn>,
 ) -> io::Result<Box<dyn BufRead + 'a>> {
     let counted = CountingReader {
@@ -120,13 +129,14 @@ pub(crate) fn decoded<'a>(
         0 => 1 << 16,
         size => size.clamp(8 << 10, 1 << 16) as usize,
     };
-    decompressed(BufReader::with_capacity(capacity, counted))
+    decompressed_within(BufReader::with_capacity(capacity, counted), caps)
 }
 
 fn open_error(path: &Path, source: io::Error) -> InputError {
-    InputError::Open {
-        path: path.to_owned(),
-        source,
+    let path = path.to_owned();
+    match OverCap::of(&source) {
+        Some(source) => InputError::OverCap { path, source },
+        None => InputError::Open { path, source },
     }
 }
 

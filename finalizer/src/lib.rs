@@ -52,7 +52,7 @@ mod span;
 mod task_log;
 
 pub use coarsen::MAX_SAMPLES_PER_TRACK;
-pub use compression::{decompressed, Compression};
+pub use compression::{decompressed, decompressed_within, Compression, InputCaps, OverCap};
 pub use escape::escape_controls;
 pub use finalize::{
     default_output, finalize, finalize_locked, FinalizeError, FinalizeOptions, FinalizeReport,

@@ -6,7 +6,7 @@
 use crate::marker_columns::Markers;
 use crate::problems::Problems;
 use crate::profile_marker::{MarkerRef, ProfileMarker};
-use chunk::{Decoded, DecodedChunk};
+use chunk::{Decoded, DecodedChunk, Undecodable, LINE_MAX};
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, HashMap};
 use std::io::{self, BufRead};
@@ -30,6 +30,8 @@ pub enum DropReason {
     BadShape,
     /// A second meta or thread line: the profiler would replace the first one with it.
     ExtraHeader,
+    /// A line longer than [`LINE_MAX`], skipped unread.
+    TooLong,
 }
 
 impl DropReason {
@@ -40,6 +42,7 @@ impl DropReason {
             DropReason::NotJson => "not JSON",
             DropReason::BadShape => "wrong fields for its type",
             DropReason::ExtraHeader => "repeated meta or thread line",
+            DropReason::TooLong => "line over 4 MiB",
         }
     }
 }
@@ -134,6 +137,8 @@ pub enum ReadError {
     BadMeta,
     #[error("it has no complete thread line after meta: the recorder died while starting")]
     NoThread,
+    #[error("its meta or thread line is over 4 MiB, the longest line read")]
+    LongHeader,
 }
 
 /// Reads every line of a log.
@@ -193,11 +198,12 @@ impl Recording {
                         self.damage.add(reason, line.nuls + bytes);
                     }
                 }
-                Some(Err(json)) => {
-                    let reason = match (line.terminated, json) {
+                Some(Err(why)) => {
+                    let reason = match (line.terminated, why) {
+                        (_, Undecodable::TooLong) => DropReason::TooLong,
                         (false, _) => DropReason::TornTail,
-                        (true, true) => DropReason::BadShape,
-                        (true, false) => DropReason::NotJson,
+                        (true, Undecodable::WrongShape) => DropReason::BadShape,
+                        (true, Undecodable::NotJson) => DropReason::NotJson,
                     };
                     self.damage.add(reason, bytes);
                 }
@@ -344,17 +350,21 @@ struct RawLine<'a> {
     terminated: bool,
 }
 
+/// The next line, [`LINE_MAX`] long at most.
 fn next_line<'a>(
     input: &mut impl BufRead,
     buffer: &'a mut Vec<u8>,
-) -> io::Result<Option<RawLine<'a>>> {
+) -> Result<Option<RawLine<'a>>, ReadError> {
     buffer.clear();
-    if input.read_until(b'\n', buffer)? == 0 {
+    let longest = LINE_MAX as u64 + 1;
+    if io::Read::take(&mut *input, longest).read_until(b'\n', buffer)? == 0 {
         return Ok(None);
     }
     let terminated = buffer.last() == Some(&b'\n');
     if terminated {
         buffer.pop();
+    } else if buffer.len() > LINE_MAX {
+        return Err(ReadError::LongHeader);
     }
     Ok(Some(RawLine {
         bytes: buffer,

@@ -3,6 +3,7 @@
 //! checkpoint, so that each line is in the profile once; or a finished log added whole,
 //! aligned by its timestamps, to a log or a finished profile (`add-log`).
 
+use crate::compression::InputCaps;
 use crate::input::{read_input, Input, InputError};
 use crate::output::write_profile;
 use crate::profile::compact;
@@ -82,14 +83,20 @@ fn merge(recording: &mut Recording, path: &Path, unread_whole: bool) -> io::Resu
     Ok(added)
 }
 
-/// Writes to `output` the log or profile at `input` with the lines of the log file at
-/// `log_file` added, compressed by `output`'s extension. Returns the lines added.
-pub fn add_log(input: &Path, log_file: &Path, output: &Path) -> Result<usize, AddLogError> {
+/// Writes to `output` the log or profile at `input` (decompressed within `caps`) with the
+/// lines of the log file at `log_file` added, compressed by `output`'s extension. Returns
+/// the lines added.
+pub fn add_log(
+    input: &Path,
+    caps: InputCaps,
+    log_file: &Path,
+    output: &Path,
+) -> Result<usize, AddLogError> {
     let log_error = |source| AddLogError::TaskLog {
         path: log_file.to_owned(),
         source,
     };
-    let (profile, added) = match read_input(input, None)? {
+    let (profile, added) = match read_input(input, caps, None)? {
         Input::Log(mut recording) => {
             let added = merge_task_log(&mut recording, log_file).map_err(log_error)?;
             (compact(*recording).0, added)

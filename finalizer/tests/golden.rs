@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use tc_profile_finalizer::{
-    compact, finalize, read_input, read_log, FinalizeOptions, Input, LockWait,
+    compact, finalize, read_input, read_log, FinalizeOptions, Input, InputCaps, LockWait,
 };
 use tc_profile_format::marker_file::Problem;
 use tc_profile_format::{
@@ -255,7 +255,7 @@ fn a_processed_profile_and_a_compressed_log_read_back_as_before() {
     let dir = tempfile::tempdir().unwrap();
     let profile = dir.path().join("every-line.json");
     std::fs::write(&profile, profile_of(&every_line_log())).unwrap();
-    let read = |path: &Path| match read_input(path, None).unwrap() {
+    let read = |path: &Path| match read_input(path, InputCaps::default(), None).unwrap() {
         input @ Input::Profile(_) => serde_json::to_vec(&input.into_profile(path).unwrap()),
         Input::Log(_) => panic!("{} read as a log", path.display()),
     };
@@ -268,7 +268,7 @@ fn a_processed_profile_and_a_compressed_log_read_back_as_before() {
     );
     encoder.write_all(&clean_log()).unwrap();
     encoder.finish().unwrap();
-    let input = read_input(&gzipped, None).unwrap();
+    let input = read_input(&gzipped, InputCaps::default(), None).unwrap();
     assert_golden("clean.json", &input.into_profile_json(&gzipped).unwrap());
 }
 

@@ -2,6 +2,7 @@
 
 use crate::compact_json::{self, Numbers};
 use crate::marker_file::{starts_with_type, Problem};
+use serde::de::{Error as _, IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
@@ -59,7 +60,11 @@ pub struct Marker {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub category: Option<u32>,
     /// Payload; `data.type` names its schema.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "payload"
+    )]
     pub data: Option<Value>,
     /// Set when this marker ends the `open` line with the same id (ours; the profiler
     /// ignores the key).
@@ -107,7 +112,11 @@ pub struct OpenInterval {
     pub start_time: f64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub category: Option<u32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "payload"
+    )]
     pub data: Option<Value>,
     /// The begin/end key of an interval from a marker file (`id:ID` or `file:FILE:NAME`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -215,7 +224,11 @@ pub struct Close {
     pub key: String,
     pub name: String,
     pub time: f64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "payload"
+    )]
     pub data: Option<Value>,
 }
 
@@ -307,8 +320,55 @@ pub struct RawMarker<'a> {
     pub open_id: Option<u64>,
 }
 
+/// The payload's text, refused unless the front-end takes it ([`ShownPayload`]).
 fn json_text<'de, D: Deserializer<'de>>(value: D) -> Result<Option<&'de str>, D::Error> {
-    Ok(Option::<&RawValue>::deserialize(value)?.map(RawValue::get))
+    let Some(text) = Option::<&RawValue>::deserialize(value)?.map(RawValue::get) else {
+        return Ok(None);
+    };
+    serde_json::from_str::<ShownPayload>(text).map_err(D::Error::custom)?;
+    Ok(Some(text))
+}
+
+/// A payload as a [`Value`], refused unless the front-end takes it ([`ShownPayload`]).
+fn payload<'de, D: Deserializer<'de>>(value: D) -> Result<Option<Value>, D::Error> {
+    let data = Option::<Value>::deserialize(value)?;
+    match &data {
+        None => Ok(None),
+        Some(Value::Object(fields)) if fields.get("type").is_none_or(Value::is_string) => Ok(data),
+        Some(_) => Err(D::Error::custom(PAYLOAD_EXPECTED)),
+    }
+}
+
+/// What the front-end takes as a marker's `data` (SPEC.md, "marker"): it refuses a whole
+/// profile over one payload that is not an object, or whose `type` is not a string.
+const PAYLOAD_EXPECTED: &str = "data: an object whose type, if any, is a string";
+
+/// A payload read only as far as the front-end's rule on it ([`PAYLOAD_EXPECTED`]),
+/// building nothing.
+struct ShownPayload;
+
+impl<'de> Deserialize<'de> for ShownPayload {
+    fn deserialize<D: Deserializer<'de>>(payload: D) -> Result<ShownPayload, D::Error> {
+        payload.deserialize_map(ShownPayload)
+    }
+}
+
+impl<'de> Visitor<'de> for ShownPayload {
+    type Value = ShownPayload;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str(PAYLOAD_EXPECTED)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut fields: A) -> Result<ShownPayload, A::Error> {
+        while let Some(key) = fields.next_key::<Cow<'de, str>>()? {
+            match key == "type" {
+                true => drop(fields.next_value::<Cow<'de, str>>()?),
+                false => drop(fields.next_value::<IgnoredAny>()?),
+            }
+        }
+        Ok(ShownPayload)
+    }
 }
 
 impl RawMarker<'_> {
@@ -391,9 +451,7 @@ fn compact_marker(text: &str) -> Option<RawMarker<'_>> {
             MarkerField::Category => {
                 marker.category = Some(compact_json::unsigned(value.number(Numbers::Any)?)?);
             }
-            MarkerField::Data => {
-                marker.data = Some(value.value(compact_json::FIELD_DEPTH_MAX, Numbers::Any)?);
-            }
+            MarkerField::Data => marker.data = Some(shown_payload(value)?),
             MarkerField::OpenId => {
                 marker.open_id = Some(compact_json::unsigned(value.number(Numbers::Any)?)?);
             }
@@ -402,6 +460,19 @@ fn compact_marker(text: &str) -> Option<RawMarker<'_>> {
     })?;
     // Without a name and a start, serde_json says what is missing.
     (seen & 3 == 3).then_some(marker)
+}
+
+/// A payload's text when it is an object whose `type`, if any, is a string of compact JSON
+/// ([`PAYLOAD_EXPECTED`]); None for any other, which serde_json then reads, and refuses if
+/// the front-end would: read in the same pass that finds its end.
+fn shown_payload<'a>(value: &mut compact_json::Cursor<'a>) -> Option<&'a str> {
+    let inner = compact_json::FIELD_DEPTH_MAX - 1;
+    value.with_text(|payload| {
+        payload.object(|field, key| match key {
+            "type" => field.string().map(drop),
+            _ => field.skip_value(inner, Numbers::Any),
+        })
+    })
 }
 
 /// The keys of a marker line that [`compact_marker`] reads, each a bit of the keys seen.

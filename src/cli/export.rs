@@ -1,6 +1,7 @@
 //! The arguments of exporting a task's metrics and summary: `export`, and a recording's
 //! export at its end.
 
+use super::input::InputCapArgs;
 use super::values::parse_host_port;
 use clap::{ArgGroup, Args, ValueEnum};
 use std::path::PathBuf;
@@ -54,6 +55,8 @@ pub struct ExportArgs {
     pub format: Option<ExportFormatArg>,
     #[command(flatten)]
     pub credentials: CredentialsArgs,
+    #[command(flatten)]
+    pub input_caps: InputCapArgs,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]

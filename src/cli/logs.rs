@@ -1,5 +1,6 @@
 //! The arguments of turning logs into profiles: `finalize` and `recover`.
 
+use super::input::InputCapArgs;
 use super::markers::LimitArgs;
 use super::values::parse_wait;
 use clap::Args;
@@ -31,6 +32,8 @@ pub struct FinalizeArgs {
     pub limits: LimitArgs,
     #[command(flatten)]
     pub lock_wait: LockWaitArgs,
+    #[command(flatten)]
+    pub input_caps: InputCapArgs,
 }
 
 #[derive(Args, Debug)]

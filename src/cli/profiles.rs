@@ -1,6 +1,7 @@
 //! The arguments of the commands that read a finished profile (or a log, finalized in
 //! memory): `summary`, `open`, `merge`, `add-log`.
 
+use super::input::InputCapArgs;
 use clap::{Args, ValueEnum};
 use std::path::PathBuf;
 
@@ -12,6 +13,8 @@ pub struct SummaryArgs {
     /// text: for people; json: stable keys for scripts.
     #[arg(long, value_name = "FORMAT", default_value = "text")]
     pub format: SummaryFormatArg,
+    #[command(flatten)]
+    pub input_caps: InputCapArgs,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -28,6 +31,8 @@ pub struct OpenArgs {
     /// Only print the link; do not start a browser.
     #[arg(long)]
     pub no_browser: bool,
+    #[command(flatten)]
+    pub input_caps: InputCapArgs,
 }
 
 #[derive(Args, Debug)]
@@ -42,6 +47,8 @@ pub struct MergeArgs {
     /// Replace the output if it exists.
     #[arg(long)]
     pub force: bool,
+    #[command(flatten)]
+    pub input_caps: InputCapArgs,
 }
 
 #[derive(Args, Debug)]
@@ -55,4 +62,6 @@ pub struct AddLogArgs {
     /// Where to write the profile with the log; .gz or .zst compresses it.
     #[arg(short, long, value_name = "PATH")]
     pub output: PathBuf,
+    #[command(flatten)]
+    pub input_caps: InputCapArgs,
 }

@@ -119,6 +119,26 @@ pub fn parse_time(text: &str) -> Result<f64, String> {
     }
 }
 
+/// Bytes, or a number and K, M or G (binary units).
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let (number, unit) = match text.char_indices().last() {
+        Some((at, unit @ ('K' | 'M' | 'G'))) => (&text[..at], unit),
+        _ => (text, 'B'),
+    };
+    let factor = match unit {
+        'K' => 1 << 10,
+        'M' => 1 << 20,
+        'G' => 1 << 30,
+        _ => 1,
+    };
+    number
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(factor))
+        .filter(|&size| size > 0)
+        .ok_or_else(|| format!("'{text}' is not a size (for example 4G, 500M, 1048576)"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -11,6 +11,9 @@ mod attack_files;
 /// The live HTTP server attacked: tokens, 16 concurrent large profiles, slow clients, a
 /// second Content-Length.
 mod attack_http;
+/// Files a task hands to the commands that read after the fact: decompression bombs, a
+/// gigabyte's line, payloads the front-end refuses, read in bounded memory.
+mod attack_postmortem;
 /// gzip and zstd: profiles compressed by extension, compressed logs and profiles read back.
 mod compression;
 /// The worker-wide daemon: overlapping tasks' own profiles, the worker's profile with its

@@ -7,6 +7,7 @@
 mod group;
 mod tables;
 
+use crate::compression::InputCaps;
 use crate::input::{read_input, InputError};
 use crate::marker_table::ThreadOut;
 use crate::output::write_profile;
@@ -26,6 +27,8 @@ pub struct MergeOptions {
     pub output: PathBuf,
     /// Replace an existing file at `output`.
     pub force: bool,
+    /// How far a compressed input may decompress.
+    pub input_caps: InputCaps,
 }
 
 /// What merging did.
@@ -76,7 +79,7 @@ pub fn merge(inputs: &[PathBuf], options: &MergeOptions) -> Result<MergeReport, 
     check_paths(inputs, options)?;
     let members = inputs
         .iter()
-        .map(|path| member(path))
+        .map(|path| member(path, options.input_caps))
         .collect::<Result<Vec<_>, _>>()?;
     let group = group(members);
     let bytes_written =
@@ -143,8 +146,8 @@ fn check_paths(inputs: &[PathBuf], options: &MergeOptions) -> Result<(), MergeEr
 }
 
 /// Reads one input and checks that the group can carry all of it.
-fn member(path: &Path) -> Result<Member, MergeError> {
-    let profile = read_input(path, None)?.into_profile(path)?;
+fn member(path: &Path, caps: InputCaps) -> Result<Member, MergeError> {
+    let profile = read_input(path, caps, None)?.into_profile(path)?;
     if !profile.left_out.is_empty() {
         return Err(MergeError::LeftOut {
             path: path.to_owned(),

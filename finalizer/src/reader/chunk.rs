@@ -7,6 +7,12 @@ use crate::profile_marker::MarkerRef;
 use std::ops::Range;
 use tc_profile_format::{decode_line, decode_marker_raw, decode_marker_text, Line};
 
+/// The longest line read, newline excluded (SPEC.md, "Reading a damaged log"): a longer
+/// one is skipped as it is read, never held whole, so a chunk's memory is bounded. The
+/// recorder's lines are far shorter under the default caps: a marker-file line is 64 KiB
+/// at most, a checkpoint of 1,000 files about 350 KB.
+pub(crate) const LINE_MAX: usize = 4 << 20;
+
 /// A line as decoded: a marker (nearly every line), or any other.
 pub(crate) enum Decoded<'a> {
     Marker(MarkerRef<'a>, Option<u64>),
@@ -21,9 +27,18 @@ pub(crate) struct DecodedLine<'a> {
     pub body_len: usize,
     /// Ended by a newline: only a log's last line may not be.
     pub terminated: bool,
-    /// None for a line of whitespace; `Err(json)` for one that does not decode, `json` when
-    /// it is whole JSON of the wrong shape.
-    pub decoded: Option<Result<Decoded<'a>, bool>>,
+    /// None for a line of whitespace.
+    pub decoded: Option<Result<Decoded<'a>, Undecodable>>,
+}
+
+/// Why a line was not decoded.
+#[derive(Clone, Copy)]
+pub(crate) enum Undecodable {
+    NotJson,
+    /// Whole JSON, of the wrong shape for its type.
+    WrongShape,
+    /// Longer than [`LINE_MAX`]: not read.
+    TooLong,
 }
 
 /// The lines of a chunk, decoded, in order.
@@ -45,9 +60,7 @@ enum Content {
     Marker(StoredMarker),
     /// Boxed: other lines are few, and a marker is a quarter of a `Line`'s size.
     Line(Box<Line>),
-    Undecodable {
-        json: bool,
-    },
+    Undecodable(Undecodable),
 }
 
 /// A marker whose name and payload are ranges of [`DecodedChunk::text`].
@@ -87,6 +100,11 @@ impl DecodedChunk {
                 Some(length) => (start + length, true),
                 None => (bytes.len(), false),
             };
+            if end - start > LINE_MAX {
+                self.add_too_long(end - start + usize::from(terminated), terminated);
+                start = end + 1;
+                continue;
+            }
             let nuls = bytes[start..end].iter().take_while(|&&b| b == 0).count();
             let body = start + nuls..end;
             // Cut at ASCII bytes (NUL, newline): a chunk's text cuts into lines' text.
@@ -95,6 +113,16 @@ impl DecodedChunk {
             self.lines.push(line);
             start = end + 1;
         }
+    }
+
+    /// Adds a line longer than [`LINE_MAX`], of `length` bytes with its newline, if any.
+    pub(crate) fn add_too_long(&mut self, length: usize, terminated: bool) {
+        self.lines.push(StoredLine {
+            nuls: 0,
+            body_len: length - usize::from(terminated),
+            terminated,
+            content: Content::Undecodable(Undecodable::TooLong),
+        });
     }
 
     /// A line's body (after its NULs), and its text when its chunk is known to be UTF-8.
@@ -121,14 +149,10 @@ impl DecodedChunk {
                     data: raw.data.map(|data| self.keep(data)),
                     open_id: raw.open_id,
                 }),
-                Some(Err(_)) => Content::Undecodable {
-                    json: terminated && looks_like_json(body),
-                },
+                Some(Err(_)) => Content::Undecodable(undecodable(body)),
                 None => match decode_line(body) {
                     Ok(line) => Content::Line(Box::new(line)),
-                    Err(_) => Content::Undecodable {
-                        json: terminated && looks_like_json(body),
-                    },
+                    Err(_) => Content::Undecodable(undecodable(body)),
                 },
             }
         };
@@ -163,7 +187,7 @@ impl DecodedChunk {
                     marker.open_id,
                 ))),
                 Content::Line(line) => Some(Ok(Decoded::Line(*line))),
-                Content::Undecodable { json } => Some(Err(json)),
+                Content::Undecodable(why) => Some(Err(why)),
             };
             take(DecodedLine {
                 nuls: line.nuls,
@@ -175,7 +199,10 @@ impl DecodedChunk {
     }
 }
 
-/// Valid JSON that failed only on its shape, as opposed to bytes that are not JSON at all.
-fn looks_like_json(bytes: &[u8]) -> bool {
-    serde_json::from_slice::<serde::de::IgnoredAny>(bytes).is_ok()
+/// Why a line did not decode: whole JSON of another shape, or not JSON at all.
+fn undecodable(bytes: &[u8]) -> Undecodable {
+    match serde_json::from_slice::<serde::de::IgnoredAny>(bytes) {
+        Ok(_) => Undecodable::WrongShape,
+        Err(_) => Undecodable::NotJson,
+    }
 }

@@ -9,7 +9,7 @@
 //! the end of most tasks) never starts a second one: its stack and allocator arena would
 //! cost more resident memory than the log, for a millisecond saved.
 
-use super::chunk::DecodedChunk;
+use super::chunk::{DecodedChunk, LINE_MAX};
 use std::collections::VecDeque;
 use std::io::{self, BufRead};
 use std::sync::mpsc;
@@ -141,6 +141,8 @@ fn decode_here(
 /// chunk allocates nothing.
 struct Work {
     bytes: Vec<u8>,
+    /// Lines over [`LINE_MAX`] skipped while reading the chunk: (bytes, ended by a newline).
+    skipped: Vec<(usize, bool)>,
     decoded: DecodedChunk,
 }
 
@@ -150,12 +152,16 @@ impl Work {
     fn with_room(chunk_bytes: usize) -> Work {
         Work {
             bytes: Vec::with_capacity(chunk_bytes),
+            skipped: Vec::new(),
             decoded: DecodedChunk::with_room(chunk_bytes),
         }
     }
 
     fn decode(mut self) -> Work {
         self.decoded.decode(&self.bytes);
+        for (length, terminated) in self.skipped.drain(..) {
+            self.decoded.add_too_long(length, terminated);
+        }
         self
     }
 }
@@ -189,7 +195,8 @@ impl Chunks {
             let searched = bytes.len();
             if read_up_to(input, bytes, self.chunk_bytes)? < self.chunk_bytes {
                 self.at_end = true;
-                return Ok((!bytes.is_empty()).then_some(work));
+                let empty = bytes.is_empty() && work.skipped.is_empty();
+                return Ok((!empty).then_some(work));
             }
             // The carry holds no newline: only what was read is searched.
             if let Some(at) = memchr::memrchr(b'\n', &bytes[searched..]) {
@@ -197,6 +204,43 @@ impl Chunks {
                 bytes.truncate(searched + at + 1);
                 return Ok(Some(work));
             }
+            // No newline yet: all of `bytes` is one line, skipped once it is too long.
+            if bytes.len() > LINE_MAX {
+                let (rest, terminated) = skip_line(input)?;
+                work.skipped
+                    .push((bytes.len().saturating_add(rest), terminated));
+                bytes.clear();
+                bytes.shrink_to(self.chunk_bytes);
+                if !terminated {
+                    self.at_end = true;
+                    return Ok(Some(work));
+                }
+            }
+        }
+    }
+}
+
+/// Consumes `input` up to its next newline, that included: how many bytes, and whether a
+/// newline ended them (else the input did).
+fn skip_line(input: &mut impl BufRead) -> io::Result<(usize, bool)> {
+    let mut skipped = 0;
+    loop {
+        let available = match input.fill_buf() {
+            Ok(available) => available,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if available.is_empty() {
+            return Ok((skipped, false));
+        }
+        let (length, terminated) = match memchr::memchr(b'\n', available) {
+            Some(at) => (at + 1, true),
+            None => (available.len(), false),
+        };
+        input.consume(length);
+        skipped = skipped.saturating_add(length);
+        if terminated {
+            return Ok((skipped, true));
         }
     }
 }

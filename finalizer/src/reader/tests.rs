@@ -83,6 +83,71 @@ fn a_log_without_its_thread_line_is_refused() {
     ));
 }
 
+/// A marker line of `length` bytes, newline excluded.
+fn marker_of_length(length: usize) -> String {
+    let head = "{\"type\":\"marker\",\"name\":\"long\",\"startTime\":3,\"data\":{\"text\":\"";
+    let tail = "\"}}";
+    format!(
+        "{head}{}{tail}",
+        "x".repeat(length - head.len() - tail.len())
+    )
+}
+
+#[test]
+fn a_line_over_the_cap_is_dropped_and_counted_and_one_at_it_is_kept() {
+    let kept = marker_of_length(LINE_MAX);
+    let dropped = marker_of_length(LINE_MAX + 1);
+    let recording = read(format!("{A}{kept}\n{dropped}\n{B}").as_bytes());
+    assert_eq!(names(&recording), ["a", "long", "b"]);
+    let too_long = recording.damage.by_reason[&DropReason::TooLong];
+    assert_eq!(too_long, (1, LINE_MAX as u64 + 2));
+    assert_eq!(recording.damage.lines(), 1);
+}
+
+#[test]
+fn a_line_over_the_cap_is_dropped_whatever_the_chunk_size() {
+    let dropped = marker_of_length(LINE_MAX + 1000);
+    let log = format!("{HEADERS}{A}{dropped}\n{B}");
+    for chunk_bytes in [16, 999, pipeline::CHUNK_BYTES, LINE_MAX] {
+        let recording = read_log_in_chunks(log.as_bytes(), chunk_bytes).unwrap();
+        assert_eq!(names(&recording), ["a", "b"], "{chunk_bytes}");
+        let too_long = recording.damage.by_reason[&DropReason::TooLong];
+        assert_eq!(too_long, (1, LINE_MAX as u64 + 1001), "{chunk_bytes}");
+    }
+}
+
+#[test]
+fn a_line_over_the_cap_without_newline_is_skipped_to_the_end() {
+    let mut tail = A.as_bytes().to_vec();
+    tail.resize(A.len() + 3 * LINE_MAX, 0);
+    let recording = read(&tail);
+    assert_eq!(names(&recording), ["a"]);
+    assert_eq!(
+        recording.damage.by_reason[&DropReason::TooLong],
+        (1, 3 * LINE_MAX as u64)
+    );
+}
+
+#[test]
+fn a_header_line_over_the_cap_is_refused() {
+    let meta = format!("{{\"type\":\"meta\",\"x\":\"{}\"}}\n", "y".repeat(LINE_MAX));
+    let log = format!("{meta}{HEADERS}");
+    assert!(matches!(
+        read_log(log.as_bytes()),
+        Err(ReadError::LongHeader)
+    ));
+}
+
+#[test]
+fn a_marker_whose_data_the_front_end_refuses_is_dropped_and_counted() {
+    let bad = ["[1]", "5", "\"s\"", "{\"type\":5}"].map(|data| {
+        format!("{{\"type\":\"marker\",\"name\":\"x\",\"startTime\":1,\"data\":{data}}}\n")
+    });
+    let recording = read(format!("{A}{}{B}", bad.concat()).as_bytes());
+    assert_eq!(names(&recording), ["a", "b"]);
+    assert_eq!(recording.damage.by_reason[&DropReason::BadShape].0, 4);
+}
+
 /// Lines of every kind a log holds, damaged ones too; a few are longer than a small chunk.
 const PIECES: &[&str] = &[
     A,

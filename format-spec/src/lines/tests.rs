@@ -33,7 +33,7 @@ fn compact_marker_lines_read_as_serde_json_reads_them() {
     let lines = [
         r#"{"type":"marker","name":"bench","startTime":850.163,"endTime":851.163,"data":{"type":"Text","text":"x"},"category":2}"#,
         r#"{"type":"marker","name":"a","startTime":1,"endTime":null,"category":null,"data":null,"openId":7}"#,
-        r#"{"type":"marker","startTime":-0,"name":"café","extra":[1,{"y":false}],"data":[1e3,"s"]}"#,
+        r#"{"type":"marker","startTime":-0,"name":"café","extra":[1,{"y":false}],"data":{"v":[1e3,"s"],"type":"T"}}"#,
         r#"{"type":"marker","name":"n","startTime":1e-7,"endTime":18446744073709551617,"category":4294967295}"#,
     ];
     for line in lines {
@@ -56,6 +56,38 @@ fn compact_marker_lines_read_as_serde_json_reads_them() {
         r#"{"type":"marker","name":"a","startTime":1,"endTime":null2}"#,
     ] {
         assert!(compact_marker(refused).is_none(), "{refused}");
+    }
+}
+
+#[test]
+fn a_payload_the_front_end_refuses_is_a_decode_error() {
+    for data in [
+        "[1]",
+        "5",
+        r#""s""#,
+        "true",
+        r#"{"type":5}"#,
+        r#"{"type":null}"#,
+        r#"{"type":["x"]}"#,
+        r#"{"text":"a\"b","type":{}}"#,
+        r#"{"type":"A","type":7}"#,
+    ] {
+        let marker = format!(r#"{{"type":"marker","name":"a","startTime":1,"data":{data}}}"#);
+        assert!(decode_line(marker.as_bytes()).is_err(), "{marker}");
+        let open = format!(r#"{{"type":"open","id":1,"name":"a","startTime":1,"data":{data}}}"#);
+        assert!(decode_line(open.as_bytes()).is_err(), "{open}");
+        let close = format!(r#"{{"type":"close","key":"k","name":"a","time":1,"data":{data}}}"#);
+        assert!(decode_line(close.as_bytes()).is_err(), "{close}");
+    }
+    for data in [
+        "null",
+        "{}",
+        r#"{"type":"T"}"#,
+        r#"{"a":{"type":5},"type":"T"}"#,
+        r#"{"text":"a\"b","type":"T\u0078"}"#,
+    ] {
+        let marker = format!(r#"{{"type":"marker","name":"a","startTime":1,"data":{data}}}"#);
+        assert!(decode_line(marker.as_bytes()).is_ok(), "{marker}");
     }
 }
 
