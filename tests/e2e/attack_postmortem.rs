@@ -1,7 +1,7 @@
 //! Files a task could hand to the commands that read logs and profiles after the fact
 //! (SPEC.md, "Reading a damaged log"): decompression bombs, a line of a gigabyte, payloads
 //! the front-end refuses. Each command ends with a one-line error or a profile that says what
-//! it dropped, in bounded memory (the child's peak RSS, from wait4).
+//! it dropped, in bounded memory (the command's peak RSS, from wait4).
 
 use crate::synthetic::complete_task;
 use crate::util::*;
@@ -9,47 +9,44 @@ use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Read, Write};
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
-use std::process::{ExitStatus, Output, Stdio};
+use std::process::{Command, ExitStatus, Output};
 
 /// The peak resident set every command must stay under, in KiB.
 const RSS_MAX_KIB: u64 = 64 << 10;
 
+/// Forks and execs its arguments, waits, and writes the wait status and the child's peak
+/// resident set (KiB) to the file named first.
+const MEASURE: &str = r#"
+import os, sys
+pid = os.fork()
+if pid == 0:
+    os.execv(sys.argv[2], sys.argv[2:])
+_, status, usage = os.wait4(pid, 0)
+open(sys.argv[1], "w").write(f"{status} {usage.ru_maxrss}")
+"#;
+
 /// Runs `tc-profile ARGS` in the sandbox: its output, and its peak resident set in KiB.
+///
+/// A child's peak resident set starts from its parent's at the fork (Linux keeps the high-water
+/// mark of the forked copy across exec): forked from this test process, which other tests make
+/// hundreds of megabytes large, it would measure them. So a small python parent forks it.
 fn run_measured(sandbox: &Sandbox, args: &[&str]) -> (Output, u64) {
-    #[expect(
-        clippy::zombie_processes,
-        reason = "reaped by wait4 below, for its rusage"
-    )]
-    let mut child = sandbox
-        .command(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn tc-profile");
-    let drain = |mut pipe: Box<dyn Read + Send>| {
-        std::thread::spawn(move || {
-            let mut bytes = Vec::new();
-            pipe.read_to_end(&mut bytes)
-                .expect("read a pipe of the child");
-            bytes
-        })
-    };
-    let stdout = drain(Box::new(child.stdout.take().unwrap()));
-    let stderr = drain(Box::new(child.stderr.take().unwrap()));
-    let pid = child.id() as libc::pid_t;
-    let mut status = 0;
-    // SAFETY: rusage is plain data, for which all zeroes is a valid value.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: `pid` is this test's child, not yet waited for; both pointers are valid.
-    let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-    assert_eq!(waited, pid, "wait4: {}", std::io::Error::last_os_error());
+    let report = sandbox.path(".rusage");
+    let output = Command::new("python3")
+        .args(["-c", MEASURE])
+        .arg(&report)
+        .arg(BIN)
+        .args(args)
+        .current_dir(sandbox.dir())
+        .output()
+        .expect("spawn python3");
+    let report = std::fs::read_to_string(&report).expect("the measure's report");
+    let (status, peak_kib) = report.split_once(' ').expect("status and peak");
     let output = Output {
-        status: ExitStatus::from_raw(status),
-        stdout: stdout.join().unwrap(),
-        stderr: stderr.join().unwrap(),
+        status: ExitStatus::from_raw(status.parse().expect("a wait status")),
+        ..output
     };
-    // Linux counts ru_maxrss in KiB.
-    (output, usage.ru_maxrss as u64)
+    (output, peak_kib.parse().expect("a peak in KiB"))
 }
 
 /// The first two lines of a real log: what makes a file read as a log.
