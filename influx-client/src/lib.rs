@@ -6,6 +6,8 @@
 //! HTTP goes through `ureq`: blocking, small, maintained, and with rustls, since a fleet's
 //! InfluxDB is reached over https with credentials; a plain `TcpStream` would do http alone.
 
+use base64::engine::general_purpose::STANDARD;
+use base64::Engine;
 use std::fmt;
 use std::time::Duration;
 
@@ -34,10 +36,8 @@ impl Credentials {
     fn header(&self) -> String {
         match self {
             Credentials::Basic { username, password } => {
-                format!(
-                    "Basic {}",
-                    base64(format!("{username}:{password}").as_bytes())
-                )
+                let pair = format!("{username}:{password}");
+                format!("Basic {}", STANDARD.encode(pair))
             }
             Credentials::Token(token) => format!("Token {token}"),
         }
@@ -262,45 +262,13 @@ fn partial_write_dropped(message: &str) -> Option<u64> {
     count[..digits].parse().ok()
 }
 
-/// Standard base64 with padding, for the basic authentication header.
-fn base64(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let b = [
-            chunk[0],
-            *chunk.get(1).unwrap_or(&0),
-            *chunk.get(2).unwrap_or(&0),
-        ];
-        let n = u32::from(b[0]) << 16 | u32::from(b[1]) << 8 | u32::from(b[2]);
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
-}
+#[cfg(test)]
+#[path = "../benches/loopback.rs"]
+mod loopback;
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn base64_matches_rfc_4648() {
-        let cases = [
-            ("", ""),
-            ("f", "Zg=="),
-            ("fo", "Zm8="),
-            ("foo", "Zm9v"),
-            ("foob", "Zm9vYg=="),
-        ];
-        for (plain, encoded) in cases {
-            assert_eq!(base64(plain.as_bytes()), encoded);
-        }
-    }
 
     #[test]
     fn urls_with_credentials_are_refused() {
@@ -344,42 +312,7 @@ mod tests {
 
     #[test]
     fn writes_to_one_target_reuse_its_connection() {
-        use std::io::{BufRead, BufReader, Read, Write};
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
-        let server = std::thread::spawn(move || {
-            let mut requests_by_connection = Vec::new();
-            for stream in listener.incoming() {
-                let stream = stream.unwrap();
-                let mut reader = BufReader::new(stream.try_clone().unwrap());
-                let mut writer = stream;
-                let mut requests = 0;
-                loop {
-                    let mut length = 0;
-                    let mut line = String::new();
-                    while reader.read_line(&mut line).unwrap_or(0) > 0 && line != "\r\n" {
-                        let lower = line.to_ascii_lowercase();
-                        if let Some(value) = lower.strip_prefix("content-length:") {
-                            length = value.trim().parse().unwrap();
-                        }
-                        line.clear();
-                    }
-                    if line != "\r\n" {
-                        break; // the client closed the connection
-                    }
-                    reader.read_exact(&mut vec![0; length]).unwrap();
-                    writer
-                        .write_all(b"HTTP/1.1 204 No Content\r\n\r\n")
-                        .unwrap();
-                    requests += 1;
-                }
-                requests_by_connection.push(requests);
-                if requests_by_connection.iter().sum::<u32>() == 3 {
-                    return requests_by_connection;
-                }
-            }
-            unreachable!()
-        });
+        let (url, server) = loopback::serve(3);
         let target = InfluxTarget::new(&url, "ci", None).unwrap();
         for _ in 0..3 {
             write_influx(
