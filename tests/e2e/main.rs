@@ -63,7 +63,8 @@ mod resilience;
 mod resources;
 /// `run`: what a recording of a real command holds, against the profiler's constraints.
 mod run;
-/// The README's set-up: its first command leaves a clone clean (.gitignore).
+/// The README's set-up: its first command leaves a clone clean (.gitignore), and it names
+/// every step of .ci/run.
 mod setup;
 /// `summary`, and the short summary at the end of `run`: known logs, complete and cut off.
 mod summary;

@@ -60,3 +60,50 @@ fn git(sandbox: &Sandbox, args: &[&str]) -> String {
     assert!(output.status.success(), "{}", describe(args, &output));
     String::from_utf8(output.stdout).unwrap()
 }
+
+/// The set-up section says what CI runs: every script `.ci/run` runs (with its first
+/// option, as `--check`) and every cargo command, so that a new user knows what the
+/// test command needs and what else is checked.
+#[test]
+fn the_readme_names_every_step_of_ci() {
+    let readme = include_str!("../../README.md");
+    let setup = &readme[readme.find("## Set-up on a fresh machine").unwrap()..];
+    let setup = &setup[..setup[1..].find("\n## ").map_or(setup.len(), |end| end + 1)];
+    let missing: Vec<String> = ci_steps()
+        .into_iter()
+        .filter(|step| !setup.contains(step.as_str()))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "the README's set-up does not name {missing:?}"
+    );
+}
+
+/// What `.ci/run` runs: `scripts/NAME` (and its option when one follows, as `--short`),
+/// `cargo COMMAND`, and python3, which it installs.
+fn ci_steps() -> Vec<String> {
+    let ci = include_str!("../../.ci/run");
+    let mut steps = vec!["python3".to_owned()];
+    let code = ci
+        .lines()
+        .filter(|line| !line.trim_start().starts_with('#'));
+    for line in code {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        for (word, next) in words.iter().zip(words.iter().skip(1).chain([&""])) {
+            if *word == "cargo" {
+                steps.push(format!("cargo {next}"));
+            } else if let Some(at) = word.find("scripts/") {
+                let name = word[at..]
+                    .split(|c: char| !(c.is_ascii_alphanumeric() || c == '/' || c == '-'))
+                    .next()
+                    .unwrap();
+                if next.starts_with("--") {
+                    steps.push(format!("{name} {next}"));
+                } else {
+                    steps.push(name.to_owned());
+                }
+            }
+        }
+    }
+    steps
+}
