@@ -64,7 +64,7 @@ mod resources;
 /// `run`: what a recording of a real command holds, against the profiler's constraints.
 mod run;
 /// The README's set-up: its first command leaves a clone clean (.gitignore), and it names
-/// every step of .ci/run.
+/// every step of .ci/run, and a release binary leaves its debug information out.
 mod setup;
 /// `summary`, and the short summary at the end of `run`: known logs, complete and cut off.
 mod summary;

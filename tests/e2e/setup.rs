@@ -107,3 +107,26 @@ fn ci_steps() -> Vec<String> {
     }
     steps
 }
+
+/// `cargo install --path .` (and `cargo build --release`) gives a binary without debug
+/// information, to be small on a worker (build.rs).
+#[cfg(target_os = "linux")]
+#[test]
+fn a_release_binary_has_no_debug_information() {
+    if cfg!(debug_assertions) {
+        eprintln!("skipped: a debug build keeps its debug information");
+        return;
+    }
+    let output = Command::new("readelf")
+        .args(["--section-headers", "--wide", BIN])
+        .output()
+        .expect("readelf (binutils) lists the binary's sections");
+    let sections = String::from_utf8(output.stdout).unwrap();
+    let debug: Vec<&str> = sections
+        .split_whitespace()
+        .filter(|word| word.starts_with(".debug_"))
+        // Loaded with the program, not debug information: where gdb finds Rust's printers.
+        .filter(|word| *word != ".debug_gdb_scripts")
+        .collect();
+    assert!(debug.is_empty(), "{BIN} keeps {debug:?}");
+}
