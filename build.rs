@@ -1,5 +1,7 @@
-//! Link settings that keep the recorder's resident set small, for release builds for
-//! x86_64-unknown-linux-gnu:
+//! Link settings of release builds. On Linux, the binary of `cargo build --release` and
+//! `cargo install` leaves its debug information out, to be small on a worker; the static
+//! build keeps it, and scripts/release moves it to a file of its own, for crash reports.
+//! For x86_64-unknown-linux-gnu, settings that keep the recorder's resident set small:
 //!
 //! - the functions a recording runs are laid out together at the start of the code
 //!   (link/symbol-order.txt, written by scripts/symbol-order): the kernel maps code 64 KiB
@@ -31,8 +33,16 @@ fn main() {
     println!("cargo::rerun-if-changed={}", order.display());
     println!("cargo::rerun-if-env-changed=TC_PROFILE_PIE");
     let target = env::var("TARGET").unwrap_or_default();
-    let profile = env::var("PROFILE").unwrap_or_default();
-    if target != "x86_64-unknown-linux-gnu" || profile != "release" {
+    if env::var("PROFILE").as_deref() != Ok("release") {
+        return;
+    }
+    // The binary's (and its few unit tests', which cargo links alike): the e2e tests and the
+    // crates' own keep their line tables, for their backtraces.
+    let is_linux = env::var("CARGO_CFG_TARGET_OS").as_deref() == Ok("linux");
+    if is_linux && !is_static {
+        println!("cargo::rustc-link-arg-bin=tc-profile=-Wl,--strip-debug");
+    }
+    if target != "x86_64-unknown-linux-gnu" {
         return;
     }
     if !is_static && env::var_os("TC_PROFILE_PIE").is_none() {

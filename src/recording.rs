@@ -184,6 +184,9 @@ pub fn start(
         .http
         .map(|address| serve_live(address, &config, &log))
         .transpose()?;
+    config.live_server = live
+        .as_ref()
+        .map(|live| format!("http://{}", live.address()));
     let recorder = match Recorder::start(config) {
         Ok(recorder) => recorder,
         Err(error) => {

@@ -143,6 +143,8 @@ pub struct MetaInfo {
     pub task_schemas: Vec<Map<String, Value>>,
     /// The task's log file followed (`record --task-log`), as an absolute path.
     pub task_log: Option<String>,
+    /// The live profile's server (`--http`), `http://HOST:PORT`: its URLs without the token.
+    pub live_server: Option<String>,
 }
 
 fn marker_schemas(info: &MetaInfo) -> Value {
@@ -206,6 +208,7 @@ pub fn meta_line(info: &MetaInfo) -> Line {
             ),
             ("profileDir", info.profile_dir.clone().map(Value::from)),
             ("taskLog", info.task_log.clone().map(Value::from)),
+            ("liveServer", info.live_server.clone().map(Value::from)),
             ("cgroup", info.cgroup.as_ref().map(|cgroup| json!(cgroup))),
         ],
     );
@@ -316,6 +319,7 @@ mod tests {
             cgroup: None,
             task_schemas: vec![schema("CPU"), schema("Text"), schema("Test")],
             task_log: None,
+            live_server: None,
         };
         let Line::Meta(meta) = meta_line(&info) else {
             panic!("a meta line");

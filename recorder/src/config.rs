@@ -63,6 +63,8 @@ pub struct RecorderConfig {
     /// Checkpoints of earlier recordings that followed `task_log` (the daemon's parts): the
     /// file now at its path is read from its own.
     pub task_log_resume: Vec<FileProgress>,
+    /// The live profile's server, as the meta line names it (`http://HOST:PORT`, no token).
+    pub live_server: Option<String>,
 }
 
 impl RecorderConfig {
@@ -91,6 +93,7 @@ impl RecorderConfig {
             log_lines: false,
             task_log: None,
             task_log_resume: Vec::new(),
+            live_server: None,
         }
     }
 

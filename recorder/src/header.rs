@@ -58,6 +58,7 @@ pub(crate) fn meta(
         task_log: config
             .task_log_path()
             .map(|path| path.to_string_lossy().into_owned()),
+        live_server: config.live_server.clone(),
     })
 }
 

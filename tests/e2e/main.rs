@@ -63,6 +63,9 @@ mod resilience;
 mod resources;
 /// `run`: what a recording of a real command holds, against the profiler's constraints.
 mod run;
+/// The README's set-up: its first command leaves a clone clean (.gitignore), and it names
+/// every step of .ci/run, and a release binary leaves its debug information out.
+mod setup;
 /// `summary`, and the short summary at the end of `run`: known logs, complete and cut off.
 mod summary;
 /// The command's output through `run`: passed through byte for byte, a Log marker a line,

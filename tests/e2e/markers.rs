@@ -258,15 +258,6 @@ fn a_worker_recording_holds_its_lifecycle_and_the_tasks_nested_phases_in_order()
     assert_eq!(marker_files_note(&profile), "");
 }
 
-/// The fenced block of `language` that follows `heading` in the README.
-fn readme_example(heading: &str, language: &str) -> String {
-    let readme = include_str!("../../README.md");
-    let section = &readme[readme.find(heading).expect("README section")..];
-    let fence = format!("```{language}\n");
-    let start = section.find(&fence).expect("README example") + fence.len();
-    section[start..][..section[start..].find("```").unwrap()].to_owned()
-}
-
 #[test]
 fn the_readme_examples_for_bash_and_python_record_their_markers() {
     let sandbox = Sandbox::new();

@@ -137,3 +137,27 @@ fn run_serves_its_live_profile_at_the_short_path_without_a_task_id() {
     assert_eq!(status, 404);
     assert!(child.wait().unwrap().success());
 }
+
+/// Where the live profile was served is in the log and the profile (`meta.tcProfile`), as
+/// the ready file and stderr give it but without the token, which stays with the worker.
+#[test]
+fn the_log_and_the_profile_name_the_live_server_without_its_token() {
+    let sandbox = Sandbox::new();
+    let recording = Recording::start(&sandbox, &["--http", "127.0.0.1:0", "--keep-log"]);
+    let ready = std::fs::read_to_string(sandbox.path("ready")).unwrap();
+    let url = ready.lines().nth(1).expect("the live URL").to_owned();
+    let (base, token) = url.rsplit_once('/').unwrap();
+    let log = recording.log.clone();
+    recording.stop();
+
+    let profile_path = sandbox.path("profile_resource-usage.json");
+    let profile = read_json(&profile_path);
+    assert_eq!(profile["meta"]["tcProfile"]["liveServer"], base, "{url}");
+    let first_line = std::fs::read_to_string(&log).unwrap();
+    let meta: serde_json::Value = serde_json::from_str(first_line.lines().next().unwrap()).unwrap();
+    assert_eq!(meta["tcProfile"]["liveServer"], base);
+    for path in [&log, &profile_path] {
+        let text = std::fs::read_to_string(path).unwrap();
+        assert!(!text.contains(token), "{} holds the token", path.display());
+    }
+}

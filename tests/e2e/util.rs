@@ -519,6 +519,15 @@ pub fn run_script<'a>(flags: &[&'a str], script: &'a str) -> Vec<&'a str> {
     args
 }
 
+/// The fenced block of `language` that follows `heading` in the README.
+pub fn readme_example(heading: &str, language: &str) -> String {
+    let readme = include_str!("../../README.md");
+    let section = &readme[readme.find(heading).expect("README section")..];
+    let fence = format!("```{language}\n");
+    let start = section.find(&fence).expect("README example") + fence.len();
+    section[start..][..section[start..].find("```").unwrap()].to_owned()
+}
+
 /// Fails the test, showing everything, unless `tc-profile ARGS` exited with `code`;
 /// returns its stderr.
 pub fn assert_exit_code(args: &[&str], output: &Output, code: i32) -> String {
