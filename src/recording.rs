@@ -13,7 +13,7 @@ use serde_json::{Map, Value};
 use std::ffi::OsString;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tc_profile_daemon::LiveServer;
 use tc_profile_finalizer::{finalize_locked, FinalizeOptions, LockedLog, DEFAULT_LOCK_WAIT};
 use tc_profile_format::marker_file::decode_schema_file;
@@ -268,6 +268,7 @@ fn prepare_log(args: &RecordingArgs) -> Result<PathBuf> {
 fn recorder_config(args: &RecordingArgs, log: PathBuf, profile_dir: PathBuf) -> RecorderConfig {
     let mut config = RecorderConfig::new(log);
     config.interval = args.interval;
+    config.process_markers = args.process_markers.map(Duration::from_millis);
     config.sync = match args.sync {
         SyncArg::Always => SyncPolicy::Always,
         SyncArg::Interval => SyncPolicy::interval(args.interval),

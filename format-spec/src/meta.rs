@@ -145,6 +145,9 @@ pub struct MetaInfo {
     pub task_log: Option<String>,
     /// The live profile's server (`--http`), `http://HOST:PORT`: its URLs without the token.
     pub live_server: Option<String>,
+    /// How the task's processes were seen, when they were followed: `taskstats` (every
+    /// exit, from the kernel) or `sampling` (only those a tick found alive).
+    pub process_exits: Option<String>,
 }
 
 fn marker_schemas(info: &MetaInfo) -> Value {
@@ -209,6 +212,7 @@ pub fn meta_line(info: &MetaInfo) -> Line {
             ("profileDir", info.profile_dir.clone().map(Value::from)),
             ("taskLog", info.task_log.clone().map(Value::from)),
             ("liveServer", info.live_server.clone().map(Value::from)),
+            ("processExits", info.process_exits.clone().map(Value::from)),
             ("cgroup", info.cgroup.as_ref().map(|cgroup| json!(cgroup))),
         ],
     );
@@ -320,6 +324,7 @@ mod tests {
             task_schemas: vec![schema("CPU"), schema("Text"), schema("Test")],
             task_log: None,
             live_server: None,
+            process_exits: None,
         };
         let Line::Meta(meta) = meta_line(&info) else {
             panic!("a meta line");

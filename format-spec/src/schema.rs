@@ -39,6 +39,8 @@ pub mod source {
     pub const NET: &str = "net";
     /// The task's process tree against the rest, and a marker per process of the tree.
     pub const PROCESSES: &str = "processes";
+    /// Every process of the task counted as it exits (taskstats): per-command totals.
+    pub const PROCESS_EXITS: &str = "process-exits";
     pub const CGROUP_MEMORY: &str = "cgroup-memory";
     pub const CGROUP_CPU: &str = "cgroup-cpu";
     pub const CGROUP_IO: &str = "cgroup-io";
@@ -70,6 +72,8 @@ pub mod data_type {
     pub const TASK_MEMORY: &str = "TaskMem";
     pub const OTHER_MEMORY: &str = "OtherMem";
     pub const PROCESS: &str = "Process";
+    pub const COMMANDS: &str = "Commands";
+    pub const OTHER_PROCESSES: &str = "OtherProcesses";
     pub const CGROUP_MEMORY: &str = "CgroupMem";
     pub const CGROUP_CPU: &str = "CgroupCPU";
     pub const OOM_KILL: &str = "OOMKill";
@@ -80,7 +84,7 @@ pub mod data_type {
     pub const LOG: &str = "Log";
 
     /// The types above but [`TEXT`]: those of the recorder's own tracks and markers.
-    const OWN: [&str; 18] = [
+    const OWN: [&str; 20] = [
         CPU,
         MEMORY,
         IO,
@@ -91,6 +95,8 @@ pub mod data_type {
         TASK_MEMORY,
         OTHER_MEMORY,
         PROCESS,
+        COMMANDS,
+        OTHER_PROCESSES,
         CGROUP_MEMORY,
         CGROUP_CPU,
         OOM_KILL,
@@ -266,6 +272,7 @@ fn source_schemas(name: &str) -> Vec<Value> {
             ],
         )],
         source::PROCESSES => process_schemas(),
+        source::PROCESS_EXITS => exit_schemas(),
         source::CGROUP_MEMORY => vec![track_schema(
             data_type::CGROUP_MEMORY,
             &[
@@ -412,6 +419,42 @@ fn process_schemas() -> Vec<Value> {
                 field("cpuTime", "CPU time", "milliseconds"),
                 field("peakRss", "Peak RSS", "bytes"),
                 field("status", "Status", "string"),
+                field("readBytes", "Read from storage", "bytes"),
+                field("writeBytes", "Written to storage", "bytes"),
+            ],
+        }),
+    ]
+}
+
+/// Every process of the task counted as it exits: one marker per command and interval
+/// (its totals over the interval), and the processes not the task's, counted apart.
+fn exit_schemas() -> Vec<Value> {
+    vec![
+        json!({
+            "name": data_type::COMMANDS,
+            "tooltipLabel": "{marker.data.command}: {marker.data.runs} runs",
+            "tableLabel": "{marker.data.command} — {marker.data.runs} runs, CPU {marker.data.cpuTime}, {marker.data.failures} failed",
+            "chartLabel": "{marker.data.runs}",
+            "display": ["marker-chart", "marker-table"],
+            "description": "The task's processes of one command that exited in the interval, however short: every exit the kernel reported (taskstats).",
+            "data": [
+                field("command", "Command", "string"),
+                field("runs", "Runs", "integer"),
+                field("failures", "Failed (non-zero status or a signal)", "integer"),
+                field("cpuTime", "CPU time", "milliseconds"),
+                field("peakRss", "Highest peak RSS", "bytes"),
+            ],
+        }),
+        json!({
+            "name": data_type::OTHER_PROCESSES,
+            "tooltipLabel": "{marker.data.runs} other processes",
+            "tableLabel": "{marker.data.runs} processes not the task's, CPU {marker.data.cpuTime}",
+            "display": ["marker-table"],
+            "description": "Processes of the machine outside the task that exited in the interval, counted and never named; overruns: times the kernel's queue overflowed and exits were lost.",
+            "data": [
+                field("runs", "Exits", "integer"),
+                field("cpuTime", "CPU time", "milliseconds"),
+                field("overruns", "Queue overruns", "integer"),
             ],
         }),
     ]

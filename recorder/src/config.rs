@@ -49,6 +49,10 @@ pub struct RecorderConfig {
     /// real start (its /proc stat) back to this at the earliest; None: from the log's start.
     /// For a recording that takes over a task begun earlier (the daemon's parts).
     pub processes_since: Option<f64>,
+    /// The shortest life of a process of the task that gets a "Process" marker when the
+    /// kernel reports every exit (taskstats); None: the sampling interval. Every exit is
+    /// counted in the per-command totals whatever its length.
+    pub process_markers: Option<Duration>,
     /// The task's cgroup, whose counters are recorded. When None, the cgroup of a followed
     /// pid or cgroup is used if it is not the recorder's own.
     pub cgroup: Option<TaskCgroup>,
@@ -88,6 +92,7 @@ impl RecorderConfig {
             profile_dir: None,
             follow: None,
             processes_since: None,
+            process_markers: None,
             cgroup: None,
             task_schemas: Vec::new(),
             log_lines: false,

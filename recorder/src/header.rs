@@ -59,6 +59,7 @@ pub(crate) fn meta(
             .task_log_path()
             .map(|path| path.to_string_lossy().into_owned()),
         live_server: config.live_server.clone(),
+        process_exits: sampler.process_exits().map(str::to_owned),
     })
 }
 

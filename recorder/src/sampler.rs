@@ -37,6 +37,8 @@ pub struct Sampler {
     sources: Vec<(Box<dyn Source>, Option<f64>)>,
     cgroup: Option<CgroupInfo>,
     machine: Option<MachineFiles>,
+    /// How the task's processes are seen, when they are followed.
+    process_exits: Option<&'static str>,
 }
 
 impl Sampler {
@@ -46,6 +48,7 @@ impl Sampler {
             sources: Vec::new(),
             cgroup: None,
             machine: None,
+            process_exits: None,
         };
         if !config.sample_system {
             return sampler;
@@ -62,7 +65,13 @@ impl Sampler {
             let since = config
                 .processes_since
                 .map(|epoch| clock.ms_from_epoch(epoch));
-            sampler.add(tree.map(|tree| tree.starting_from(since.unwrap_or(0.0))));
+            let marker_min = config.process_markers.unwrap_or(config.interval);
+            let tree = tree.map(|tree| {
+                tree.starting_from(since.unwrap_or(0.0))
+                    .counting_exits(sys_root, marker_min.as_secs_f64() * 1000.0)
+            });
+            sampler.process_exits = tree.as_ref().map(ProcessTree::exits_seen_by);
+            sampler.add(tree);
         }
         let task_cgroup = config
             .cgroup
@@ -93,6 +102,12 @@ impl Sampler {
     pub fn sources(&self) -> Vec<String> {
         let names = self.sources.iter().flat_map(|(s, _)| s.names());
         names.map(str::to_owned).collect()
+    }
+
+    /// How the task's processes are seen (`taskstats` or `sampling`), when they are
+    /// followed: `meta.tcProfile.processExits`.
+    pub fn process_exits(&self) -> Option<&'static str> {
+        self.process_exits
     }
 
     /// The task's cgroup, when its counters are sampled.
@@ -235,6 +250,7 @@ mod tests {
             sources: Vec::new(),
             cgroup: None,
             machine: None,
+            process_exits: None,
         };
         let [every, paced] = [0.0, 1000.0].map(|pace_ms| {
             let ticks = Arc::default();

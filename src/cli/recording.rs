@@ -29,6 +29,11 @@ pub struct RecordingArgs {
     /// minutes on, samples are at least 1 s apart.
     #[arg(long, value_name = "SECONDS", default_value = "0.1", value_parser = parse_interval)]
     pub interval: Duration,
+    /// With every exit of the task seen (taskstats: root or CAP_NET_ADMIN), a "Process"
+    /// marker for each process that lived at least MIN_MS milliseconds; shorter ones are
+    /// only counted, in the per-command totals [default: the sampling interval].
+    #[arg(long, value_name = "MIN_MS", value_parser = clap::value_parser!(u64).range(0..=3_600_000))]
+    pub process_markers: Option<u64>,
     /// When the log is fdatasync'd: always (after every batch), interval (at most once a
     /// second, or per sampling interval when longer; at once for lifecycle markers), never
     /// (left to the kernel).

@@ -1,11 +1,12 @@
 use super::*;
 
-const ALL_BUT_STATSD: [&str; 12] = [
+const ALL_BUT_STATSD: [&str; 13] = [
     source::CPU,
     source::MEMORY,
     source::IO,
     source::NET,
     source::PROCESSES,
+    source::PROCESS_EXITS,
     source::CGROUP_MEMORY,
     source::CGROUP_CPU,
     source::OOM_KILLS,
@@ -33,7 +34,7 @@ fn only_the_schemas_of_sources_that_are_on_are_declared() {
         ["Text", "Command", "CPU"]
     );
     let all = names(&ALL_BUT_STATSD);
-    assert_eq!(all.len(), 18, "{all:?}");
+    assert_eq!(all.len(), 20, "{all:?}");
 }
 
 #[test]

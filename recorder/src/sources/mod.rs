@@ -12,6 +12,7 @@ pub(crate) mod process_tree;
 pub(crate) mod procfs;
 pub(crate) mod swap;
 pub(crate) mod system;
+pub(crate) mod taskstats;
 
 use machine::Machine;
 use std::fmt;

@@ -12,13 +12,16 @@
 
 pub(crate) mod command_line;
 mod discovery;
+mod exits;
 pub(crate) mod process;
 mod tokens;
 
 use crate::clock::Clock;
 use crate::sources::machine::{CpuTimes, Machine};
 use crate::sources::procfs::ReadBuffer;
+use crate::sources::taskstats::Taskstats;
 use crate::sources::{fraction, Lines, Percent, Source};
+use exits::{Exits, TreeView};
 use process::{describe_status, open_files_max, parse_stat, stat_path, Process, StatUnits};
 use std::collections::HashMap;
 use std::fs::File;
@@ -144,6 +147,9 @@ pub(crate) struct ProcessTree {
     reapers: HashMap<u32, Reaped>,
     /// Ticks taken back beyond what a tick counted, taken from the next ticks.
     owed_ticks: i64,
+    /// Every exit the kernel reports, and what sorts them; None: the tree is seen by
+    /// sampling alone.
+    exits: Option<(Taskstats, Exits)>,
 }
 
 /// One reaper's side of the ledger, carried for one tick.
@@ -198,6 +204,7 @@ impl ProcessTree {
             previous: None,
             reapers: HashMap::new(),
             owed_ticks: 0,
+            exits: None,
         };
         tree.read_own_reaped_ticks()?;
         match *follow {
@@ -216,6 +223,42 @@ impl ProcessTree {
     pub(crate) fn starting_from(mut self, earliest: f64) -> ProcessTree {
         self.units.earliest_ms = earliest.min(0.0);
         self
+    }
+
+    /// Counts every exit of the task, however short, when the kernel reports exits
+    /// (taskstats: root or CAP_NET_ADMIN); `marker_min_ms`: the shortest life that gets a
+    /// "Process" marker.
+    pub(crate) fn counting_exits(mut self, sys_root: &Path, marker_min_ms: f64) -> ProcessTree {
+        let possible = sys_root.join("devices/system/cpu/possible");
+        let possible = std::fs::read_to_string(possible).unwrap_or_default();
+        if let Ok(taskstats) = Taskstats::open(&possible) {
+            self.exits = Some((taskstats, Exits::new(marker_min_ms)));
+        }
+        self
+    }
+
+    /// How the tree's processes are seen, for `meta.tcProfile.processExits`.
+    pub(crate) fn exits_seen_by(&self) -> &'static str {
+        match self.exits {
+            Some(_) => "taskstats",
+            None => "sampling",
+        }
+    }
+
+    /// Places the exits the kernel reported since the last tick.
+    fn count_exits(&mut self, now: f64, gone: &[(u32, Process)], last: bool, out: &mut Lines) {
+        let Some((taskstats, exits)) = &mut self.exits else {
+            return;
+        };
+        let mut fresh = Vec::new();
+        taskstats.drain(&mut fresh);
+        let tree = TreeView {
+            processes: &self.processes,
+            gone,
+            root_parent: (self.follow == Follow::Children).then_some(self.own_pid),
+            units: &self.units,
+        };
+        exits.tick(fresh, taskstats.overruns(), now, &tree, last, out);
     }
 
     /// The recorder's reaped-children ticks, in Children mode (0 in the others, which do not
@@ -394,7 +437,10 @@ impl ProcessTree {
 
 impl Source for ProcessTree {
     fn names(&self) -> Vec<&'static str> {
-        vec![source::PROCESSES]
+        match self.exits {
+            Some(_) => vec![source::PROCESSES, source::PROCESS_EXITS],
+            None => vec![source::PROCESSES],
+        }
     }
 
     fn pace_ms(&self) -> f64 {
@@ -406,19 +452,40 @@ impl Source for ProcessTree {
     }
 
     fn tick(&mut self, now: f64, out: &mut Lines) {
+        self.sample(now, false, out);
+    }
+
+    fn last_tick(&mut self, now: f64, out: &mut Lines) {
+        self.sample(now, true, out);
+        for (&pid, process) in &self.processes {
+            if !process.ended {
+                self.end(pid, process, now, "still running".to_owned(), out);
+            }
+        }
+    }
+}
+
+impl ProcessTree {
+    /// A tick; the `last` writes out what the exits' totals hold.
+    fn sample(&mut self, now: f64, last: bool, out: &mut Lines) {
         let gone = self.refresh(now);
         let last_pid = out.machine.last_pid;
         self.discover(now, last_pid);
+        self.count_exits(now, &gone, last, out);
+        // With the kernel's exits, their markers are the ended processes'.
+        let sampled_ends = self.exits.is_none();
         for (pid, process) in &gone {
-            if !process.ended {
+            if !process.ended && sampled_ends {
                 self.end(*pid, process, now, "unknown".to_owned(), out);
             }
         }
         let mut newly_ended = Vec::new();
         for (&pid, process) in &self.processes {
             if process.stat.is_zombie() && !process.ended {
-                let status = describe_status(process.stat.exit_status);
-                self.end(pid, process, now, status, out);
+                if sampled_ends {
+                    let status = describe_status(process.stat.exit_status);
+                    self.end(pid, process, now, status, out);
+                }
                 newly_ended.push(pid);
             }
         }
@@ -475,15 +542,6 @@ impl Source for ProcessTree {
             used: used.saturating_sub(rss),
         };
         out.track(track::OTHER_MEMORY, start, now, &other_memory);
-    }
-
-    fn last_tick(&mut self, now: f64, out: &mut Lines) {
-        self.tick(now, out);
-        for (&pid, process) in &self.processes {
-            if !process.ended {
-                self.end(pid, process, now, "still running".to_owned(), out);
-            }
-        }
     }
 }
 

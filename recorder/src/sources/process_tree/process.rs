@@ -115,27 +115,32 @@ pub(crate) struct Process {
 }
 
 impl Process {
-    /// Names it from its command line (`dir` is its /proc directory), or from `comm` while
-    /// that is empty.
     /// Its "Process" marker, ending at `now`.
     pub(crate) fn marker(&self, pid: u32, now: f64, status: String, units: &StatUnits) -> Marker {
-        let start = units.boot_ms + self.stat.start_ticks as f64 * 1000.0 / units.ticks_per_second;
-        // Rounded to the microsecond, as every time in the log.
-        let start = ((start * 1000.0).round() / 1000.0).clamp(units.earliest_ms, now);
-        let cpu_ms = self.stat.own_ticks as f64 * 1000.0 / units.ticks_per_second;
-        Marker::interval(self.name.clone(), start, now)
-            .with_category(category::TASK)
-            .with_data(json!({
-                "type": data_type::PROCESS,
-                "command": self.command,
-                "pid": pid,
-                "ppid": self.stat.ppid,
-                "cpuTime": cpu_ms,
-                "peakRss": self.peak_rss_pages * units.page_size,
-                "status": status,
-            }))
+        ProcessEnd {
+            name: &self.name,
+            command: &self.command,
+            pid,
+            ppid: self.stat.ppid,
+            start: self.start_ms(units).min(now),
+            end: now,
+            cpu_ms: self.stat.own_ticks as f64 * 1000.0 / units.ticks_per_second,
+            peak_rss: self.peak_rss_pages * units.page_size,
+            status,
+            storage_io: None,
+        }
+        .marker()
     }
 
+    /// When it started, in log ms rounded to the microsecond as every time in the log, at
+    /// the earliest `units.earliest_ms`.
+    pub(crate) fn start_ms(&self, units: &StatUnits) -> f64 {
+        let start = units.boot_ms + self.stat.start_ticks as f64 * 1000.0 / units.ticks_per_second;
+        ((start * 1000.0).round() / 1000.0).max(units.earliest_ms)
+    }
+
+    /// Names it from its command line (`dir` is its /proc directory), or from `comm` while
+    /// that is empty.
     pub(crate) fn describe(&mut self, buffer: &mut ReadBuffer, dir: &Path) {
         let described = match buffer.read_path(&dir.join("cmdline")) {
             Ok(bytes) => command_line::describe(bytes),
@@ -144,6 +149,44 @@ impl Process {
         self.command_known = described.is_some();
         (self.name, self.command) =
             described.unwrap_or_else(|| (lossy(&self.comm), lossy(&self.comm)));
+    }
+}
+
+/// What a "Process" marker says of a process that ended: the tree's, as sampled, or an exit
+/// the kernel reported.
+pub(crate) struct ProcessEnd<'a> {
+    pub(crate) name: &'a str,
+    pub(crate) command: &'a str,
+    pub(crate) pid: u32,
+    pub(crate) ppid: u32,
+    /// Log ms.
+    pub(crate) start: f64,
+    pub(crate) end: f64,
+    pub(crate) cpu_ms: f64,
+    pub(crate) peak_rss: u64,
+    pub(crate) status: String,
+    /// Bytes read from and written to storage, when known.
+    pub(crate) storage_io: Option<(u64, u64)>,
+}
+
+impl ProcessEnd<'_> {
+    pub(crate) fn marker(self) -> Marker {
+        let mut data = json!({
+            "type": data_type::PROCESS,
+            "command": self.command,
+            "pid": self.pid,
+            "ppid": self.ppid,
+            "cpuTime": self.cpu_ms,
+            "peakRss": self.peak_rss,
+            "status": self.status,
+        });
+        if let Some((read, written)) = self.storage_io {
+            data["readBytes"] = read.into();
+            data["writeBytes"] = written.into();
+        }
+        Marker::interval(self.name.to_owned(), self.start, self.end)
+            .with_category(category::TASK)
+            .with_data(data)
     }
 }
 

@@ -1,0 +1,393 @@
+//! The task's processes counted as they exit, every one however short, from the kernel's
+//! exit records ([`crate::sources::taskstats`]): which exits are the task's, their totals
+//! per command ("Commands" markers, one a command and interval), a "Process" marker for
+//! each that lived at least `--process-markers` ms, and the machine's other exits counted
+//! apart ("OtherProcesses"), never named.
+//!
+//! An exit is the task's when its pid or its parent is in the tree, or its parent is an exit
+//! of the task's from the last few seconds: a process too short for the tree to see whose
+//! parent was too short as well. Such a child exits before its parent does, so an exit the
+//! tree cannot place waits [`PENDING_MS`] for its parent's before it is counted apart.
+
+use super::process::{describe_status, Process, ProcessEnd, StatUnits};
+use crate::sources::taskstats::TaskExit;
+use crate::sources::Lines;
+use serde_json::json;
+use std::collections::{BTreeMap, HashMap};
+use tc_profile_format::schema::{category, data_type};
+use tc_profile_format::Marker;
+
+/// How long an exit whose parent the tree does not know waits for that parent's exit.
+const PENDING_MS: f64 = 1000.0;
+/// How long the pid of a task's exit counts as the task's, for the exits of its children.
+const RECENT_MS: f64 = 5000.0;
+/// How often the totals are written.
+const TOTALS_EVERY_MS: f64 = 1000.0;
+/// Processes with threads that exited before the last, whose CPU is held until it does.
+const THREADED_MAX: usize = 65_536;
+
+/// What the tree knows at a tick: its processes, those that it found gone, and the parent of
+/// its roots (the recorder, when it started the command).
+pub(super) struct TreeView<'a> {
+    pub(super) processes: &'a HashMap<u32, Process>,
+    pub(super) gone: &'a [(u32, Process)],
+    pub(super) root_parent: Option<u32>,
+    pub(super) units: &'a StatUnits,
+}
+
+impl TreeView<'_> {
+    fn process(&self, pid: u32) -> Option<&Process> {
+        let gone = || self.gone.iter().find(|(p, _)| *p == pid).map(|(_, p)| p);
+        self.processes.get(&pid).or_else(gone)
+    }
+}
+
+/// One command's exits since the totals were last written.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct CommandTotals {
+    runs: u64,
+    failures: u64,
+    cpu_us: u64,
+    peak_rss: u64,
+}
+
+/// The exits of the machine, sorted: the task's counted and the rest apart.
+pub(super) struct Exits {
+    /// A "Process" marker for an exit that lived at least this long.
+    marker_min_ms: f64,
+    /// Exits not placed yet, with when they were read.
+    pending: Vec<(TaskExit, f64)>,
+    /// Pids of the task's exits, with when they were read.
+    recent: HashMap<u32, f64>,
+    /// CPU µs of the threads that ended before their process, by process.
+    threads: HashMap<u32, u64>,
+    commands: BTreeMap<String, CommandTotals>,
+    /// Exits not the task's since the totals were last written: count and CPU µs.
+    others: (u64, u64),
+    overruns_written: u64,
+    totals_since: f64,
+}
+
+impl Exits {
+    pub(super) fn new(marker_min_ms: f64) -> Exits {
+        Exits {
+            marker_min_ms,
+            pending: Vec::new(),
+            recent: HashMap::new(),
+            threads: HashMap::new(),
+            commands: BTreeMap::new(),
+            others: (0, 0),
+            overruns_written: 0,
+            totals_since: 0.0,
+        }
+    }
+
+    /// Places the exits read since the last tick (`overruns`: how often exits were lost
+    /// so far); every second, and at the `last` tick, writes the totals.
+    pub(super) fn tick(
+        &mut self,
+        fresh: Vec<TaskExit>,
+        overruns: u64,
+        now: f64,
+        tree: &TreeView,
+        last: bool,
+        out: &mut Lines,
+    ) {
+        self.receive(fresh, now);
+        self.place(now, tree, out);
+        let (waited, waiting): (Vec<_>, Vec<_>) = std::mem::take(&mut self.pending)
+            .into_iter()
+            .partition(|(_, read)| last || now - read >= PENDING_MS);
+        self.pending = waiting;
+        for (exit, _) in waited {
+            self.others.0 += 1;
+            self.others.1 += exit.user_us + exit.system_us;
+        }
+        if last || now - self.totals_since >= TOTALS_EVERY_MS {
+            self.write_totals(now, overruns, out);
+            self.recent.retain(|_, read| now - *read < RECENT_MS);
+        }
+    }
+
+    /// Holds the CPU of threads until their process ends; queues the processes' exits.
+    fn receive(&mut self, fresh: Vec<TaskExit>, now: f64) {
+        for exit in fresh {
+            if exit.process_ended {
+                self.pending.push((exit, now));
+            } else if self.threads.len() < THREADED_MAX || self.threads.contains_key(&exit.pid) {
+                *self.threads.entry(exit.pid).or_default() += exit.user_us + exit.system_us;
+            }
+        }
+    }
+
+    /// Counts every pending exit that is the task's, again while one more is found: a
+    /// child's exit comes before its short parent's, which places it.
+    fn place(&mut self, now: f64, tree: &TreeView, out: &mut Lines) {
+        loop {
+            let recent = &self.recent;
+            let is_task = |exit: &TaskExit| {
+                tree.process(exit.pid).is_some()
+                    || tree.process(exit.ppid).is_some()
+                    || tree.root_parent == Some(exit.ppid)
+                    || recent.contains_key(&exit.ppid)
+            };
+            let (placed, pending): (Vec<_>, Vec<_>) = std::mem::take(&mut self.pending)
+                .into_iter()
+                .partition(|(exit, _)| is_task(exit));
+            self.pending = pending;
+            if placed.is_empty() {
+                return;
+            }
+            for (exit, read) in placed {
+                self.count(&exit, read, tree, out);
+                self.recent.insert(exit.pid, now);
+            }
+        }
+    }
+
+    fn count(&mut self, exit: &TaskExit, read: f64, tree: &TreeView, out: &mut Lines) {
+        let cpu_us = exit.user_us + exit.system_us + self.threads.remove(&exit.pid).unwrap_or(0);
+        let totals = self.commands.entry(exit.comm.clone()).or_default();
+        totals.runs += 1;
+        totals.failures += u64::from(exit.status != 0);
+        totals.cpu_us += cpu_us;
+        totals.peak_rss = totals.peak_rss.max(exit.peak_rss);
+        let elapsed_ms = exit.elapsed_us as f64 / 1000.0;
+        if elapsed_ms < self.marker_min_ms {
+            return;
+        }
+        let known = tree.process(exit.pid);
+        // The tree knows the start to the clock tick; otherwise the exit is placed when it
+        // was read, at most one tick late.
+        let (start, end) = match known {
+            Some(process) => {
+                let start = process.start_ms(tree.units).min(read);
+                (start, (start + elapsed_ms).min(read))
+            }
+            None => ((read - elapsed_ms).max(tree.units.earliest_ms), read),
+        };
+        let (name, command) = known.map_or((exit.comm.as_str(), exit.comm.as_str()), |p| {
+            (p.name.as_str(), p.command.as_str())
+        });
+        let marker = ProcessEnd {
+            name,
+            command,
+            pid: exit.pid,
+            ppid: exit.ppid,
+            start: round_to_microseconds(start),
+            end: round_to_microseconds(end),
+            cpu_ms: cpu_us as f64 / 1000.0,
+            peak_rss: exit.peak_rss,
+            status: describe_status(Some(exit.status)),
+            storage_io: Some((exit.read_bytes, exit.write_bytes)),
+        };
+        out.marker(marker.marker());
+    }
+
+    /// A "Commands" marker for each command that exited since the last, and an
+    /// "OtherProcesses" one when other processes did or exits were lost.
+    fn write_totals(&mut self, now: f64, overruns: u64, out: &mut Lines) {
+        let since = self.totals_since;
+        for (command, totals) in std::mem::take(&mut self.commands) {
+            out.marker(command_marker(command, since, now, totals));
+        }
+        let overruns = overruns.saturating_sub(self.overruns_written);
+        let (runs, cpu_us) = std::mem::take(&mut self.others);
+        if runs > 0 || overruns > 0 {
+            let marker = Marker::interval("Other processes".to_owned(), since, now)
+                .with_category(category::OTHER)
+                .with_data(json!({
+                    "type": data_type::OTHER_PROCESSES,
+                    "runs": runs,
+                    "cpuTime": cpu_us as f64 / 1000.0,
+                    "overruns": overruns,
+                }));
+            out.marker(marker);
+        }
+        self.overruns_written += overruns;
+        self.totals_since = now;
+    }
+}
+
+fn command_marker(command: String, since: f64, now: f64, totals: CommandTotals) -> Marker {
+    let data = json!({
+        "type": data_type::COMMANDS,
+        "command": command,
+        "runs": totals.runs,
+        "failures": totals.failures,
+        "cpuTime": totals.cpu_us as f64 / 1000.0,
+        "peakRss": totals.peak_rss,
+    });
+    Marker::interval(command, since, now)
+        .with_category(category::TASK)
+        .with_data(data)
+}
+
+fn round_to_microseconds(ms: f64) -> f64 {
+    (ms * 1000.0).round() / 1000.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::Clock;
+    use crate::sources::decode_markers;
+    use crate::sources::machine::Machine;
+
+    /// The recorder, parent of the task's command.
+    const RECORDER: u32 = 1000;
+
+    fn exit(comm: &str, pid: u32, ppid: u32, status: i32) -> TaskExit {
+        TaskExit {
+            comm: comm.to_owned(),
+            pid,
+            ppid,
+            process_ended: true,
+            elapsed_us: 2_000,
+            user_us: 1_000,
+            system_us: 500,
+            peak_rss: 1 << 20,
+            status,
+            ..TaskExit::default()
+        }
+    }
+
+    /// The markers of ticks at `times`, each given its exits.
+    fn ticks(exits: &mut Exits, batches: Vec<(f64, Vec<TaskExit>, bool)>) -> Vec<Marker> {
+        let processes = HashMap::new();
+        let units = StatUnits::probe(Clock::start()).unwrap();
+        let tree = TreeView {
+            processes: &processes,
+            gone: &[],
+            root_parent: Some(RECORDER),
+            units: &units,
+        };
+        let mut bytes = Vec::new();
+        let machine = Machine::default();
+        for (now, fresh, last) in batches {
+            let mut out = Lines::new(&mut bytes, &machine);
+            exits.tick(fresh, 0, now, &tree, last, &mut out);
+        }
+        decode_markers(&bytes)
+    }
+
+    fn totals_of(markers: &[Marker], kind: &str) -> Vec<serde_json::Value> {
+        let data = markers.iter().filter_map(|m| m.data.as_ref());
+        data.filter(|d| d["type"] == kind).cloned().collect()
+    }
+
+    #[test]
+    fn every_exit_of_the_task_is_counted_per_command_with_its_failures() {
+        let mut fresh: Vec<_> = (0..20)
+            .map(|i| exit("true", 2000 + i, RECORDER, 0))
+            .collect();
+        fresh.extend((0..5).map(|i| exit("sh", 3000 + i, RECORDER, 3 << 8)));
+        fresh.push(exit("sleep", 3100, RECORDER, libc::SIGKILL));
+        let markers = ticks(&mut Exits::new(100.0), vec![(1000.0, fresh, false)]);
+        let commands = totals_of(&markers, data_type::COMMANDS);
+        let runs: Vec<_> = commands
+            .iter()
+            .map(|c| {
+                (
+                    c["command"].as_str().unwrap(),
+                    c["runs"].as_u64().unwrap(),
+                    c["failures"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(runs, [("sh", 5, 5), ("sleep", 1, 1), ("true", 20, 0)]);
+        assert_eq!(commands[2]["cpuTime"], 30.0);
+        assert_eq!(commands[2]["peakRss"], 1 << 20);
+        assert!(
+            totals_of(&markers, data_type::PROCESS).is_empty(),
+            "all shorter than 100 ms"
+        );
+    }
+
+    #[test]
+    fn a_child_that_exits_before_its_short_parent_is_the_tasks() {
+        let child = exit("cc1", 2002, 2001, 0);
+        let parent = exit("gcc", 2001, RECORDER, 0);
+        let markers = ticks(
+            &mut Exits::new(100.0),
+            vec![(100.0, vec![child], false), (200.0, vec![parent], true)],
+        );
+        let commands = totals_of(&markers, data_type::COMMANDS);
+        assert_eq!(commands.len(), 2, "{commands:?}");
+        assert!(totals_of(&markers, data_type::OTHER_PROCESSES).is_empty());
+    }
+
+    #[test]
+    fn exits_outside_the_task_are_counted_apart_and_never_named() {
+        let stranger = exit("secret-tool", 4000, 1, 0);
+        let grandchild = exit("cat", 4001, 4000, 0);
+        let markers = ticks(
+            &mut Exits::new(100.0),
+            vec![
+                (100.0, vec![stranger, grandchild], false),
+                (100.0 + PENDING_MS, Vec::new(), false),
+            ],
+        );
+        assert!(totals_of(&markers, data_type::COMMANDS).is_empty());
+        let others = totals_of(&markers, data_type::OTHER_PROCESSES);
+        assert_eq!(others.len(), 1);
+        assert_eq!(others[0]["runs"], 2);
+        let text = format!("{markers:?}");
+        assert!(!text.contains("secret-tool"), "{text}");
+        assert!(markers.iter().all(|m| m.name != "cat"), "{text}");
+    }
+
+    #[test]
+    fn the_threads_cpu_is_its_processes_and_a_thread_is_no_run() {
+        let thread = TaskExit {
+            process_ended: false,
+            user_us: 7_000,
+            ..exit("worker", 2000, RECORDER, 0)
+        };
+        let process = exit("worker", 2000, RECORDER, 0);
+        let markers = ticks(
+            &mut Exits::new(100.0),
+            vec![(1000.0, vec![thread, process], true)],
+        );
+        let commands = totals_of(&markers, data_type::COMMANDS);
+        assert_eq!(
+            (
+                commands[0]["runs"].as_u64(),
+                commands[0]["cpuTime"].as_f64()
+            ),
+            (Some(1), Some(9.0))
+        );
+    }
+
+    #[test]
+    fn only_a_process_at_least_as_long_as_the_threshold_gets_a_marker() {
+        let long = TaskExit {
+            elapsed_us: 250_000,
+            ..exit("rustc", 2000, RECORDER, 0)
+        };
+        let short = exit("true", 2001, RECORDER, 0);
+        let markers = ticks(
+            &mut Exits::new(100.0),
+            vec![(1000.0, vec![long, short], true)],
+        );
+        let processes: Vec<_> = markers
+            .iter()
+            .filter(|m| {
+                m.data
+                    .as_ref()
+                    .is_some_and(|d| d["type"] == data_type::PROCESS)
+            })
+            .collect();
+        assert_eq!(processes.len(), 1);
+        assert_eq!(processes[0].name, "rustc");
+        assert_eq!(
+            (processes[0].start_time, processes[0].end_time),
+            (750.0, Some(1000.0))
+        );
+        let data = processes[0].data.as_ref().unwrap();
+        assert_eq!(
+            (data["status"].as_str(), data["pid"].as_u64()),
+            (Some("exit code 0"), Some(2000))
+        );
+    }
+}

@@ -1,0 +1,550 @@
+//! Every process of the machine as it exits, from the kernel's taskstats over generic
+//! netlink (Documentation/accounting/taskstats.rst): the recorder registers a listener on
+//! every CPU, and the kernel sends it a record as each task exits, however short its life.
+//! Registering takes root or `CAP_NET_ADMIN` in the initial namespaces; without them, or
+//! without taskstats in the kernel, [`Taskstats::open`] fails and the process tree is seen
+//! by sampling alone.
+//!
+//! The socket is read without blocking at each of the tree's ticks: its receive queue holds
+//! what came in between, and an overflow is counted ([`Taskstats::overruns`]), not fatal.
+//! Everything read is bounded by the lengths the kernel wrote and the buffer read into;
+//! the record is parsed by the offsets of `include/uapi/linux/taskstats.h`, a field read
+//! only when the record is long enough (and new enough) to hold it.
+
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+/// `include/uapi/linux/netlink.h`, `genetlink.h` and `taskstats.h`.
+const GENL_ID_CTRL: u16 = 0x10;
+const CTRL_CMD_GETFAMILY: u8 = 3;
+const CTRL_ATTR_FAMILY_ID: u16 = 1;
+const CTRL_ATTR_FAMILY_NAME: u16 = 2;
+const TASKSTATS_GENL_NAME: &[u8] = b"TASKSTATS\0";
+const TASKSTATS_GENL_VERSION: u8 = 1;
+const TASKSTATS_CMD_GET: u8 = 1;
+const TASKSTATS_CMD_NEW: u8 = 2;
+const TASKSTATS_CMD_ATTR_REGISTER_CPUMASK: u16 = 3;
+const TASKSTATS_TYPE_STATS: u16 = 3;
+const TASKSTATS_TYPE_AGGR_PID: u16 = 4;
+const NLMSG_ERROR: u16 = 2;
+const NLM_F_REQUEST: u16 = 1;
+const NLM_F_ACK: u16 = 4;
+const NLA_TYPE_MASK: u16 = 0x3fff;
+const NLMSG_HEADER: usize = 16;
+const GENL_HEADER: usize = 4;
+const NLA_HEADER: usize = 4;
+
+/// The receive queue asked for (as root, beyond `rmem_max`): the kernel charges some
+/// 1.5 KiB a record, and a tree sampled once a second (more than 64 processes) may see
+/// ten thousand exits between two reads.
+const RECEIVE_QUEUE: libc::c_int = 16 << 20;
+/// Datagrams read at most a tick: the queue's worth, so that exits coming faster than
+/// they are read cannot hold the sampler.
+const DRAIN_MAX: usize = 65_536;
+/// One datagram at most: a record is some 500 bytes, a family reply a few hundred.
+const DATAGRAM_MAX: usize = 16 << 10;
+
+/// Offsets in `struct taskstats` (taskstats.h), the version that added each in brackets
+/// where it is later than 1's layout of the fields used.
+mod offset {
+    pub(super) const VERSION: usize = 0;
+    pub(super) const AC_EXITCODE: usize = 4;
+    pub(super) const AC_FLAG: usize = 8;
+    pub(super) const AC_COMM: usize = 80;
+    pub(super) const AC_PID: usize = 128;
+    pub(super) const AC_PPID: usize = 132;
+    pub(super) const AC_ETIME: usize = 144;
+    pub(super) const AC_UTIME: usize = 152;
+    pub(super) const AC_STIME: usize = 160;
+    pub(super) const HIWATER_RSS: usize = 200;
+    pub(super) const READ_BYTES: usize = 248;
+    pub(super) const WRITE_BYTES: usize = 256;
+    /// Version 12.
+    pub(super) const AC_TGID: usize = 368;
+}
+const COMM_LEN: usize = 32;
+/// The first version with `ac_tgid` and the `AGROUP` flag.
+const VERSION_WITH_TGID: u16 = 12;
+/// `ac_flag`: the task was the last of its thread group (version 12 on).
+const AGROUP: u8 = 0x20;
+
+/// One task's exit, as the kernel accounted it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct TaskExit {
+    /// `ac_comm`: the command name, at most 15 bytes in the kernels of today.
+    pub(crate) comm: String,
+    /// The task's id: its process's (`ac_tgid`) from version 12 on, else its own.
+    pub(crate) pid: u32,
+    /// The parent process when it exited.
+    pub(crate) ppid: u32,
+    /// Whether it was the last thread of its process (always, before version 12, where a
+    /// thread cannot be told from a process).
+    pub(crate) process_ended: bool,
+    /// Wall time from its start to its exit, µs (`ac_etime`).
+    pub(crate) elapsed_us: u64,
+    /// User and system CPU, µs.
+    pub(crate) user_us: u64,
+    pub(crate) system_us: u64,
+    /// The process's peak resident set, bytes (`hiwater_rss`, KiB in the record).
+    pub(crate) peak_rss: u64,
+    pub(crate) read_bytes: u64,
+    pub(crate) write_bytes: u64,
+    /// The wait status: an exit code shifted by 8, or a signal number.
+    pub(crate) status: i32,
+}
+
+/// Why taskstats is not used.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub(crate) enum TaskstatsError {
+    #[error("a generic netlink socket: {0}")]
+    Socket(io::Error),
+    #[error("the kernel has no TASKSTATS family: {0}")]
+    NoFamily(io::Error),
+    #[error("registering for exits (root or CAP_NET_ADMIN, initial namespaces): {0}")]
+    Register(io::Error),
+}
+
+/// A registered listener for every task's exit.
+pub(crate) struct Taskstats {
+    socket: OwnedFd,
+    family: u16,
+    buffer: Vec<u8>,
+    overruns: u64,
+}
+
+impl Taskstats {
+    /// Resolves the TASKSTATS family and registers for the exits on every possible CPU.
+    pub(crate) fn open(possible_cpus: &str) -> Result<Taskstats, TaskstatsError> {
+        let socket = netlink_socket().map_err(TaskstatsError::Socket)?;
+        let mut taskstats = Taskstats {
+            socket,
+            family: 0,
+            buffer: vec![0; DATAGRAM_MAX],
+            overruns: 0,
+        };
+        taskstats.family = taskstats.resolve_family()?;
+        let mut cpumask = possible_cpus.trim().as_bytes().to_vec();
+        cpumask.push(0);
+        let request = request(
+            taskstats.family,
+            NLM_F_REQUEST | NLM_F_ACK,
+            TASKSTATS_CMD_GET,
+            TASKSTATS_GENL_VERSION,
+            TASKSTATS_CMD_ATTR_REGISTER_CPUMASK,
+            &cpumask,
+        );
+        taskstats.send(&request).map_err(TaskstatsError::Register)?;
+        let reply = taskstats
+            .receive_blocking()
+            .map_err(TaskstatsError::Register)?;
+        match acknowledged(reply) {
+            Some(0) => Ok(taskstats),
+            Some(errno) => Err(TaskstatsError::Register(io::Error::from_raw_os_error(
+                -errno,
+            ))),
+            None => Err(TaskstatsError::Register(io::ErrorKind::InvalidData.into())),
+        }
+    }
+
+    fn resolve_family(&mut self) -> Result<u16, TaskstatsError> {
+        let request = request(
+            GENL_ID_CTRL,
+            NLM_F_REQUEST,
+            CTRL_CMD_GETFAMILY,
+            1,
+            CTRL_ATTR_FAMILY_NAME,
+            TASKSTATS_GENL_NAME,
+        );
+        self.send(&request).map_err(TaskstatsError::NoFamily)?;
+        let reply = self.receive_blocking().map_err(TaskstatsError::NoFamily)?;
+        if let Some(errno) = acknowledged(reply) {
+            return Err(TaskstatsError::NoFamily(io::Error::from_raw_os_error(
+                -errno,
+            )));
+        }
+        family_id(reply).ok_or(TaskstatsError::NoFamily(invalid()))
+    }
+
+    fn send(&self, request: &[u8]) -> io::Result<()> {
+        // SAFETY: a valid buffer of that length, for the call.
+        let sent = unsafe {
+            libc::send(
+                self.socket.as_raw_fd(),
+                request.as_ptr().cast(),
+                request.len(),
+                0,
+            )
+        };
+        if sent < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    fn receive_blocking(&mut self) -> io::Result<&[u8]> {
+        let length = receive(&self.socket, &mut self.buffer, 0)?;
+        Ok(&self.buffer[..length])
+    }
+
+    /// Every exit queued since the last call, in the order the kernel sent them.
+    pub(crate) fn drain(&mut self, exits: &mut Vec<TaskExit>) {
+        for _ in 0..DRAIN_MAX {
+            match receive(&self.socket, &mut self.buffer, libc::MSG_DONTWAIT) {
+                Ok(length) => {
+                    let family = self.family;
+                    for (kind, payload) in messages(&self.buffer[..length]) {
+                        if kind == family {
+                            exits.extend(parse_exit(payload));
+                        }
+                    }
+                }
+                Err(error) if error.raw_os_error() == Some(libc::ENOBUFS) => self.overruns += 1,
+                Err(_) => return,
+            }
+        }
+    }
+
+    /// How many times the receive queue overflowed: exits were lost, the kernel does not
+    /// say how many.
+    pub(crate) fn overruns(&self) -> u64 {
+        self.overruns
+    }
+}
+
+fn invalid() -> io::Error {
+    io::ErrorKind::InvalidData.into()
+}
+
+fn netlink_socket() -> io::Result<OwnedFd> {
+    // SAFETY: socket(2) with constant arguments; the descriptor is owned below.
+    let fd = unsafe {
+        libc::socket(
+            libc::AF_NETLINK,
+            libc::SOCK_RAW | libc::SOCK_CLOEXEC,
+            libc::NETLINK_GENERIC,
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a descriptor just opened, owned by nothing else.
+    let socket = unsafe { OwnedFd::from_raw_fd(fd) };
+    // SAFETY: an all-zero sockaddr_nl is valid; nl_pid 0 lets the kernel choose the port.
+    let mut address: libc::sockaddr_nl = unsafe { std::mem::zeroed() };
+    address.nl_family = libc::AF_NETLINK as libc::sa_family_t;
+    let size = std::mem::size_of::<libc::sockaddr_nl>() as libc::socklen_t;
+    // SAFETY: a valid address of that size, for the call.
+    let bound = unsafe { libc::bind(fd, (&raw const address).cast(), size) };
+    if bound < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let queue = RECEIVE_QUEUE;
+    let option_size = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: a valid int of that size, for the call. Forcing past rmem_max needs
+    // CAP_NET_ADMIN, which registering needs too; failing, the default queue stays.
+    unsafe {
+        let value = (&raw const queue).cast();
+        let forced = libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_RCVBUFFORCE,
+            value,
+            option_size,
+        );
+        if forced < 0 {
+            libc::setsockopt(fd, libc::SOL_SOCKET, libc::SO_RCVBUF, value, option_size);
+        }
+    }
+    Ok(socket)
+}
+
+/// One datagram into `buffer`; its length (a truncated one is cut to the buffer).
+fn receive(socket: &OwnedFd, buffer: &mut [u8], flags: libc::c_int) -> io::Result<usize> {
+    // SAFETY: a valid buffer of that length, for the call.
+    let length = unsafe {
+        libc::recv(
+            socket.as_raw_fd(),
+            buffer.as_mut_ptr().cast(),
+            buffer.len(),
+            flags,
+        )
+    };
+    if length < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok((length as usize).min(buffer.len()))
+}
+
+/// A generic netlink request with one attribute.
+fn request(family: u16, flags: u16, command: u8, version: u8, kind: u16, value: &[u8]) -> Vec<u8> {
+    let attribute_length = NLA_HEADER + value.len();
+    let length = NLMSG_HEADER + GENL_HEADER + align(attribute_length);
+    let mut message = Vec::with_capacity(length);
+    message.extend_from_slice(&(length as u32).to_ne_bytes());
+    message.extend_from_slice(&family.to_ne_bytes());
+    message.extend_from_slice(&flags.to_ne_bytes());
+    message.extend_from_slice(&1u32.to_ne_bytes()); // sequence
+    message.extend_from_slice(&0u32.to_ne_bytes()); // port: the kernel's
+    message.extend_from_slice(&[command, version, 0, 0]);
+    message.extend_from_slice(&(attribute_length as u16).to_ne_bytes());
+    message.extend_from_slice(&kind.to_ne_bytes());
+    message.extend_from_slice(value);
+    message.resize(length, 0);
+    message
+}
+
+fn align(length: usize) -> usize {
+    (length + 3) & !3
+}
+
+fn read_u16(bytes: &[u8], at: usize) -> Option<u16> {
+    Some(u16::from_ne_bytes(bytes.get(at..at + 2)?.try_into().ok()?))
+}
+
+fn read_u32(bytes: &[u8], at: usize) -> Option<u32> {
+    Some(u32::from_ne_bytes(bytes.get(at..at + 4)?.try_into().ok()?))
+}
+
+fn read_u64(bytes: &[u8], at: usize) -> Option<u64> {
+    Some(u64::from_ne_bytes(bytes.get(at..at + 8)?.try_into().ok()?))
+}
+
+/// The netlink messages of a datagram: (type, payload after the 16-byte header); stops
+/// at the first whose length does not fit.
+fn messages(mut bytes: &[u8]) -> impl Iterator<Item = (u16, &[u8])> {
+    std::iter::from_fn(move || {
+        let length = read_u32(bytes, 0)? as usize;
+        let kind = read_u16(bytes, 4)?;
+        let payload = bytes.get(NLMSG_HEADER..length)?;
+        bytes = bytes.get(align(length)..).unwrap_or_default();
+        Some((kind, payload))
+    })
+}
+
+/// The attributes of a payload: (type without its flags, value); stops at the first whose
+/// length does not fit.
+fn attributes(mut bytes: &[u8]) -> impl Iterator<Item = (u16, &[u8])> {
+    std::iter::from_fn(move || {
+        let length = read_u16(bytes, 0)? as usize;
+        let kind = read_u16(bytes, 2)? & NLA_TYPE_MASK;
+        let value = bytes.get(NLA_HEADER..length)?;
+        bytes = bytes.get(align(length)..).unwrap_or_default();
+        Some((kind, value))
+    })
+}
+
+/// The family id in the reply to CTRL_CMD_GETFAMILY.
+fn family_id(reply: &[u8]) -> Option<u16> {
+    let (_, payload) = messages(reply).next()?;
+    let mut attributes = attributes(payload.get(GENL_HEADER..)?);
+    let (_, id) = attributes.find(|(kind, _)| *kind == CTRL_ATTR_FAMILY_ID)?;
+    read_u16(id, 0)
+}
+
+/// The error code of an acknowledgement (0: success, else a negative errno), None when the
+/// datagram is something else.
+fn acknowledged(datagram: &[u8]) -> Option<i32> {
+    let (kind, payload) = messages(datagram).next()?;
+    if kind != NLMSG_ERROR {
+        return None;
+    }
+    Some(read_u32(payload, 0)? as i32)
+}
+
+/// The exit in a TASKSTATS_CMD_NEW message (its payload after the netlink header): the
+/// record of its TASKSTATS_TYPE_AGGR_PID attribute.
+fn parse_exit(payload: &[u8]) -> Option<TaskExit> {
+    if *payload.first()? != TASKSTATS_CMD_NEW {
+        return None;
+    }
+    let (_, aggregate) = attributes(payload.get(GENL_HEADER..)?)
+        .find(|(kind, _)| *kind == TASKSTATS_TYPE_AGGR_PID)?;
+    let (_, stats) = attributes(aggregate).find(|(kind, _)| *kind == TASKSTATS_TYPE_STATS)?;
+    parse_stats(stats)
+}
+
+/// A `struct taskstats`, bounded by its length: the fields of version 1's layout that are
+/// used must be there; `ac_tgid` and `AGROUP` are read from version 12 on.
+fn parse_stats(stats: &[u8]) -> Option<TaskExit> {
+    let version = read_u16(stats, offset::VERSION)?;
+    let flag = *stats.get(offset::AC_FLAG)?;
+    let comm = stats.get(offset::AC_COMM..offset::AC_COMM + COMM_LEN)?;
+    let comm = &comm[..memchr::memchr(0, comm).unwrap_or(COMM_LEN)];
+    let task_pid = read_u32(stats, offset::AC_PID)?;
+    let tgid = match version >= VERSION_WITH_TGID {
+        true => read_u32(stats, offset::AC_TGID).filter(|&tgid| tgid != 0),
+        false => None,
+    };
+    Some(TaskExit {
+        comm: String::from_utf8_lossy(comm).into_owned(),
+        pid: tgid.unwrap_or(task_pid),
+        ppid: read_u32(stats, offset::AC_PPID)?,
+        process_ended: tgid.is_none() || flag & AGROUP != 0,
+        elapsed_us: read_u64(stats, offset::AC_ETIME)?,
+        user_us: read_u64(stats, offset::AC_UTIME)?,
+        system_us: read_u64(stats, offset::AC_STIME)?,
+        peak_rss: read_u64(stats, offset::HIWATER_RSS)?.saturating_mul(1024),
+        read_bytes: read_u64(stats, offset::READ_BYTES)?,
+        write_bytes: read_u64(stats, offset::WRITE_BYTES)?,
+        status: read_u32(stats, offset::AC_EXITCODE)? as i32,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A record of `version` and `length` bytes with the fields used set.
+    fn record(version: u16, length: usize, flag: u8) -> Vec<u8> {
+        let mut stats = vec![0; length];
+        let mut put = |at: usize, bytes: &[u8]| {
+            if let Some(slot) = stats.get_mut(at..at + bytes.len()) {
+                slot.copy_from_slice(bytes);
+            }
+        };
+        put(offset::VERSION, &version.to_ne_bytes());
+        put(offset::AC_EXITCODE, &(3u32 << 8).to_ne_bytes());
+        put(offset::AC_FLAG, &[flag]);
+        put(offset::AC_COMM, b"sh\0garbage");
+        put(offset::AC_PID, &4243u32.to_ne_bytes());
+        put(offset::AC_PPID, &4000u32.to_ne_bytes());
+        put(offset::AC_ETIME, &1500u64.to_ne_bytes());
+        put(offset::AC_UTIME, &700u64.to_ne_bytes());
+        put(offset::AC_STIME, &300u64.to_ne_bytes());
+        put(offset::HIWATER_RSS, &2048u64.to_ne_bytes());
+        put(offset::READ_BYTES, &4096u64.to_ne_bytes());
+        put(offset::WRITE_BYTES, &8192u64.to_ne_bytes());
+        put(offset::AC_TGID, &4242u32.to_ne_bytes());
+        stats
+    }
+
+    /// A TASKSTATS_CMD_NEW message as the kernel sends it: the pid and the record nested in
+    /// TASKSTATS_TYPE_AGGR_PID.
+    fn exit_message(family: u16, stats: &[u8]) -> Vec<u8> {
+        let mut nested = Vec::new();
+        for (kind, value) in [
+            (1u16, &4243u32.to_ne_bytes()[..]),
+            (TASKSTATS_TYPE_STATS, stats),
+        ] {
+            nested.extend_from_slice(&((NLA_HEADER + value.len()) as u16).to_ne_bytes());
+            nested.extend_from_slice(&kind.to_ne_bytes());
+            nested.extend_from_slice(value);
+            nested.resize(align(nested.len()), 0);
+        }
+        let nested_kind = TASKSTATS_TYPE_AGGR_PID | 0x8000; // NLA_F_NESTED, as some send it
+        request(family, 0, TASKSTATS_CMD_NEW, 1, nested_kind, &nested)
+    }
+
+    fn exits_of(datagram: &[u8], family: u16) -> Vec<TaskExit> {
+        messages(datagram)
+            .filter(|(kind, _)| *kind == family)
+            .filter_map(|(_, payload)| parse_exit(payload))
+            .collect()
+    }
+
+    #[test]
+    fn a_version_14_record_names_the_process_by_its_tgid() {
+        let message = exit_message(27, &record(14, 432, AGROUP));
+        let exits = exits_of(&message, 27);
+        assert_eq!(
+            exits,
+            [TaskExit {
+                comm: "sh".into(),
+                pid: 4242,
+                ppid: 4000,
+                process_ended: true,
+                elapsed_us: 1500,
+                user_us: 700,
+                system_us: 300,
+                peak_rss: 2048 * 1024,
+                read_bytes: 4096,
+                write_bytes: 8192,
+                status: 3 << 8,
+            }]
+        );
+    }
+
+    #[test]
+    fn a_thread_that_is_not_the_last_of_its_process_does_not_end_it() {
+        let exits = exits_of(&exit_message(27, &record(14, 432, 0)), 27);
+        assert!(!exits[0].process_ended);
+    }
+
+    #[test]
+    fn before_version_12_every_record_is_a_process_by_its_own_pid() {
+        // Version 11 ends at compact_delay_total; the bytes past it are not read.
+        let exits = exits_of(&exit_message(27, &record(11, 368, 0)), 27);
+        assert_eq!((exits[0].pid, exits[0].process_ended), (4243, true));
+    }
+
+    #[test]
+    fn a_record_too_short_for_a_field_used_is_dropped() {
+        for length in [0, 2, 100, offset::WRITE_BYTES + 7] {
+            let message = exit_message(27, &record(14, length, AGROUP));
+            assert_eq!(exits_of(&message, 27), [], "{length} bytes");
+        }
+    }
+
+    #[test]
+    fn lengths_past_the_datagram_end_the_walk() {
+        let mut message = exit_message(27, &record(14, 432, AGROUP));
+        message[..4].copy_from_slice(&9999u32.to_ne_bytes());
+        assert_eq!(exits_of(&message, 27), []);
+        let mut message = exit_message(27, &record(14, 432, AGROUP));
+        // The nested attribute's length, past its message.
+        let at = NLMSG_HEADER + GENL_HEADER;
+        message[at..at + 2].copy_from_slice(&u16::MAX.to_ne_bytes());
+        assert_eq!(exits_of(&message, 27), []);
+        for cut in 0..message.len() {
+            exits_of(&message[..cut], 27);
+        }
+    }
+
+    #[test]
+    fn a_child_that_exits_is_reported_with_its_status() {
+        let possible = std::fs::read_to_string("/sys/devices/system/cpu/possible").unwrap();
+        let mut taskstats = match Taskstats::open(&possible) {
+            Ok(taskstats) => taskstats,
+            Err(error) => return eprintln!("skipped: {error}"),
+        };
+        let status = std::process::Command::new("sh")
+            .args(["-c", "exit 3"])
+            .status()
+            .unwrap();
+        assert_eq!(status.code(), Some(3));
+        let mut exits = Vec::new();
+        for _ in 0..100 {
+            taskstats.drain(&mut exits);
+            if exits.iter().any(|e| e.ppid == std::process::id()) {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let ours = exits.iter().find(|e| e.ppid == std::process::id());
+        let ours = ours.expect("the child's exit");
+        assert_eq!((ours.comm.as_str(), ours.status), ("sh", 3 << 8));
+        assert!(ours.process_ended && ours.peak_rss > 0, "{ours:?}");
+    }
+
+    #[test]
+    fn the_family_id_is_read_from_the_controllers_reply() {
+        let reply = request(
+            GENL_ID_CTRL,
+            0,
+            1,
+            2,
+            CTRL_ATTR_FAMILY_ID,
+            &27u16.to_ne_bytes(),
+        );
+        assert_eq!(family_id(&reply), Some(27));
+        assert_eq!(family_id(&reply[..reply.len() - 4]), None);
+    }
+
+    #[test]
+    fn an_error_acknowledgement_carries_its_errno() {
+        let mut ack = request(NLMSG_ERROR, 0, 0, 0, 0, &[]);
+        ack[NLMSG_HEADER..NLMSG_HEADER + 4].copy_from_slice(&(-libc::EPERM).to_ne_bytes());
+        assert_eq!(acknowledged(&ack), Some(-libc::EPERM));
+    }
+}
