@@ -29,6 +29,9 @@ pub struct Summary {
     pub network: Option<NetworkUse>,
     /// The task's processes that used the most CPU, when the profile has process markers.
     pub top_processes: Vec<ProcessUse>,
+    /// The task's commands that used the most CPU, every run counted, when the profile
+    /// has their totals (`Commands` markers: every exit seen, from taskstats).
+    pub top_commands: Vec<CommandUse>,
     pub dropped: Vec<Dropped>,
     pub hint: Option<Hint>,
     pub sparklines: Sparklines,
@@ -80,6 +83,18 @@ pub struct CpuFigures {
 }
 
 /// A process of the task, from its process marker.
+#[derive(Serialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct CommandUse {
+    pub command: String,
+    pub runs: u64,
+    /// Runs that ended with a non-zero status or a signal.
+    pub failures: u64,
+    pub cpu_ms: f64,
+    /// The highest peak RSS of its runs.
+    pub peak_rss_bytes: u64,
+}
+
 #[derive(Serialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct ProcessUse {

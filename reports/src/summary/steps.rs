@@ -5,10 +5,13 @@ use crate::summary::model::Step;
 use crate::summary::tracks::{overlapping, Sample, Tracks};
 use serde_json::{Map, Value};
 use tc_profile_finalizer::Markers;
-use tc_profile_format::schema::data_type::PROCESS;
+use tc_profile_format::schema::data_type::{COMMANDS, PROCESS};
 
 /// Categories whose intervals are steps: ours, and Mozilla's resource monitor's phases.
 const STEP_CATEGORIES: [&str; 3] = ["Worker", "Task", "Phases"];
+/// The types of the task's intervals that are no steps: its processes, and its commands'
+/// totals.
+const NOT_STEPS: [&str; 2] = [PROCESS, COMMANDS];
 
 pub(super) fn steps(meta: &Map<String, Value>, markers: &Markers, tracks: &Tracks) -> Vec<Step> {
     let categories: Vec<&str> = meta
@@ -29,12 +32,16 @@ pub(super) fn steps(meta: &Map<String, Value>, markers: &Markers, tracks: &Track
                 return None;
             }
             // A process of the task is no step: most say so first, and are not parsed.
-            if marker.leading_type() == Some(PROCESS) {
+            if marker
+                .leading_type()
+                .is_some_and(|t| NOT_STEPS.contains(&t))
+            {
                 return None;
             }
             let data = marker.data_value();
             let data = data.as_ref();
-            if data.and_then(|d| d.get("type")).and_then(Value::as_str) == Some(PROCESS) {
+            let data_type = data.and_then(|d| d.get("type")).and_then(Value::as_str);
+            if data_type.is_some_and(|t| NOT_STEPS.contains(&t)) {
                 return None;
             }
             let text = |key: &str| data?.get(key)?.as_str().map(str::to_owned);

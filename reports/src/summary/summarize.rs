@@ -61,6 +61,7 @@ pub fn summarize(profile: &Profile) -> Summary {
         disk: tracks.disk.clone(),
         network: tracks.network.clone(),
         top_processes: tracks.processes.clone(),
+        top_commands: tracks.top_commands(),
         dropped: dropped(markers),
         sparklines: Sparklines {
             cpu: sparkline(&tracks.cpu, start, end, Some(1.0), Aggregate::Mean),

@@ -2,7 +2,7 @@
 //! subject, then the steps as a table. What came from the task (step and process names, a
 //! note's file names) is printed with its control characters escaped.
 
-use crate::summary::model::{ProcessUse, Step, Summary};
+use crate::summary::model::{CommandUse, ProcessUse, Step, Summary};
 use std::fmt::Write;
 use tc_profile_finalizer::escape_controls;
 
@@ -126,6 +126,9 @@ pub(super) fn serialize(summary: &Summary, form: Form) -> Vec<u8> {
     if form == Form::Full && !summary.top_processes.is_empty() {
         processes(&mut out, &summary.top_processes);
     }
+    if form == Form::Full && !summary.top_commands.is_empty() {
+        commands(&mut out, &summary.top_commands);
+    }
     out.into_bytes()
 }
 
@@ -215,6 +218,26 @@ fn processes(out: &mut String, processes: &[ProcessUse]) {
             duration(process.duration_ms),
             duration(process.cpu_ms),
             process.peak_rss_bytes.map_or("-".to_owned(), bytes),
+        );
+    }
+}
+
+/// The top commands by CPU, every run counted.
+fn commands(out: &mut String, commands: &[CommandUse]) {
+    let _ = writeln!(
+        out,
+        "\n{BOLD}{:<NAME_MAX$} {:>8} {:>8} {:>10} {:>12}{RESET}",
+        "Command", "runs", "failed", "CPU time", "peak RSS"
+    );
+    for command in commands {
+        let _ = writeln!(
+            out,
+            "{:<NAME_MAX$} {:>8} {:>8} {:>10} {:>12}",
+            cut(&escape_controls(&command.command)),
+            command.runs,
+            command.failures,
+            duration(command.cpu_ms),
+            bytes(command.peak_rss_bytes),
         );
     }
 }

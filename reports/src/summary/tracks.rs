@@ -1,17 +1,18 @@
 //! The figures a summary is made of, gathered in one pass over the markers: the samples
 //! of the resource tracks, the disk and network totals, and the task's processes.
 
-use crate::summary::model::{DiskUse, NetworkUse, ProcessUse};
+use crate::summary::model::{CommandUse, DiskUse, NetworkUse, ProcessUse};
 use serde_json::Value;
+use std::collections::HashMap;
 use tc_profile_finalizer::{busy_share, MarkerRef, Markers};
 use tc_profile_format::schema::{data_type, track};
 
 // Schemas of the task's process tree against the rest (SPEC.md, "Categories and schemas"):
 // `data.cpu` (a fraction of all cores) of the task's processes and of everything else,
 // `data.rss` of the task's processes, and one interval per process of the task.
-use data_type::{OTHER_CPU, PROCESS, TASK_CPU, TASK_MEMORY};
+use data_type::{COMMANDS, OTHER_CPU, PROCESS, TASK_CPU, TASK_MEMORY};
 /// The payload types a summary reads figures of.
-const SUMMARIZED: [&str; 8] = [
+const SUMMARIZED: [&str; 9] = [
     data_type::CPU,
     data_type::MEMORY,
     data_type::IO,
@@ -20,8 +21,9 @@ const SUMMARIZED: [&str; 8] = [
     OTHER_CPU,
     TASK_MEMORY,
     PROCESS,
+    COMMANDS,
 ];
-/// Processes listed, the busiest first.
+/// Processes listed, the busiest first; commands too.
 const TOP_PROCESSES: usize = 10;
 
 /// One sample of a resource track: its interval and value.
@@ -74,6 +76,8 @@ pub(super) struct Tracks {
     pub(super) disk: Option<DiskUse>,
     pub(super) network: Option<NetworkUse>,
     pub(super) processes: Vec<ProcessUse>,
+    /// The task's commands' totals, summed over their `Commands` markers.
+    pub(super) commands: HashMap<String, CommandUse>,
 }
 
 impl Tracks {
@@ -136,6 +140,7 @@ impl Tracks {
                 (_, OTHER_CPU) => tracks.other_cpu.extend(number("cpu").map(sample)),
                 (_, TASK_MEMORY) => tracks.task_memory.extend(number("rss").map(sample)),
                 (_, PROCESS) => tracks.processes.push(process_use(marker, end)),
+                (_, COMMANDS) => tracks.add_command(marker),
                 _ => {}
             }
         }
@@ -144,6 +149,44 @@ impl Tracks {
             .sort_by(|a, b| b.cpu_ms.total_cmp(&a.cpu_ms));
         tracks.processes.truncate(TOP_PROCESSES);
         tracks
+    }
+}
+
+impl Tracks {
+    /// Adds a `Commands` marker's runs to its command's totals.
+    fn add_command(&mut self, marker: MarkerRef) {
+        let data = marker.data_value().unwrap_or_default();
+        let Some(command) = data.get("command").and_then(Value::as_str) else {
+            return;
+        };
+        let number = |key: &str| data.get(key).and_then(Value::as_u64).unwrap_or(0);
+        let totals = self
+            .commands
+            .entry(command.to_owned())
+            .or_insert_with(|| CommandUse {
+                command: command.to_owned(),
+                runs: 0,
+                failures: 0,
+                cpu_ms: 0.0,
+                peak_rss_bytes: 0,
+            });
+        totals.runs += number("runs");
+        totals.failures += number("failures");
+        totals.cpu_ms += data.get("cpuTime").and_then(Value::as_f64).unwrap_or(0.0);
+        totals.peak_rss_bytes = totals.peak_rss_bytes.max(number("peakRss"));
+    }
+
+    /// The commands that used the most CPU, the most runs first among equals.
+    pub(super) fn top_commands(&self) -> Vec<CommandUse> {
+        let mut commands: Vec<CommandUse> = self.commands.values().cloned().collect();
+        commands.sort_by(|a, b| {
+            let by_cpu = b.cpu_ms.total_cmp(&a.cpu_ms);
+            by_cpu
+                .then(b.runs.cmp(&a.runs))
+                .then(a.command.cmp(&b.command))
+        });
+        commands.truncate(TOP_PROCESSES);
+        commands
     }
 }
 

@@ -1,0 +1,124 @@
+use crate::util::*;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+
+const TRUES: usize = 2000;
+const FAILURES: usize = 200;
+
+/// bash (comm `bash`) runs /bin/true (comm `true`) TRUES times and dash's `sh -c 'exit 3'`
+/// (comm `sh`) FAILURES times: no other process, each much shorter than an interval.
+fn short_processes() -> String {
+    format!(
+        "i=0; while [ $i -lt {TRUES} ]; do /bin/true; i=$((i+1)); done; \
+         i=0; while [ $i -lt {FAILURES} ]; do sh -c 'exit 3'; i=$((i+1)); done; exit 0"
+    )
+}
+
+/// Runs the short processes under `tc-profile run`, the binary started by `launcher`
+/// (`[]`: directly); returns the profile.
+fn record(sandbox: &Sandbox, launcher: &[&str]) -> Value {
+    let script = short_processes();
+    let args = [
+        "run",
+        "-q",
+        "-o",
+        "profile.json",
+        "--",
+        "bash",
+        "-c",
+        &script,
+    ];
+    let mut command = match launcher.split_first() {
+        Some((program, rest)) => {
+            let mut command = Command::new(program);
+            command.args(rest).arg(BIN);
+            command
+        }
+        None => Command::new(BIN),
+    };
+    command.args(args).current_dir(sandbox.dir());
+    let output = command.output().expect("spawn tc-profile run");
+    assert!(output.status.success(), "{}", describe(&args, &output));
+    read_json(&sandbox.path("profile.json"))
+}
+
+/// The `Commands` markers summed per command: (runs, failures).
+fn command_totals(profile: &Value) -> BTreeMap<String, (u64, u64)> {
+    let mut totals = BTreeMap::new();
+    for marker in profile_markers(profile) {
+        if marker.data["type"] != "Commands" {
+            continue;
+        }
+        let command = marker.data["command"].as_str().expect("command").to_owned();
+        let entry: &mut (u64, u64) = totals.entry(command).or_default();
+        entry.0 += marker.data["runs"].as_u64().expect("runs");
+        entry.1 += marker.data["failures"].as_u64().expect("failures");
+    }
+    totals
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid(2) cannot fail.
+    let root = unsafe { libc::geteuid() } == 0;
+    if !root {
+        eprintln!("note: not root: taskstats cannot be registered, only sampling is tried");
+    }
+    root
+}
+
+#[test]
+fn every_short_process_is_counted_per_command_with_its_failures() {
+    if !is_root() {
+        return;
+    }
+    let sandbox = Sandbox::new();
+    let profile = record(&sandbox, &[]);
+    assert_processed_profile(&profile);
+    assert_eq!(profile["meta"]["tcProfile"]["processExits"], "taskstats");
+    let totals = command_totals(&profile);
+    assert_eq!(totals.get("true"), Some(&(TRUES as u64, 0)), "{totals:?}");
+    assert_eq!(
+        totals.get("sh"),
+        Some(&(FAILURES as u64, FAILURES as u64)),
+        "{totals:?}"
+    );
+    assert_eq!(totals.get("bash"), Some(&(1, 0)), "{totals:?}");
+    let processes = profile_markers(&profile);
+    let short = processes
+        .iter()
+        .filter(|m| m.data["type"] == "Process" && m.name == "true");
+    assert_eq!(short.count(), 0, "shorter than --process-markers");
+    let output = sandbox.run_ok(&["summary", "--format", "json", "profile.json"]);
+    let summary: Value = serde_json::from_slice(&output.stdout).expect("summary JSON");
+    let runs = |name: &str| {
+        let commands = summary["topCommands"].as_array().expect("topCommands");
+        let command = commands.iter().find(|c| c["command"] == name);
+        command.map(|c| (c["runs"].as_u64(), c["failures"].as_u64()))
+    };
+    let (trues, failures) = (Some(TRUES as u64), Some(FAILURES as u64));
+    assert_eq!(runs("true"), Some((trues, Some(0))), "{summary}");
+    assert_eq!(runs("sh"), Some((failures, failures)), "{summary}");
+    let steps = summary["steps"].as_array().expect("steps");
+    assert!(
+        steps
+            .iter()
+            .all(|s| s["name"] != "true" && s["name"] != "sh"),
+        "a command's totals are no step: {steps:?}"
+    );
+}
+
+#[test]
+fn without_the_privilege_the_meta_says_sampling() {
+    let sandbox = Sandbox::new();
+    // As root, CAP_NET_ADMIN is taken out of the bounding set: root without it is refused.
+    let launcher: &[&str] = match is_root() && Path::new("/usr/bin/setpriv").exists() {
+        true => &["/usr/bin/setpriv", "--bounding-set=-net_admin", "--"],
+        false => &[],
+    };
+    let profile = record(&sandbox, launcher);
+    assert_processed_profile(&profile);
+    assert_eq!(profile["meta"]["tcProfile"]["processExits"], "sampling");
+    assert!(command_totals(&profile).is_empty());
+}
