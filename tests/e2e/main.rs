@@ -50,7 +50,8 @@ mod metrics;
 /// `open`: the served profile, fetched over HTTP as the profiler fetches it.
 mod open;
 /// Every exit of the task (taskstats, as root): 2,000 `true` and 200 failing `sh` counted
-/// per command; without the privilege, sampling said in the meta.
+/// per command, two daemon tasks at once each with its own; without the privilege,
+/// sampling said in the meta.
 mod process_exits;
 /// `record --http`: the sidecar's live profile and log, the log and profile directory left alone.
 mod record_http;

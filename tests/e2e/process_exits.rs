@@ -1,3 +1,4 @@
+use crate::daemon::{ask, Daemon};
 use crate::util::*;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -121,4 +122,67 @@ fn without_the_privilege_the_meta_says_sampling() {
     assert_processed_profile(&profile);
     assert_eq!(profile["meta"]["tcProfile"]["processExits"], "sampling");
     assert!(command_totals(&profile).is_empty());
+}
+
+/// A shell of the task `name`, waiting on its FIFO `name.go` before it runs `script`.
+fn waiting_shell(sandbox: &Sandbox, name: &str, script: &str) -> std::process::Child {
+    let fifo = sandbox.path(&format!("{name}.go"));
+    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    Command::new("bash")
+        .args(["-c", &format!("read go < {name}.go; {script}")])
+        .current_dir(sandbox.dir())
+        .spawn()
+        .expect("spawn bash")
+}
+
+#[test]
+fn two_daemon_tasks_at_once_each_count_only_their_own_exits() {
+    if !is_root() {
+        return;
+    }
+    let sandbox = Sandbox::new();
+    let daemon = Daemon::start(&sandbox, &[]);
+    let loop_of = |count: usize, command: &str| {
+        format!("i=0; while [ $i -lt {count} ]; do {command}; i=$((i+1)); done")
+    };
+    let script_a = loop_of(300, "/bin/true");
+    let script_b = format!(
+        "{}; {}",
+        loop_of(100, "/bin/true"),
+        loop_of(200, "sh -c 'exit 3'")
+    );
+    let mut shells = Vec::new();
+    for (task, script) in [("task-a", &script_a), ("task-b", &script_b)] {
+        let shell = waiting_shell(&sandbox, task, script);
+        ask(
+            &sandbox,
+            &["task", "start", task, "--pid", &shell.id().to_string()],
+        );
+        shells.push(shell);
+    }
+    for task in ["task-a", "task-b"] {
+        std::fs::write(sandbox.path(&format!("{task}.go")), "go\n").unwrap();
+    }
+    for mut shell in shells {
+        assert!(shell.wait().unwrap().success());
+    }
+    for task in ["task-a", "task-b"] {
+        let output = format!("{task}.json");
+        ask(
+            &sandbox,
+            &["task", "end", task, "--exit-status", "0", "-o", &output],
+        );
+    }
+    daemon.stop();
+    let totals_of = |task: &str| {
+        let profile = read_json(&sandbox.path(&format!("{task}.json")));
+        assert_processed_profile(&profile);
+        command_totals(&profile)
+    };
+    let (a, b) = (totals_of("task-a"), totals_of("task-b"));
+    assert_eq!(a.get("true"), Some(&(300, 0)), "{a:?}");
+    assert_eq!(a.get("sh"), None, "{a:?}");
+    assert_eq!(b.get("true"), Some(&(100, 0)), "{b:?}");
+    assert_eq!(b.get("sh"), Some(&(200, 200)), "{b:?}");
 }
