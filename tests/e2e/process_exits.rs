@@ -86,6 +86,26 @@ fn every_short_process_is_counted_per_command_with_its_failures() {
         "{totals:?}"
     );
     assert_eq!(totals.get("bash"), Some(&(1, 0)), "{totals:?}");
+    // The commands' CPU is the task's: "Task CPU" counts the same kernel times, sampled.
+    let rows = profile_markers(&profile);
+    let cpus = profile["meta"]["logicalCPUs"]
+        .as_f64()
+        .expect("logicalCPUs");
+    let task_cpu_ms: f64 = rows
+        .iter()
+        .filter(|m| m.name == "Task CPU")
+        .map(|m| m.data["cpu"].as_f64().unwrap() * (m.end.unwrap() - m.start) * cpus)
+        .sum();
+    let commands_cpu_ms: f64 = rows
+        .iter()
+        .filter(|m| m.data["type"] == "Commands")
+        .map(|m| m.data["cpuTime"].as_f64().unwrap())
+        .sum();
+    let off = (commands_cpu_ms - task_cpu_ms).abs();
+    assert!(
+        off <= 0.05 * task_cpu_ms + 20.0,
+        "commands {commands_cpu_ms:.0} ms, Task CPU {task_cpu_ms:.0} ms"
+    );
     let processes = profile_markers(&profile);
     let short = processes
         .iter()
