@@ -42,6 +42,15 @@ impl TreeView<'_> {
     }
 }
 
+/// A process's exit not placed yet.
+struct Pending {
+    exit: TaskExit,
+    /// Its CPU, µs, with that of its threads that ended before it.
+    cpu_us: u64,
+    /// When it was read.
+    read: f64,
+}
+
 /// One command's exits since the totals were last written.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 struct CommandTotals {
@@ -55,8 +64,8 @@ struct CommandTotals {
 pub(super) struct Exits {
     /// A "Process" marker for an exit that lived at least this long.
     marker_min_ms: f64,
-    /// Exits not placed yet, with when they were read.
-    pending: Vec<(TaskExit, f64)>,
+    /// Exits not placed yet.
+    pending: Vec<Pending>,
     /// Pids of the task's exits, with when they were read.
     recent: HashMap<u32, f64>,
     /// CPU µs of the threads that ended before their process, by process.
@@ -97,11 +106,11 @@ impl Exits {
         self.place(now, tree, out);
         let (waited, waiting): (Vec<_>, Vec<_>) = std::mem::take(&mut self.pending)
             .into_iter()
-            .partition(|(_, read)| last || now - read >= PENDING_MS);
+            .partition(|pending| last || now - pending.read >= PENDING_MS);
         self.pending = waiting;
-        for (exit, _) in waited {
+        for pending in waited {
             self.others.0 += 1;
-            self.others.1 += exit.user_us + exit.system_us;
+            self.others.1 += pending.cpu_us;
         }
         if last || now - self.totals_since >= TOTALS_EVERY_MS {
             self.write_totals(now, overruns, out);
@@ -109,13 +118,20 @@ impl Exits {
         }
     }
 
-    /// Holds the CPU of threads until their process ends; queues the processes' exits.
+    /// Holds the CPU of threads until their process ends; queues the processes' exits with
+    /// it.
     fn receive(&mut self, fresh: Vec<TaskExit>, now: f64) {
         for exit in fresh {
+            let cpu_us = exit.user_us + exit.system_us;
             if exit.process_ended {
-                self.pending.push((exit, now));
+                let threads_us = self.threads.remove(&exit.pid).unwrap_or(0);
+                self.pending.push(Pending {
+                    exit,
+                    cpu_us: cpu_us + threads_us,
+                    read: now,
+                });
             } else if self.threads.len() < THREADED_MAX || self.threads.contains_key(&exit.pid) {
-                *self.threads.entry(exit.pid).or_default() += exit.user_us + exit.system_us;
+                *self.threads.entry(exit.pid).or_default() += cpu_us;
             }
         }
     }
@@ -125,7 +141,8 @@ impl Exits {
     fn place(&mut self, now: f64, tree: &TreeView, out: &mut Lines) {
         loop {
             let recent = &self.recent;
-            let is_task = |exit: &TaskExit| {
+            let is_task = |pending: &Pending| {
+                let exit = &pending.exit;
                 tree.process(exit.pid).is_some()
                     || tree.process(exit.ppid).is_some()
                     || tree.root_parent == Some(exit.ppid)
@@ -133,20 +150,21 @@ impl Exits {
             };
             let (placed, pending): (Vec<_>, Vec<_>) = std::mem::take(&mut self.pending)
                 .into_iter()
-                .partition(|(exit, _)| is_task(exit));
+                .partition(is_task);
             self.pending = pending;
             if placed.is_empty() {
                 return;
             }
-            for (exit, read) in placed {
-                self.count(&exit, read, tree, out);
-                self.recent.insert(exit.pid, now);
+            for pending in placed {
+                self.count(&pending, tree, out);
+                self.recent.insert(pending.exit.pid, now);
             }
         }
     }
 
-    fn count(&mut self, exit: &TaskExit, read: f64, tree: &TreeView, out: &mut Lines) {
-        let cpu_us = exit.user_us + exit.system_us + self.threads.remove(&exit.pid).unwrap_or(0);
+    fn count(&mut self, pending: &Pending, tree: &TreeView, out: &mut Lines) {
+        let Pending { exit, cpu_us, read } = pending;
+        let (cpu_us, read) = (*cpu_us, *read);
         let totals = self.commands.entry(exit.comm.clone()).or_default();
         totals.runs += 1;
         totals.failures += u64::from(exit.status != 0);
@@ -356,6 +374,29 @@ mod tests {
                 commands[0]["cpuTime"].as_f64()
             ),
             (Some(1), Some(9.0))
+        );
+    }
+
+    #[test]
+    fn the_threads_of_a_process_not_the_tasks_are_let_go_with_it() {
+        let thread = TaskExit {
+            process_ended: false,
+            ..exit("browser", 4000, 1, 0)
+        };
+        let mut exits = Exits::new(100.0);
+        let process = exit("browser", 4000, 1, 0);
+        let markers = ticks(
+            &mut exits,
+            vec![
+                (100.0, vec![thread, process], false),
+                (2000.0, Vec::new(), false),
+            ],
+        );
+        assert!(exits.threads.is_empty());
+        let others = totals_of(&markers, data_type::OTHER_PROCESSES);
+        assert_eq!(
+            (others[0]["runs"].as_u64(), others[0]["cpuTime"].as_f64()),
+            (Some(1), Some(3.0))
         );
     }
 
