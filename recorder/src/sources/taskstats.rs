@@ -38,6 +38,9 @@ const NLA_HEADER: usize = 4;
 /// 1.5 KiB a record, and a tree sampled once a second (more than 64 processes) may see
 /// ten thousand exits between two reads.
 const RECEIVE_QUEUE: libc::c_int = 16 << 20;
+/// How long the set-up waits for each of the kernel's replies: a recording does not start
+/// later than this for want of one.
+const SETUP_TIMEOUT_S: libc::time_t = 1;
 /// Datagrams read at most a tick: the queue's worth, so that exits coming faster than
 /// they are read cannot hold the sampler.
 const DRAIN_MAX: usize = 65_536;
@@ -111,6 +114,8 @@ pub(crate) struct Taskstats {
     family: u16,
     buffer: Vec<u8>,
     overruns: u64,
+    /// Exits read while waiting for the registration's acknowledgement.
+    early: Vec<TaskExit>,
 }
 
 impl Taskstats {
@@ -122,6 +127,7 @@ impl Taskstats {
             family: 0,
             buffer: vec![0; DATAGRAM_MAX],
             overruns: 0,
+            early: Vec::new(),
         };
         taskstats.family = taskstats.resolve_family()?;
         let mut cpumask = possible_cpus.trim().as_bytes().to_vec();
@@ -135,16 +141,30 @@ impl Taskstats {
             &cpumask,
         );
         taskstats.send(&request).map_err(TaskstatsError::Register)?;
-        let reply = taskstats
-            .receive_blocking()
-            .map_err(TaskstatsError::Register)?;
-        match acknowledged(reply) {
-            Some(0) => Ok(taskstats),
-            Some(errno) => Err(TaskstatsError::Register(io::Error::from_raw_os_error(
+        match taskstats.acknowledgement() {
+            Ok(0) => Ok(taskstats),
+            Ok(errno) => Err(TaskstatsError::Register(io::Error::from_raw_os_error(
                 -errno,
             ))),
-            None => Err(TaskstatsError::Register(io::ErrorKind::InvalidData.into())),
+            Err(error) => Err(TaskstatsError::Register(error)),
         }
+    }
+
+    /// The registration's acknowledgement (0, or a negative errno). Exits may come first,
+    /// once the kernel has added the listener and before it acknowledges: they are kept
+    /// for the first [`Taskstats::drain`].
+    fn acknowledgement(&mut self) -> io::Result<i32> {
+        for _ in 0..DRAIN_MAX {
+            let family = self.family;
+            let datagram = self.receive_blocking()?;
+            if let Some(errno) = acknowledged(datagram) {
+                return Ok(errno);
+            }
+            let exits = messages(datagram).filter(|(kind, _)| *kind == family);
+            let exits: Vec<TaskExit> = exits.filter_map(|(_, p)| parse_exit(p)).collect();
+            self.early.extend(exits);
+        }
+        Err(invalid())
     }
 
     fn resolve_family(&mut self) -> Result<u16, TaskstatsError> {
@@ -189,6 +209,7 @@ impl Taskstats {
 
     /// Every exit queued since the last call, in the order the kernel sent them.
     pub(crate) fn drain(&mut self, exits: &mut Vec<TaskExit>) {
+        exits.append(&mut self.early);
         for _ in 0..DRAIN_MAX {
             match receive(&self.socket, &mut self.buffer, libc::MSG_DONTWAIT) {
                 Ok(length) => {
@@ -237,6 +258,20 @@ fn netlink_socket() -> io::Result<OwnedFd> {
     // SAFETY: a valid address of that size, for the call.
     let bound = unsafe { libc::bind(fd, (&raw const address).cast(), size) };
     if bound < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let timeout = libc::timeval {
+        tv_sec: SETUP_TIMEOUT_S,
+        tv_usec: 0,
+    };
+    let timeout_size = std::mem::size_of::<libc::timeval>() as libc::socklen_t;
+    // SAFETY: a valid timeval of that size, for the call. Only the set-up's replies are
+    // waited for; exits are read without blocking.
+    let timed = unsafe {
+        let value = (&raw const timeout).cast();
+        libc::setsockopt(fd, libc::SOL_SOCKET, libc::SO_RCVTIMEO, value, timeout_size)
+    };
+    if timed < 0 {
         return Err(io::Error::last_os_error());
     }
     let queue = RECEIVE_QUEUE;
@@ -525,6 +560,42 @@ mod tests {
         let ours = ours.expect("the child's exit");
         assert_eq!((ours.comm.as_str(), ours.status), ("sh", 3 << 8));
         assert!(ours.process_ended && ours.peak_rss > 0, "{ours:?}");
+    }
+
+    #[test]
+    fn exits_before_the_acknowledgement_are_kept_for_the_first_drain() {
+        let mut ends = [0; 2];
+        // SAFETY: socketpair(2) writes two descriptors into the array it is given.
+        let made =
+            unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_DGRAM, 0, ends.as_mut_ptr()) };
+        assert_eq!(made, 0);
+        // SAFETY: descriptors just made, owned by nothing else.
+        let (ours, kernel) =
+            unsafe { (OwnedFd::from_raw_fd(ends[0]), OwnedFd::from_raw_fd(ends[1])) };
+        let mut taskstats = Taskstats {
+            socket: ours,
+            family: 27,
+            buffer: vec![0; DATAGRAM_MAX],
+            overruns: 0,
+            early: Vec::new(),
+        };
+        let ack = request(NLMSG_ERROR, 0, 0, 0, 0, &[]);
+        for datagram in [exit_message(27, &record(14, 432, AGROUP)), ack] {
+            // SAFETY: a valid buffer of that length, for the call.
+            let sent = unsafe {
+                libc::send(
+                    kernel.as_raw_fd(),
+                    datagram.as_ptr().cast(),
+                    datagram.len(),
+                    0,
+                )
+            };
+            assert_eq!(sent, datagram.len() as isize);
+        }
+        assert_eq!(taskstats.acknowledgement().unwrap(), 0);
+        let mut exits = Vec::new();
+        taskstats.drain(&mut exits);
+        assert_eq!(exits.iter().map(|e| e.pid).collect::<Vec<_>>(), [4242]);
     }
 
     #[test]
