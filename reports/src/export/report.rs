@@ -181,7 +181,7 @@ fn metric_series(profile: &Profile, start_time: f64) -> Vec<SeriesReport> {
 fn metric_tags(joined: &str) -> Vec<(String, String)> {
     metric::split_tags(joined)
         .filter(|(key, _)| !TASK_TAGS.contains(key))
-        .map(|(key, value)| (key.to_owned(), value.to_owned()))
+        .map(|(key, value)| (key.to_owned(), value.into_owned()))
         .collect()
 }
 
