@@ -1,6 +1,7 @@
 //! The little of HTTP/1.1 the InfluxDB endpoint needs, on a std TCP stream: one request a
 //! connection (answered with `Connection: close`), its head parsed by httparse and bounded,
-//! its body by one `Content-Length` only (no chunked encoding: 411), bounded too, and
+//! its body by one `Content-Length` only (no chunked encoding: 411), bounded too and read as
+//! it comes ([`Body`]), and
 //! deadlines for the whole head and the whole request (each read waits only for what is
 //! left of them), so that a slow or hostile client holds a handler for seconds, not for
 //! ever. The daemon's live profiles read their requests and write their answers here too,
@@ -8,9 +9,9 @@
 
 mod response;
 
-pub(crate) use response::respond;
+pub(crate) use response::{respond, Answer};
 pub use response::{error_body, write_chunked, write_response, Response, JSON};
-use std::io::{Read, Write};
+use std::io::{self, Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
@@ -24,17 +25,17 @@ const HEAD_DEADLINE: Duration = Duration::from_secs(5);
 /// short answer may wait.
 const REQUEST_DEADLINE: Duration = Duration::from_secs(10);
 
-/// A request, as far as the endpoint reads it.
+/// A request's head, as far as the endpoint reads it; its body is read apart ([`Body`]).
 pub struct Request {
     pub method: String,
     /// The path without its query.
     pub path: String,
-    /// The query's `name=value` pairs, not percent-decoded (the endpoint reads `precision`
-    /// only, whose values are plain letters).
+    /// The query's `name=value` pairs, percent-decoded (a `+` is a space, as forms write it).
     pub query: Vec<(String, String)>,
     /// The `Authorization` header's value (its first, when given more than once).
     pub authorization: Option<String>,
-    pub body: Vec<u8>,
+    /// The `Content-Encoding` header's value (`gzip`), when given.
+    pub content_encoding: Option<String>,
 }
 
 /// A request that cannot be read whole: answered with this status, or only closed.
@@ -55,8 +56,30 @@ impl Request {
     }
 }
 
-/// Reads one request; a body over `max_body_bytes` is refused (413) without being read.
-pub fn read_request(stream: &mut TcpStream, max_body_bytes: usize) -> Result<Request, ReadError> {
+/// `name=value` pairs joined by `&`, as a query string or a form body writes them,
+/// percent-decoded; a `+` is a space.
+pub fn decode_form(text: &str) -> Vec<(String, String)> {
+    let decode = |part: &str| {
+        let spaced = part.replace('+', " ");
+        percent_encoding::percent_decode_str(&spaced)
+            .decode_utf8_lossy()
+            .into_owned()
+    };
+    text.split('&')
+        .filter(|pair| !pair.is_empty())
+        .map(|pair| {
+            let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+            (decode(name), decode(value))
+        })
+        .collect()
+}
+
+/// Reads one request's head; its body, refused (413) without being read when over
+/// `max_body_bytes`, is read from the [`Body`], within the request's deadline.
+pub fn read_request(
+    stream: &TcpStream,
+    max_body_bytes: usize,
+) -> Result<(Request, Body<'_>), ReadError> {
     let started = Instant::now();
     stream
         .set_write_timeout(Some(REQUEST_DEADLINE))
@@ -65,11 +88,59 @@ pub fn read_request(stream: &mut TcpStream, max_body_bytes: usize) -> Result<Req
     let mut chunk = [0u8; 4096];
     loop {
         if let Some(head) = parse_head(&buffer)? {
-            let body = buffer.split_off(head.length);
-            return head.read_body(stream, body, max_body_bytes, started + REQUEST_DEADLINE);
+            let early = buffer.split_off(head.length);
+            return head.into_request(stream, early, max_body_bytes, started + REQUEST_DEADLINE);
         }
         let read = read_before(stream, &mut chunk, started + HEAD_DEADLINE)?;
         buffer.extend_from_slice(&chunk[..read]);
+    }
+}
+
+/// A request's body, as it comes: never more than its `Content-Length`, each read waiting
+/// only for what is left of the request's deadline. A client gone or too slow is an error
+/// [`Body::gone`] recognises.
+pub struct Body<'a> {
+    stream: &'a TcpStream,
+    /// The bytes that came with the head.
+    early: io::Cursor<Vec<u8>>,
+    /// Bytes of the body not read yet.
+    left: usize,
+    deadline: Instant,
+}
+
+/// The error of a body whose client went away or was too slow.
+#[derive(Debug, thiserror::Error)]
+#[error("the client went away or was too slow")]
+struct ClientGone;
+
+impl Body<'_> {
+    /// Whether the whole body has been read.
+    pub fn is_read(&self) -> bool {
+        self.left == 0
+    }
+
+    /// Whether a read's error (of this body, or of a decoder reading it) says that the
+    /// client went away or was too slow.
+    pub fn gone(error: &io::Error) -> bool {
+        error
+            .get_ref()
+            .is_some_and(|inner| inner.downcast_ref::<ClientGone>().is_some())
+    }
+}
+
+impl Read for Body<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let wanted = buf.len().min(self.left);
+        if wanted == 0 {
+            return Ok(0);
+        }
+        let read = match self.early.read(&mut buf[..wanted])? {
+            0 => read_before(self.stream, &mut buf[..wanted], self.deadline)
+                .map_err(|_| io::Error::other(ClientGone))?,
+            early => early,
+        };
+        self.left -= read;
+        Ok(read)
     }
 }
 
@@ -92,7 +163,7 @@ pub fn parse_head(buffer: &[u8]) -> Result<Option<Head>, ReadError> {
 
 /// A read that waits no longer than the deadline, and fails at the end of the stream.
 fn read_before(
-    stream: &mut TcpStream,
+    mut stream: &TcpStream,
     chunk: &mut [u8],
     deadline: Instant,
 ) -> Result<usize, ReadError> {
@@ -118,6 +189,7 @@ pub struct Head {
     pub content_length: usize,
     pub expects_continue: bool,
     pub authorization: Option<String>,
+    pub content_encoding: Option<String>,
     /// The head's bytes, up to and with its empty line.
     pub length: usize,
 }
@@ -127,6 +199,7 @@ impl Head {
         let mut content_length = None;
         let mut expects_continue = false;
         let mut authorization = None;
+        let mut content_encoding = None;
         for header in head.headers.iter() {
             let value = header.value.trim_ascii();
             if header.name.eq_ignore_ascii_case("content-length") {
@@ -148,6 +221,8 @@ impl Head {
                 expects_continue = value.eq_ignore_ascii_case(b"100-continue");
             } else if header.name.eq_ignore_ascii_case("authorization") && authorization.is_none() {
                 authorization = Some(String::from_utf8_lossy(value).into_owned());
+            } else if header.name.eq_ignore_ascii_case("content-encoding") {
+                content_encoding = Some(String::from_utf8_lossy(value).to_ascii_lowercase());
             }
         }
         Ok(Head {
@@ -156,49 +231,43 @@ impl Head {
             content_length: content_length.unwrap_or(0),
             expects_continue,
             authorization,
+            content_encoding,
             length,
         })
     }
 
-    fn read_body(
+    fn into_request(
         self,
-        stream: &mut TcpStream,
-        mut body: Vec<u8>,
+        stream: &TcpStream,
+        early: Vec<u8>,
         max_body_bytes: usize,
         deadline: Instant,
-    ) -> Result<Request, ReadError> {
+    ) -> Result<(Request, Body<'_>), ReadError> {
         if self.content_length > max_body_bytes {
             return Err(ReadError::Refused(
                 413,
                 format!("request body over {max_body_bytes} bytes"),
             ));
         }
-        if self.expects_continue && body.len() < self.content_length {
+        if self.expects_continue && early.len() < self.content_length {
             // curl sends a body over 1 KiB only once told to go on.
-            let _ = stream.write_all(b"HTTP/1.1 100 Continue\r\n\r\n");
+            let _ = (&mut &*stream).write_all(b"HTTP/1.1 100 Continue\r\n\r\n");
         }
-        let mut chunk = [0u8; 16 << 10];
-        while body.len() < self.content_length {
-            let read = read_before(stream, &mut chunk, deadline)?;
-            body.extend_from_slice(&chunk[..read]);
-        }
-        body.truncate(self.content_length);
         let (path, query) = self.target.split_once('?').unwrap_or((&self.target, ""));
-        let query = query
-            .split('&')
-            .filter(|pair| !pair.is_empty())
-            .map(|pair| {
-                let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
-                (name.to_owned(), value.to_owned())
-            })
-            .collect();
-        Ok(Request {
-            method: self.method,
+        let request = Request {
+            method: self.method.clone(),
             path: path.to_owned(),
-            query,
+            query: decode_form(query),
             authorization: self.authorization,
-            body,
-        })
+            content_encoding: self.content_encoding,
+        };
+        let body = Body {
+            stream,
+            early: io::Cursor::new(early),
+            left: self.content_length,
+            deadline,
+        };
+        Ok((request, body))
     }
 }
 
@@ -217,14 +286,14 @@ const DRAIN_WAIT: Duration = Duration::from_secs(1);
 
 /// Closes a connection whose body may be unread (a 413): the client sees the answer
 /// instead of a reset, since the kernel resets a socket closed with unread data.
-pub(crate) fn close(mut stream: TcpStream) {
+pub(crate) fn close(stream: TcpStream) {
     let _ = stream.shutdown(std::net::Shutdown::Write);
     let _ = stream.set_read_timeout(Some(DRAIN_WAIT));
     let deadline = Instant::now() + DRAIN_WAIT;
     let mut chunk = [0u8; 16 << 10];
     let mut drained = 0;
     while drained < DRAIN_BYTES {
-        match read_before(&mut stream, &mut chunk, deadline) {
+        match read_before(&stream, &mut chunk, deadline) {
             Ok(read) => drained += read,
             Err(_) => return,
         }
@@ -281,7 +350,7 @@ mod tests {
             .unwrap();
         let (mut server, _) = listener.accept().unwrap();
         let started = Instant::now();
-        let Err(ReadError::Refused(status, why)) = read_request(&mut server, 100) else {
+        let Err(ReadError::Refused(status, why)) = read_request(&server, 100) else {
             panic!("not refused");
         };
         assert_eq!(status, 400, "{why}");
@@ -302,7 +371,7 @@ mod tests {
         });
         let (mut server, _) = listener.accept().unwrap();
         let started = Instant::now();
-        assert_eq!(read_request(&mut server, 0).err(), Some(ReadError::Gone));
+        assert_eq!(read_request(&server, 0).err(), Some(ReadError::Gone));
         let took = started.elapsed();
         assert!(
             took >= HEAD_DEADLINE && took < HEAD_DEADLINE * 2,
