@@ -1,6 +1,6 @@
 //! The InfluxDB endpoint: a task writing with curl and with Python's standard library, the
-//! points becoming tracks; 401 without the token; 400, 403, 413 answers; 100,000 points from 4 concurrent
-//! writers, all in the profile, none doubled.
+//! points becoming tracks; 401 without the token; partial writes, 403, 413 answers; 100,000
+//! points from 4 concurrent writers, all in the profile, none doubled.
 
 use crate::util::*;
 use serde_json::Value;
@@ -220,13 +220,15 @@ json.dump(answers, open("answers", "w"))
 }
 
 #[test]
-fn bad_lines_get_400_out_of_scope_series_403_and_big_bodies_413() {
+fn partial_writes_get_400_naming_the_dropped_all_out_of_scope_403_and_bodies_over_25_mb_413() {
     let sandbox = Sandbox::new();
     let script = r#"
 answers = {
     "partial": write("ok v=1\nok v=\nok,host=a w=2"),
     "scope": write("secret v=1\nok v=3"),
-    "big": write("ok v=1\n" * 200000),
+    "all out of scope": write("secret v=1\nsecret v=2"),
+    "all malformed": write("ok v=\nok"),
+    "big": write("ok v=1\n" * 3600000),
     "precision": write("ok v=1", "precision=fortnight"),
 }
 json.dump(answers, open("answers", "w"))
@@ -242,16 +244,28 @@ json.dump(answers, open("answers", "w"))
             error.map_or(String::new(), |e| e["error"].to_string()),
         )
     };
+    // InfluxDB's words: `partial write: REASON dropped=N`.
     let (status, error) = answer("partial");
     assert_eq!(status, 400, "{error}");
-    assert!(
-        error.contains("unable to parse 'ok v=': missing field value"),
-        "{error}"
+    assert_eq!(
+        error,
+        r#""partial write: unable to parse 'ok v=': missing field value dropped=1""#
     );
     let (status, error) = answer("scope");
+    assert_eq!(status, 400, "{error}");
+    assert_eq!(
+        error,
+        r#""partial write: 'secret v=1' needs the scope stats:put-points:secret.v dropped=1""#
+    );
+    let (status, error) = answer("all out of scope");
     assert_eq!(status, 403, "{error}");
     assert!(error.contains("stats:put-points:secret.v"), "{error}");
-    assert_eq!(answer("big").0, 413);
+    let (status, error) = answer("all malformed");
+    assert_eq!(status, 400, "{error}");
+    assert!(error.starts_with(r#""unable to parse 'ok v='"#), "{error}");
+    let (status, error) = answer("big");
+    assert_eq!(status, 413, "{error}");
+    assert!(error.contains("over 25000000 bytes"), "{error}");
     assert_eq!(answer("precision").0, 400);
     let markers = profile_markers(&profile);
     // The valid lines of the partial write and of the refused one are taken, once.
@@ -264,8 +278,8 @@ json.dump(answers, open("answers", "w"))
             .filter_map(|data| data[key].as_f64())
             .sum::<f64>()
     };
-    assert_eq!(dropped("malformed"), 1.0);
-    assert_eq!(dropped("outOfScope"), 1.0);
+    assert_eq!(dropped("malformed"), 3.0);
+    assert_eq!(dropped("outOfScope"), 3.0);
 }
 
 #[test]
