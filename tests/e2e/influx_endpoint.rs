@@ -321,3 +321,139 @@ json.dump({{"failures": failures, "seconds": seconds, "cpu": cpu}}, open("load",
     );
     assert!(started.elapsed().as_secs() < 60, "{:?}", started.elapsed());
 }
+
+#[test]
+fn a_gzip_bomb_is_413_naming_the_cap_and_the_recorder_stays_small() {
+    let sandbox = Sandbox::new();
+    // 256 MiB of zeros, one line, some 250 kB gzipped; then an honest gzip write. The
+    // recorder's peak memory (its parent's VmHWM) is read after both.
+    let script = r#"
+import gzip
+def post(body, headers):
+    request = urllib.request.Request(URL + "/write?db=ci", data=body, method="POST", headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            return [answer.status, answer.read().decode()]
+    except urllib.error.HTTPError as error:
+        return [error.code, error.read().decode()]
+bomb = gzip.compress(b"0" * (256 << 20), 9)
+answers = {
+    "bomb": post(bomb, {"Content-Encoding": "gzip"}),
+    "gzip": post(gzip.compress(b"zipped v=1\nzipped v=2\n"), {"Content-Encoding": "gzip"}),
+    "brotli": post(b"x", {"Content-Encoding": "br"}),
+    "corrupt": post(b"\x1f\x8b not really", {"Content-Encoding": "gzip"}),
+}
+status = open("/proc/%d/status" % os.getppid()).read()
+answers["peak_kib"] = int(status.split("VmHWM:")[1].split()[0])
+answers["bomb_bytes"] = len(bomb)
+json.dump(answers, open("answers", "w"))
+"#;
+    let profile = run_python(&sandbox, &[], script);
+    let answers = read_json(&sandbox.path("answers"));
+    assert_eq!(answers["bomb"][0], 413, "{answers}");
+    let error = answers["bomb"][1].as_str().unwrap();
+    assert!(error.contains("times its size, the cap"), "{error}");
+    assert_eq!(answers["gzip"][0], 204, "{answers}");
+    assert_eq!(answers["brotli"][0], 415, "{answers}");
+    assert_eq!(answers["corrupt"][0], 400, "{answers}");
+    let peak_kib = answers["peak_kib"].as_u64().unwrap();
+    eprintln!(
+        "gzip bomb of {} bytes (256 MiB decompressed): recorder peak RSS {peak_kib} KiB",
+        answers["bomb_bytes"]
+    );
+    assert!(peak_kib < 100 << 10, "recorder peak {peak_kib} KiB");
+    let markers = profile_markers(&profile);
+    assert_eq!(sum_of(&markers, "task.zipped.v", "count"), 2.0);
+}
+
+#[test]
+fn the_2x_write_api_takes_a_token_header_and_answers_in_2x_words() {
+    let sandbox = Sandbox::new();
+    let script = r#"
+host, token = os.environ["INFLUX_HOST"], os.environ["INFLUX_TOKEN"]
+def call(path, body=None, authorization=None):
+    headers = {"Authorization": authorization} if authorization else {}
+    method = "GET" if body is None else "POST"
+    request = urllib.request.Request(host + path, data=body and body.encode(), method=method, headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            return [answer.status, answer.read().decode()]
+    except urllib.error.HTTPError as error:
+        return [error.code, error.read().decode()]
+write = "/api/v2/write?org=tc-profile&bucket=ci&precision=s"
+answers = {
+    "write": call(write, "v2 v=1\nv2 v=2", "Token " + token),
+    "no token": call(write, "v2 v=5"),
+    "wrong token": call(write, "v2 v=5", "Token " + "0" * len(token)),
+    "health": call("/health"),
+    "buckets": call("/query?q=SHOW%20DATABASES", None, "Token " + token),
+    "over cap": call(write, "".join("wide,n=%d v=1\n" % n for n in range(1001)), "Token " + token),
+}
+json.dump(answers, open("answers", "w"))
+"#;
+    let profile = run_python(&sandbox, &[], script);
+    let answers = read_json(&sandbox.path("answers"));
+    let body = |name: &str| -> Value { serde_json::from_str(answers[name][1].as_str().unwrap()).unwrap() };
+    assert_eq!(answers["write"][0], 204, "{answers}");
+    assert_eq!(answers["no token"][0], 401, "{answers}");
+    assert_eq!(body("no token")["code"], "unauthorized");
+    assert_eq!(answers["wrong token"][0], 401, "{answers}");
+    assert_eq!(answers["health"][0], 200, "{answers}");
+    assert_eq!(body("health")["status"], "pass");
+    assert_eq!(
+        body("buckets")["results"][0]["series"][0]["values"],
+        serde_json::json!([["tc-profile"], ["ci"]])
+    );
+    // The series cap, 1,000: `v2.v` and 999 of these series taken, the two past it counted.
+    assert_eq!(answers["over cap"][0], 400, "{answers}");
+    assert_eq!(
+        body("over cap"),
+        serde_json::json!({"code": "invalid",
+            "message": "partial write: 2 values over the cap of 1000 series dropped=2"})
+    );
+    let markers = profile_markers(&profile);
+    assert_eq!(sum_of(&markers, "task.v2.v", "count"), 2.0);
+    assert!(series(&markers, "task.v2.v")[0]["tags"].is_null());
+}
+
+#[test]
+fn a_partial_write_is_answered_as_a_real_influxdb_answers_it() {
+    let sandbox = Sandbox::new();
+    let server = crate::influx::InfluxServer::start(sandbox.path("influxdb"));
+    let real = &server.url;
+    // The same bodies to the real InfluxDB (scripts/influxdb) and to the endpoint.
+    let script = format!(
+        r#"
+REAL = "{real}"
+def post(url, body):
+    request = urllib.request.Request(url, data=body.encode(), method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            return [answer.status, answer.read().decode()]
+    except urllib.error.HTTPError as error:
+        return [error.code, error.read().decode()]
+post(REAL + "/query?q=CREATE%20DATABASE%20ci", "")
+bodies = {{"partial": "ok v=1\nok v=\nok,host=a w=2", "none parse": "ok v=\nok", "all good": "ok v=1"}}
+answers = {{name: {{"real": post(REAL + "/write?db=ci", body), "ours": write(body)}}
+           for name, body in bodies.items()}}
+json.dump(answers, open("answers", "w"))
+"#
+    );
+    run_python(&sandbox, &[], &script);
+    let answers = read_json(&sandbox.path("answers"));
+    for name in ["partial", "none parse", "all good"] {
+        let (real, ours) = (&answers[name]["real"], &answers[name]["ours"]);
+        assert_eq!(real[0], ours[0], "{name}: {answers}");
+        let error = |answer: &Value| -> String {
+            let body = answer[1].as_str().unwrap();
+            serde_json::from_str::<Value>(body).map_or(String::new(), |e| e["error"].to_string())
+        };
+        // InfluxDB counts dropped=0 for lines that do not parse; the endpoint counts them.
+        let reason = |answer: &Value| error(answer).split(" dropped=").next().unwrap().to_owned();
+        assert_eq!(reason(real), reason(ours), "{name}: {answers}");
+    }
+    assert!(answers["partial"]["ours"][1]
+        .as_str()
+        .unwrap()
+        .ends_with("dropped=1\"}"));
+}
