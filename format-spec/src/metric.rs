@@ -3,8 +3,8 @@
 //! is named after the series; its `data.type` is one of the fixed schemas here, so that the
 //! meta line, written once at the start, declares every schema a recording may use.
 
-use std::borrow::Cow;
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 
 /// What kind of statsd metric a series is; each kind has its own schema. Serialized as
 /// its statsd code (the `kind` of a marker file's `metric` line).
@@ -144,7 +144,11 @@ mod tests {
         assert_eq!(joined, "fast,route:/a:b,suite:unit");
         assert_eq!(
             split_tags(&joined).collect::<Vec<_>>(),
-            [("fast", "".into()), ("route", "/a:b".into()), ("suite", "unit".into())]
+            [
+                ("fast", "".into()),
+                ("route", "/a:b".into()),
+                ("suite", "unit".into())
+            ]
         );
     }
 }

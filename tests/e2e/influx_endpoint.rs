@@ -393,7 +393,8 @@ json.dump(answers, open("answers", "w"))
 "#;
     let profile = run_python(&sandbox, &[], script);
     let answers = read_json(&sandbox.path("answers"));
-    let body = |name: &str| -> Value { serde_json::from_str(answers[name][1].as_str().unwrap()).unwrap() };
+    let body =
+        |name: &str| -> Value { serde_json::from_str(answers[name][1].as_str().unwrap()).unwrap() };
     assert_eq!(answers["write"][0], 204, "{answers}");
     assert_eq!(answers["no token"][0], 401, "{answers}");
     assert_eq!(body("no token")["code"], "unauthorized");

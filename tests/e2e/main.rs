@@ -49,11 +49,11 @@ mod merge;
 mod metrics;
 /// `open`: the served profile, fetched over HTTP as the profiler fetches it.
 mod open;
-/// `record --http`: the sidecar's live profile and log, the log and profile directory left alone.
-mod record_http;
 /// The Python clients real scripts use (influxdb, influxdb-client, statsd, datadog) from
 /// PyPI, in tasks with their defaults: every point arrives.
 mod py_clients;
+/// `record --http`: the sidecar's live profile and log, the log and profile directory left alone.
+mod record_http;
 /// `recover` and `--state-dir`: logs of dead recorders finalized once, live ones left alone.
 mod recover;
 /// The recorder's own data types and a task's graph keys: what would forge or break the

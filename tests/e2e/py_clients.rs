@@ -12,7 +12,10 @@ use std::process::Command;
 fn clients_python() -> PathBuf {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/py-clients");
     let dir = concat!(env!("CARGO_TARGET_TMPDIR"), "/py-clients");
-    let output = Command::new(script).arg(dir).output().expect("run scripts/py-clients");
+    let output = Command::new(script)
+        .arg(dir)
+        .output()
+        .expect("run scripts/py-clients");
     assert!(
         output.status.success(),
         "scripts/py-clients {dir}: {}",
@@ -119,7 +122,10 @@ fn the_influxdb_1x_and_2x_python_clients_write_every_point() {
         "{results}"
     );
     assert_eq!(results["policies"][0]["name"], "autogen", "{results}");
-    assert!(results["big_bytes"].as_u64().unwrap() > 3_000_000, "{results}");
+    assert!(
+        results["big_bytes"].as_u64().unwrap() > 3_000_000,
+        "{results}"
+    );
     assert_eq!(results["big"], true, "{results}");
     assert_eq!(results["gzip"], true, "{results}");
     assert!(
@@ -133,7 +139,11 @@ fn the_influxdb_1x_and_2x_python_clients_write_every_point() {
     let markers = profile_markers(&profile);
     let big = metric_data(&markers, "task.big.n");
     assert_eq!(total(&big, "count"), 50_000.0);
-    assert_sum(weighted_sum(&big), (0..50_000u64).sum::<u64>() as f64, "big");
+    assert_sum(
+        weighted_sum(&big),
+        (0..50_000u64).sum::<u64>() as f64,
+        "big",
+    );
     // Ten hosts, the region's UTF-8 and comma kept (escaped in the joined tags).
     let mut tags: Vec<&str> = big.iter().map(|d| d["tags"].as_str().unwrap()).collect();
     tags.sort_unstable();
@@ -144,17 +154,25 @@ fn the_influxdb_1x_and_2x_python_clients_write_every_point() {
         "{tags:?}"
     );
     let ratio = metric_data(&markers, "task.big.ratio");
-    assert_sum(weighted_sum(&ratio), (0..50_000u64).sum::<u64>() as f64 / 4.0, "ratio");
+    assert_sum(
+        weighted_sum(&ratio),
+        (0..50_000u64).sum::<u64>() as f64 / 4.0,
+        "ratio",
+    );
     let gzipped = metric_data(&markers, "task.gz.v");
     assert_eq!(total(&gzipped, "count"), 3000.0);
-    assert_sum(weighted_sum(&gzipped), (0..3000u64).sum::<u64>() as f64, "gzipped");
+    assert_sum(
+        weighted_sum(&gzipped),
+        (0..3000u64).sum::<u64>() as f64,
+        "gzipped",
+    );
     for (mode, points) in [("sync", 1000u64), ("batch", 2500)] {
         let data: Vec<&Value> = metric_data(&markers, "task.v2.v")
             .into_iter()
             .filter(|d| d["tags"] == format!("mode:{mode}"))
             .collect();
         assert_eq!(total(&data, "count"), points as f64, "{mode}");
-        assert_sum(weighted_sum(&data), (0..points).sum::<u64>() as f64, &format!("{mode}"));
+        assert_sum(weighted_sum(&data), (0..points).sum::<u64>() as f64, mode);
     }
     assert!(
         !markers.iter().any(|m| m.name == "Metrics dropped"),

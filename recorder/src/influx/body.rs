@@ -48,7 +48,10 @@ impl BodyError {
         if Body::gone(&error) {
             return BodyError::Gone;
         }
-        match error.get_ref().and_then(|inner| inner.downcast_ref::<OverCap>()) {
+        match error
+            .get_ref()
+            .and_then(|inner| inner.downcast_ref::<OverCap>())
+        {
             Some(OverCap::Size(max)) => BodyError::OverSize(*max),
             Some(OverCap::Ratio) => BodyError::OverRatio,
             None => BodyError::Gzip(error),

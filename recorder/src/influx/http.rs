@@ -9,8 +9,8 @@
 
 mod response;
 
-pub(crate) use response::{respond, Answer};
 pub use response::{error_body, write_chunked, write_response, Response, JSON};
+pub(crate) use response::{respond, Answer};
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};

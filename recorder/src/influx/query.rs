@@ -34,7 +34,9 @@ impl Databases {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<String>> {
-        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// The answer to the statements of `q`, separated by `;`: 200 with one result each, or
@@ -102,7 +104,10 @@ mod tests {
     fn created_and_written_databases_are_listed_as_influxdb_lists_them() {
         let databases = Databases::new();
         let (status, body) = answered(&databases, "CREATE DATABASE \"ci\"");
-        assert_eq!((status, body), (200, json!({"results": [{"statement_id": 0}]})));
+        assert_eq!(
+            (status, body),
+            (200, json!({"results": [{"statement_id": 0}]}))
+        );
         databases.note("metrics");
         databases.note("ci");
         let (status, body) = answered(&databases, "show databases; SHOW RETENTION POLICIES ON ci");

@@ -106,5 +106,10 @@ fn a_gzip_body_stops_at_the_size_cap() {
     assert!(matches!(error, BodyError::OverSize(50_000)), "{error:?}");
     assert_eq!(error.status(), 413);
     assert!(error.to_string().contains("50000 bytes, the cap"));
-    assert_eq!(all_lines(&gzip(&text), Some("gzip"), 1 << 20).unwrap().len(), 10_000);
+    assert_eq!(
+        all_lines(&gzip(&text), Some("gzip"), 1 << 20)
+            .unwrap()
+            .len(),
+        10_000
+    );
 }

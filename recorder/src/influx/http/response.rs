@@ -197,7 +197,10 @@ impl Answer {
 pub(crate) fn respond(mut stream: &TcpStream, answer: &Answer) -> io::Result<()> {
     let response = Response {
         status: answer.status,
-        headers: &[("X-Influxdb-Version", "1.8.10"), ("X-Influxdb-Build", "OSS")],
+        headers: &[
+            ("X-Influxdb-Version", "1.8.10"),
+            ("X-Influxdb-Build", "OSS"),
+        ],
         body: answer.body.as_deref().map(|body| (JSON, body)),
     };
     write_response(&mut stream, &response)
