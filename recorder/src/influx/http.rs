@@ -328,6 +328,60 @@ mod tests {
     }
 
     #[test]
+    fn a_query_or_form_is_percent_decoded_with_plus_a_space() {
+        assert_eq!(
+            decode_form("q=SHOW+DATABASES&db=c%C3%A9&flag&&p=a%3Db"),
+            [
+                ("q".to_owned(), "SHOW DATABASES".to_owned()),
+                ("db".to_owned(), "café".to_owned()),
+                ("flag".to_owned(), String::new()),
+                ("p".to_owned(), "a=b".to_owned()),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_body_is_read_from_the_head_s_bytes_then_the_stream_up_to_its_length() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        client
+            .write_all(
+                b"POST /write HTTP/1.1\r\nContent-Encoding: GZip\r\nContent-Length: 10\r\n\r\nabc",
+            )
+            .unwrap();
+        let (server, _) = listener.accept().unwrap();
+        let later = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(50));
+            // Past the length: never read as the body.
+            client.write_all(b"defghijEXTRA").unwrap();
+            client
+        });
+        let (request, mut body) = read_request(&server, 100).ok().unwrap();
+        assert_eq!(request.content_encoding.as_deref(), Some("gzip"));
+        assert!(!body.is_read());
+        let mut text = Vec::new();
+        body.read_to_end(&mut text).unwrap();
+        assert_eq!(text, b"abcdefghij");
+        assert!(body.is_read());
+        drop(later.join().unwrap());
+    }
+
+    #[test]
+    fn a_body_cut_short_is_an_error_that_says_the_client_is_gone() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        client
+            .write_all(b"POST /write HTTP/1.1\r\nContent-Length: 10\r\n\r\nabc")
+            .unwrap();
+        drop(client);
+        let (server, _) = listener.accept().unwrap();
+        let (_, mut body) = read_request(&server, 100).ok().unwrap();
+        let error = body.read_to_end(&mut Vec::new()).unwrap_err();
+        assert!(Body::gone(&error), "{error}");
+        assert!(!Body::gone(&io::Error::other("another")));
+    }
+
+    #[test]
     fn a_head_is_whole_only_at_its_empty_line_and_never_past_the_cap() {
         let head = b"GET /a?b=c HTTP/1.1\r\nHost: x\r\n\r\n";
         for end in 0..head.len() {

@@ -1,14 +1,16 @@
 //! The InfluxDB endpoint: an HTTP listener on the loopback interface that takes InfluxDB
-//! 1.x writes from the task (`POST /write`, line protocol) and answers `GET /ping`, so that
-//! `curl` and the InfluxDB client libraries write metrics as they already do (SPEC.md,
-//! "InfluxDB endpoint"). A request is one batch: its points are aggregated per interval
-//! like marker-file metrics, and its lines go to the writer in one message before the
-//! answer. Handler threads accept in turn, none until the first connection (another
-//! source's thread watches the listening socket till then: [`Unserved`]) and more as
-//! connections overlap, up to a few: concurrency is bounded by their number, and a task
-//! that never writes costs no thread.
-//! With an InfluxDB to forward to, the points of each request answered 204 are queued
-//! for `forward`. A write must carry the recording's token (`token`).
+//! 1.x and 2.x writes from the task (`POST /write`, `POST /api/v2/write`, line protocol,
+//! gzipped or not), answers `GET /ping` and `/health`, and `/query` for the statements
+//! clients send at start-up (`query`), so that `curl` and the InfluxDB client libraries
+//! write metrics as they already do (SPEC.md, "InfluxDB endpoint"). A body is read as it
+//! comes (`body`), a chunk of lines at a time; a chunk is one batch: its points are
+//! aggregated per interval like marker-file metrics, and its lines go to the writer in one
+//! message before the next chunk is read. Handler threads accept in turn, none until the
+//! first connection (another source's thread watches the listening socket till then:
+//! [`Unserved`]) and more as connections overlap, up to a few: concurrency is bounded by
+//! their number, and a task that never writes costs no thread.
+//! With an InfluxDB to forward to, the points of each chunk taken are queued for
+//! `forward`. A write must carry the recording's token (`token`).
 
 mod body;
 mod forward;
