@@ -1,5 +1,6 @@
 //! The InfluxDB endpoint: a task writing with curl and with Python's standard library, the
-//! points becoming tracks; 401 without the token; partial writes, 403, 413 answers; 100,000
+//! points becoming tracks; 401 without the token; partial writes, 403, 413 answers; gzip, a
+//! bomb, 2.x writes, a 24.5 MB request in bounded memory, a real InfluxDB's answers; 100,000
 //! points from 4 concurrent writers, all in the profile, none doubled.
 
 use crate::util::*;
@@ -457,4 +458,33 @@ json.dump(answers, open("answers", "w"))
         .as_str()
         .unwrap()
         .ends_with("dropped=1\"}"));
+}
+
+#[test]
+fn a_body_of_almost_25_mb_is_taken_whole_in_bounded_memory() {
+    let sandbox = Sandbox::new();
+    // A million points, 24 MB, in one request; the recorder's peak memory after it.
+    let script = r#"
+body = "".join("many,host=h%d,job=build-linux64 v=%di\n" % (i % 10, i) for i in range(600000))
+status = write(body)
+peak = open("/proc/%d/status" % os.getppid()).read()
+json.dump({"bytes": len(body), "status": status,
+           "peak_kib": int(peak.split("VmHWM:")[1].split()[0])}, open("answers", "w"))
+"#;
+    let profile = run_python(&sandbox, &[], script);
+    let answers = read_json(&sandbox.path("answers"));
+    assert_eq!(answers["status"][0], 204, "{answers}");
+    let bytes = answers["bytes"].as_u64().unwrap();
+    assert!(bytes > 24_000_000 && bytes < 25_000_000, "{bytes}");
+    let peak_kib = answers["peak_kib"].as_u64().unwrap();
+    eprintln!("a {bytes}-byte request of 600,000 points: recorder peak RSS {peak_kib} KiB");
+    let markers = profile_markers(&profile);
+    let count: f64 = (0..10)
+        .map(|host| {
+            let name = format!("task.many.v #host:h{host},job:build-linux64");
+            sum_of(&markers, &name, "count")
+        })
+        .sum();
+    assert_eq!(count, 600_000.0);
+    assert!(peak_kib < 64 << 10, "recorder peak {peak_kib} KiB");
 }
