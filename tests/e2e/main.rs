@@ -34,7 +34,8 @@ mod help;
 mod hostile_dir;
 /// Export: a real InfluxDB on 127.0.0.1, retries, credentials kept from the task, statsd.
 mod influx;
-/// The InfluxDB endpoint: curl and urllib writes become tracks, 400/403/413, a load test.
+/// The InfluxDB endpoint: curl and urllib writes become tracks, partial writes, 403, 413,
+/// gzip and a bomb, the 2.x API, 25 MB in bounded memory, a real InfluxDB's answers, a load test.
 mod influx_endpoint;
 /// Forwarding to a real InfluxDB during the task: the forced database and the task's tags,
 /// scopes, credentials kept from the task, a server restarted mid-task, 100,000 points.
