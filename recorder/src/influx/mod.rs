@@ -328,7 +328,7 @@ impl Endpoint {
         let answer = match (request.method.as_str(), route.path) {
             // As InfluxDB's, open to all: they say only that the endpoint is up.
             ("GET" | "HEAD", "/ping") => Answer::no_content(),
-            ("GET" | "HEAD", "/health") => Answer::json(200, &health()),
+            ("GET", "/health") => Answer::json(200, &health()),
             ("POST", "/write" | "/api/v2/write") | ("GET" | "POST", "/query") => {
                 match self.token.admits(
                     route.token,
@@ -615,3 +615,6 @@ fn epoch_ns_now() -> i64 {
         .unwrap_or_default();
     i64::try_from(since_epoch.as_nanos()).unwrap_or(i64::MAX)
 }
+
+#[cfg(test)]
+mod tests;
