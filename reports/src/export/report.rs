@@ -241,6 +241,17 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn a_marker_s_escaped_comma_is_a_comma_of_the_tag_value_and_task_tags_are_left_out() {
+        assert_eq!(
+            metric_tags("host:a\\,b,region:café,task_id:x"),
+            [
+                ("host".to_owned(), "a,b".to_owned()),
+                ("region".to_owned(), "café".to_owned())
+            ]
+        );
+    }
+
+    #[test]
     fn tags_that_name_the_task_cannot_come_from_the_task() {
         assert_eq!(
             metric_tags("task_id:forged,route:/a,fast,run_id:9"),
