@@ -16,6 +16,8 @@ pub const MAX_GZIP_RATIO: u64 = 500;
 const RATIO_FROM: u64 = 1 << 20;
 /// What is read from the body at once.
 const READ_BYTES: usize = 64 << 10;
+/// Bytes kept of a line over [`MAX_LINE_BYTES`], to quote it.
+const KEPT_OF_LONG_LINE: usize = 1024;
 
 /// Why a body could not be read to its end.
 #[derive(Debug, thiserror::Error)]
@@ -63,8 +65,9 @@ impl BodyError {
 #[derive(Debug, PartialEq)]
 pub(crate) enum Line<'a> {
     Text(&'a [u8]),
-    /// Over [`MAX_LINE_BYTES`]: skipped to its newline, unread.
-    TooLong,
+    /// Over [`MAX_LINE_BYTES`]: its first bytes ([`KEPT_OF_LONG_LINE`]), the rest skipped
+    /// to its newline without being held.
+    TooLong(&'a [u8]),
 }
 
 /// The lines of a body.
@@ -119,9 +122,11 @@ impl<R: Read> Lines<R> {
             let newline = memchr::memchr(b'\n', buffer);
             let piece = &buffer[..newline.unwrap_or(buffer.len())];
             too_long |= self.line.len() + piece.len() > MAX_LINE_BYTES;
-            if !too_long {
-                self.line.extend_from_slice(piece);
-            }
+            let kept = match too_long {
+                true => KEPT_OF_LONG_LINE.saturating_sub(self.line.len()),
+                false => piece.len(),
+            };
+            self.line.extend_from_slice(&piece[..kept.min(piece.len())]);
             let used = newline.map_or(buffer.len(), |at| at + 1);
             self.reader.consume(used);
             if newline.is_some() {
@@ -132,8 +137,8 @@ impl<R: Read> Lines<R> {
 
     fn taken(&mut self, too_long: bool) -> Line<'_> {
         if too_long {
-            self.line = Vec::new();
-            return Line::TooLong;
+            self.line.truncate(KEPT_OF_LONG_LINE);
+            return Line::TooLong(&self.line);
         }
         Line::Text(&self.line)
     }

@@ -439,7 +439,7 @@ impl Endpoint {
             };
             let (text, parsed) = match line {
                 Line::Text(text) => (text, self.samples_of(text, precision, now)),
-                Line::TooLong => (&b""[..], Err(Why::Malformed(LineError::TooLong))),
+                Line::TooLong(start) => (start, Err(Why::Malformed(LineError::TooLong))),
             };
             bytes += text.len().max(1);
             match parsed {

@@ -11,7 +11,8 @@ fn gzip(bytes: &[u8]) -> Vec<u8> {
     encoder.finish().unwrap()
 }
 
-/// Every line of `body`, as text (`<too long>` for one over the cap), or the error.
+/// Every line of `body`, as text (`<too long: N>` for one over the cap, N the bytes kept),
+/// or the error.
 fn all_lines(
     body: &[u8],
     encoding: Option<&str>,
@@ -22,7 +23,7 @@ fn all_lines(
     while let Some(line) = lines.next_line()? {
         out.push(match line {
             Line::Text(text) => String::from_utf8_lossy(text).into_owned(),
-            Line::TooLong => "<too long>".to_owned(),
+            Line::TooLong(start) => format!("<too long: {}>", start.len()),
         });
     }
     Ok(out)
@@ -43,7 +44,8 @@ fn a_line_over_the_cap_is_skipped_to_its_newline_and_the_next_read() {
     body.extend_from_slice(b"\nb f=2\n");
     body.extend(std::iter::repeat_n(b'y', MAX_LINE_BYTES + 1));
     let lines = all_lines(&body, None, u64::MAX).unwrap();
-    assert_eq!(lines, ["a f=1", "<too long>", "b f=2", "<too long>"]);
+    let long = format!("<too long: {KEPT_OF_LONG_LINE}>");
+    assert_eq!(lines, ["a f=1", &long, "b f=2", &long]);
     let mut lines = Lines::new(&body[..]);
     while lines.next_line().unwrap().is_some() {
         assert!(lines.line.capacity() <= 2 * MAX_LINE_BYTES);
