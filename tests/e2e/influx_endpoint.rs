@@ -329,7 +329,7 @@ fn a_gzip_bomb_is_413_naming_the_cap_and_the_recorder_stays_small() {
     // 256 MiB of zeros, one line, some 250 kB gzipped; then an honest gzip write. The
     // recorder's peak memory (its parent's VmHWM) is read after both.
     let script = r#"
-import gzip
+import gzip, http.client, urllib.parse
 def post(body, headers):
     request = urllib.request.Request(URL + "/write?db=ci", data=body, method="POST", headers=headers)
     try:
@@ -337,8 +337,18 @@ def post(body, headers):
             return [answer.status, answer.read().decode()]
     except urllib.error.HTTPError as error:
         return [error.code, error.read().decode()]
+def post_chunked(body, headers):
+    # An iterable body: http.client sends it in chunks, as Telegraf streams its gzip.
+    url = urllib.parse.urlsplit(URL)
+    connection = http.client.HTTPConnection(url.hostname, url.port, timeout=30)
+    pieces = [body[at:at + 7] for at in range(0, len(body), 7)]
+    connection.request("POST", url.path + "/write?db=ci", body=iter(pieces), headers=headers)
+    answer = connection.getresponse()
+    return [answer.status, answer.read().decode()]
 bomb = gzip.compress(b"0" * (256 << 20), 9)
 answers = {
+    "chunked gzip": post_chunked(gzip.compress(b"chunked v=1\nchunked v=2\n"), {"Content-Encoding": "gzip"}),
+    "chunked": post_chunked(b"chunked v=3\n", {}),
     "bomb": post(bomb, {"Content-Encoding": "gzip"}),
     "gzip": post(gzip.compress(b"zipped v=1\nzipped v=2\n"), {"Content-Encoding": "gzip"}),
     "brotli": post(b"x", {"Content-Encoding": "br"}),
@@ -355,6 +365,8 @@ json.dump(answers, open("answers", "w"))
     let error = answers["bomb"][1].as_str().unwrap();
     assert!(error.contains("times its size, the cap"), "{error}");
     assert_eq!(answers["gzip"][0], 204, "{answers}");
+    assert_eq!(answers["chunked gzip"][0], 204, "{answers}");
+    assert_eq!(answers["chunked"][0], 204, "{answers}");
     assert_eq!(answers["brotli"][0], 415, "{answers}");
     assert_eq!(answers["corrupt"][0], 400, "{answers}");
     let peak_kib = answers["peak_kib"].as_u64().unwrap();
@@ -365,6 +377,7 @@ json.dump(answers, open("answers", "w"))
     assert!(peak_kib < 100 << 10, "recorder peak {peak_kib} KiB");
     let markers = profile_markers(&profile);
     assert_eq!(sum_of(&markers, "task.zipped.v", "count"), 2.0);
+    assert_eq!(sum_of(&markers, "task.chunked.v", "count"), 3.0);
 }
 
 #[test]

@@ -25,6 +25,9 @@ const KEPT_OF_LONG_LINE: usize = 1024;
 pub(crate) enum BodyError {
     #[error("request body decompresses past {0} bytes, the cap")]
     OverSize(u64),
+    /// Chunks past the cap.
+    #[error("request body over {0} bytes, the cap")]
+    TooLong(usize),
     #[error(
         "request body decompresses to over {MAX_GZIP_RATIO} times its size, the cap \
          (a decompression bomb?)"
@@ -32,6 +35,8 @@ pub(crate) enum BodyError {
     OverRatio,
     #[error("request body is not valid gzip: {0}")]
     Gzip(io::Error),
+    #[error("{0}")]
+    Chunks(io::Error),
     /// The client went away or was too slow: nothing to answer.
     #[error("the client went away or was too slow")]
     Gone,
@@ -41,14 +46,21 @@ impl BodyError {
     /// The status InfluxDB answers it with.
     pub(crate) fn status(&self) -> u16 {
         match self {
-            BodyError::OverSize(_) | BodyError::OverRatio => 413,
-            BodyError::Gzip(_) | BodyError::Gone => 400,
+            BodyError::OverSize(_) | BodyError::OverRatio | BodyError::TooLong(_) => 413,
+            BodyError::Gzip(_) | BodyError::Chunks(_) | BodyError::Gone => 400,
         }
     }
 
     fn of(error: io::Error) -> BodyError {
         if Body::gone(&error) {
             return BodyError::Gone;
+        }
+        if let Some(max) = Body::too_long(&error) {
+            return BodyError::TooLong(max);
+        }
+        if Body::bad_chunks(&error) {
+            // Under gzip's decoder or none.
+            return BodyError::Chunks(error);
         }
         match error
             .get_ref()
