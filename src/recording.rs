@@ -53,12 +53,16 @@ impl Session {
             env.push(("DD_DOGSTATSD_URL", url));
         }
         if let Some(address) = self.recorder.statsd_address() {
-            env.push(("STATSD_HOST", address.ip().to_string().into()));
-            env.push(("STATSD_PORT", address.port().to_string().into()));
+            let (host, port) = (address.ip().to_string(), address.port().to_string());
+            // Python's statsd.defaults.env; the DogStatsD clients' (DD_DOGSTATSD_URL wins).
+            env.push(("STATSD_HOST", host.clone().into()));
+            env.push(("STATSD_PORT", port.clone().into()));
+            env.push(("DD_AGENT_HOST", host.into()));
+            env.push(("DD_DOGSTATSD_PORT", port.into()));
             env.push(("TASKCLUSTER_STATSD_ADDR", address.to_string().into()));
         }
         if let Some(url) = self.recorder.influx_url() {
-            env.push(("TASKCLUSTER_INFLUX_URL", url.into()));
+            env.extend(influx_env(&url));
         }
         env
     }
@@ -68,6 +72,28 @@ impl Session {
         self.live.as_ref().map(LiveServer::url)
     }
 }
+
+/// The InfluxDB endpoint's variables: its URL with the token for 1.x clients, and the
+/// URL, the token and an organisation (any is taken) as InfluxDB 2.x clients read them:
+/// the `influx` CLI (`INFLUX_*`) and the client libraries' `from_env` (`INFLUXDB_V2_*`).
+fn influx_env(url: &str) -> Vec<(&'static str, OsString)> {
+    let (base, token) = url.rsplit_once('/').unwrap_or((url, ""));
+    let mut env = vec![("TASKCLUSTER_INFLUX_URL", url.into())];
+    for (name, value) in [
+        ("INFLUX_HOST", base),
+        ("INFLUX_TOKEN", token),
+        ("INFLUX_ORG", INFLUX_ORG),
+        ("INFLUXDB_V2_URL", base),
+        ("INFLUXDB_V2_TOKEN", token),
+        ("INFLUXDB_V2_ORG", INFLUX_ORG),
+    ] {
+        env.push((name, value.into()));
+    }
+    env
+}
+
+/// The organisation 2.x clients are given: the endpoint takes any.
+const INFLUX_ORG: &str = "tc-profile";
 
 /// What is checked before anything starts: a refusal here (credentials others could read,
 /// a schema file the profiler could not use) is the invocation's to fix.

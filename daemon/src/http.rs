@@ -194,8 +194,8 @@ type Build<'a> = Box<dyn FnOnce() -> Result<Profile, DaemonError> + 'a>;
 impl Server {
     fn answer(&self, mut stream: TcpStream) {
         // The body of a GET is not read: none is expected.
-        let failure = match read_request(&mut stream, 0) {
-            Ok(request) => match self.send(&stream, &request) {
+        let failure = match read_request(&stream, 0) {
+            Ok((request, _)) => match self.send(&stream, &request) {
                 Ok(()) => return,
                 Err(failure) => failure,
             },

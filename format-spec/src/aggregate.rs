@@ -275,6 +275,9 @@ impl Aggregator {
 pub struct BatchAggregator {
     pub aggregator: Aggregator,
     interval_ms: f64,
+    /// Samples refused at the series cap, in all (each interval's own count is reset at its
+    /// flush): what a source reads before and after a batch to tell how many it lost.
+    pub over_series_cap: u64,
 }
 
 impl BatchAggregator {
@@ -282,6 +285,7 @@ impl BatchAggregator {
         BatchAggregator {
             aggregator: Aggregator::new(limits),
             interval_ms: interval_ms.max(1.0),
+            over_series_cap: 0,
         }
     }
 
@@ -305,6 +309,7 @@ impl BatchAggregator {
     }
 
     fn flush(&mut self, interval: f64, last: f64) -> Vec<Marker> {
+        self.over_series_cap += self.aggregator.drops.over_series_cap;
         let start = interval * self.interval_ms;
         self.aggregator.flush(start, last.max(start))
     }

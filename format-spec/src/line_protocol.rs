@@ -9,6 +9,10 @@ use crate::aggregate::{sanitize_name, Sample, SampleValue, MAX_TAGS, MAX_TAG_BYT
 use crate::metric::MetricKind;
 use std::fmt::Write;
 
+/// The longest line taken: a longer one is refused unread, so that no line is held whole
+/// past it (InfluxDB has no such cap; its clients write lines of a few hundred bytes).
+pub const MAX_LINE_BYTES: usize = 1 << 20;
+
 /// A point: `measurement[,tag=value...] field=value[,field=value...] [timestamp]`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Point {
@@ -39,6 +43,8 @@ pub enum FieldValue {
 pub enum LineError {
     #[error("not UTF-8")]
     NotUtf8,
+    #[error("line longer than {MAX_LINE_BYTES} bytes")]
+    TooLong,
     #[error("missing measurement")]
     MissingMeasurement,
     #[error("missing tag key")]

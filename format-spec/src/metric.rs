@@ -4,6 +4,7 @@
 //! meta line, written once at the start, declares every schema a recording may use.
 
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 
 /// What kind of statsd metric a series is; each kind has its own schema. Serialized as
 /// its statsd code (the `kind` of a marker file's `metric` line).
@@ -71,26 +72,47 @@ pub mod key {
 }
 
 /// Tags as the [`key::TAGS`] key holds them: `key:value` pairs (a bare `key` when its value
-/// is empty) joined by commas, in the order given.
+/// is empty) joined by commas, in the order given; a comma of a value is written `\,` (a
+/// sanitized value has no backslash of its own, a key no comma nor colon).
 pub fn join_tags(tags: &[(String, String)]) -> String {
     tags.iter()
         .map(|(key, value)| {
             if value.is_empty() {
                 key.clone()
             } else {
-                format!("{key}:{value}")
+                format!("{key}:{}", value.replace(',', "\\,"))
             }
         })
         .collect::<Vec<_>>()
         .join(",")
 }
 
-/// The `(key, value)` pairs of tags joined by [`join_tags`].
-pub fn split_tags(joined: &str) -> impl Iterator<Item = (&str, &str)> {
-    joined
-        .split(',')
-        .filter(|tag| !tag.is_empty())
-        .map(|tag| tag.split_once(':').unwrap_or((tag, "")))
+/// The `(key, value)` pairs of tags joined by [`join_tags`], a value's `\,` a comma again.
+pub fn split_tags(joined: &str) -> impl Iterator<Item = (&str, Cow<'_, str>)> {
+    let mut rest = joined;
+    std::iter::from_fn(move || loop {
+        if rest.is_empty() {
+            return None;
+        }
+        let end = unescaped_comma(rest).unwrap_or(rest.len());
+        let tag = &rest[..end];
+        rest = rest.get(end + 1..).unwrap_or_default();
+        if tag.is_empty() {
+            continue;
+        }
+        let (key, value) = tag.split_once(':').unwrap_or((tag, ""));
+        let value = match value.contains("\\,") {
+            true => Cow::Owned(value.replace("\\,", ",")),
+            false => Cow::Borrowed(value),
+        };
+        return Some((key, value));
+    })
+}
+
+/// Where the first comma not escaped by a backslash is.
+fn unescaped_comma(text: &str) -> Option<usize> {
+    let bytes = text.as_bytes();
+    (0..bytes.len()).find(|&at| bytes[at] == b',' && (at == 0 || bytes[at - 1] != b'\\'))
 }
 
 /// Name of the marker that counts, per interval, the metric input that was dropped.
@@ -103,6 +125,18 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_comma_in_a_tag_value_is_escaped_and_split_back() {
+        let tags = [("host", "a,b"), ("region", "café, north")]
+            .map(|(key, value)| (key.to_owned(), value.to_owned()));
+        let joined = join_tags(&tags);
+        assert_eq!(joined, "host:a\\,b,region:café\\, north");
+        let split: Vec<(String, String)> = split_tags(&joined)
+            .map(|(key, value)| (key.to_owned(), value.into_owned()))
+            .collect();
+        assert_eq!(split, tags);
+    }
+
+    #[test]
     fn tags_split_into_the_pairs_they_were_joined_from() {
         let tags = [("fast", ""), ("route", "/a:b"), ("suite", "unit")]
             .map(|(key, value)| (key.to_owned(), value.to_owned()));
@@ -110,7 +144,11 @@ mod tests {
         assert_eq!(joined, "fast,route:/a:b,suite:unit");
         assert_eq!(
             split_tags(&joined).collect::<Vec<_>>(),
-            [("fast", ""), ("route", "/a:b"), ("suite", "unit")]
+            [
+                ("fast", "".into()),
+                ("route", "/a:b".into()),
+                ("suite", "unit".into())
+            ]
         );
     }
 }

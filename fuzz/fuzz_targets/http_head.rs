@@ -2,7 +2,8 @@
 //! sends one), parsed as the reader parses what has arrived so far (SPEC.md, "Live
 //! profiles over HTTP"): the parser never panics; a head it takes ends at its empty line,
 //! within the cap, is taken the same from its own bytes and not from fewer, carries one
-//! `Content-Length` at most, of plain decimal digits, and no `Transfer-Encoding`;
+//! `Content-Length` at most, of plain decimal digits, or else one `Transfer-Encoding`,
+//! `chunked`;
 //! anything longer than the cap that is not whole is refused, not waited for.
 #![no_main]
 
@@ -34,17 +35,23 @@ fuzz_target!(|bytes: &[u8]| {
         assert!(!matches!(parse_head(&bytes[..shorter]), Ok(Some(_))));
     }
     let mut lengths = Vec::new();
+    let mut codings = Vec::new();
     for line in bytes[..length].split(|&b| b == b'\n').skip(1) {
         let Some(colon) = line.iter().position(|&b| b == b':') else {
             continue;
         };
         let (name, value) = (&line[..colon], line[colon + 1..].trim_ascii());
-        assert!(!name.eq_ignore_ascii_case(b"transfer-encoding"));
+        if name.eq_ignore_ascii_case(b"transfer-encoding") {
+            assert!(value.eq_ignore_ascii_case(b"chunked"), "{value:?}");
+            codings.push(value);
+        }
         if name.eq_ignore_ascii_case(b"content-length") {
             assert!(value.iter().all(u8::is_ascii_digit), "{value:?}");
             lengths.push(std::str::from_utf8(value).unwrap().parse::<usize>().unwrap());
         }
     }
     assert!(lengths.len() <= 1, "{lengths:?}");
+    assert!(codings.len() <= 1 && (codings.is_empty() || lengths.is_empty()));
+    assert_eq!(head.chunked, codings.len() == 1);
     assert_eq!(head.content_length, lengths.first().copied().unwrap_or(0));
 });

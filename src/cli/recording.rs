@@ -56,7 +56,8 @@ pub struct RecordingArgs {
     #[arg(long)]
     pub no_statsd: bool,
     /// Take statsd packets on a UDP port of 127.0.0.1 too (exported as STATSD_HOST,
-    /// STATSD_PORT and TASKCLUSTER_STATSD_ADDR): any local user can send to it.
+    /// STATSD_PORT, DD_AGENT_HOST, DD_DOGSTATSD_PORT and TASKCLUSTER_STATSD_ADDR): any
+    /// local user can send to it.
     #[arg(long, conflicts_with = "no_statsd")]
     pub statsd_udp: bool,
     /// A scope the task's metrics have, in Taskcluster's syntax (exact, or ending in *):
@@ -68,7 +69,8 @@ pub struct RecordingArgs {
     /// `metadata.name` names the task in the profile.
     #[arg(long, value_name = "FILE")]
     pub task_definition: Option<PathBuf>,
-    /// Do not serve the InfluxDB endpoint (nor export TASKCLUSTER_INFLUX_URL).
+    /// Do not serve the InfluxDB endpoint (nor export TASKCLUSTER_INFLUX_URL, INFLUX_* and
+    /// INFLUXDB_V2_*).
     #[arg(long)]
     pub no_influx: bool,
     /// The prefix of every metric series the task sends: letters, digits, _ and -, in

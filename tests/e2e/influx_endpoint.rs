@@ -1,6 +1,7 @@
 //! The InfluxDB endpoint: a task writing with curl and with Python's standard library, the
-//! points becoming tracks; 401 without the token; 400, 403, 413 answers; 100,000 points from 4 concurrent
-//! writers, all in the profile, none doubled.
+//! points becoming tracks; 401 without the token; partial writes, 403, 413 answers; gzip, a
+//! bomb, 2.x writes, a 24.5 MB request in bounded memory, a real InfluxDB's answers; 100,000
+//! points from 4 concurrent writers, all in the profile, none doubled.
 
 use crate::util::*;
 use serde_json::Value;
@@ -220,13 +221,15 @@ json.dump(answers, open("answers", "w"))
 }
 
 #[test]
-fn bad_lines_get_400_out_of_scope_series_403_and_big_bodies_413() {
+fn partial_writes_get_400_naming_the_dropped_all_out_of_scope_403_and_bodies_over_25_mb_413() {
     let sandbox = Sandbox::new();
     let script = r#"
 answers = {
     "partial": write("ok v=1\nok v=\nok,host=a w=2"),
     "scope": write("secret v=1\nok v=3"),
-    "big": write("ok v=1\n" * 200000),
+    "all out of scope": write("secret v=1\nsecret v=2"),
+    "all malformed": write("ok v=\nok"),
+    "big": write("ok v=1\n" * 3600000),
     "precision": write("ok v=1", "precision=fortnight"),
 }
 json.dump(answers, open("answers", "w"))
@@ -242,16 +245,28 @@ json.dump(answers, open("answers", "w"))
             error.map_or(String::new(), |e| e["error"].to_string()),
         )
     };
+    // InfluxDB's words: `partial write: REASON dropped=N`.
     let (status, error) = answer("partial");
     assert_eq!(status, 400, "{error}");
-    assert!(
-        error.contains("unable to parse 'ok v=': missing field value"),
-        "{error}"
+    assert_eq!(
+        error,
+        r#""partial write: unable to parse 'ok v=': missing field value dropped=1""#
     );
     let (status, error) = answer("scope");
+    assert_eq!(status, 400, "{error}");
+    assert_eq!(
+        error,
+        r#""partial write: 'secret v=1' needs the scope stats:put-points:secret.v dropped=1""#
+    );
+    let (status, error) = answer("all out of scope");
     assert_eq!(status, 403, "{error}");
     assert!(error.contains("stats:put-points:secret.v"), "{error}");
-    assert_eq!(answer("big").0, 413);
+    let (status, error) = answer("all malformed");
+    assert_eq!(status, 400, "{error}");
+    assert!(error.starts_with(r#""unable to parse 'ok v='"#), "{error}");
+    let (status, error) = answer("big");
+    assert_eq!(status, 413, "{error}");
+    assert!(error.contains("over 25000000 bytes"), "{error}");
     assert_eq!(answer("precision").0, 400);
     let markers = profile_markers(&profile);
     // The valid lines of the partial write and of the refused one are taken, once.
@@ -264,8 +279,8 @@ json.dump(answers, open("answers", "w"))
             .filter_map(|data| data[key].as_f64())
             .sum::<f64>()
     };
-    assert_eq!(dropped("malformed"), 1.0);
-    assert_eq!(dropped("outOfScope"), 1.0);
+    assert_eq!(dropped("malformed"), 3.0);
+    assert_eq!(dropped("outOfScope"), 3.0);
 }
 
 #[test]
@@ -306,4 +321,183 @@ json.dump({{"failures": failures, "seconds": seconds, "cpu": cpu}}, open("load",
         load["cpu"].as_f64().unwrap() * 1000.0 / 100.0,
     );
     assert!(started.elapsed().as_secs() < 60, "{:?}", started.elapsed());
+}
+
+#[test]
+fn a_gzip_bomb_is_413_naming_the_cap_and_the_recorder_stays_small() {
+    let sandbox = Sandbox::new();
+    // 256 MiB of zeros, one line, some 250 kB gzipped; then an honest gzip write. The
+    // recorder's peak memory (its parent's VmHWM) is read after both.
+    let script = r#"
+import gzip, http.client, urllib.parse
+def post(body, headers):
+    request = urllib.request.Request(URL + "/write?db=ci", data=body, method="POST", headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            return [answer.status, answer.read().decode()]
+    except urllib.error.HTTPError as error:
+        return [error.code, error.read().decode()]
+def post_chunked(body, headers):
+    # An iterable body: http.client sends it in chunks, as Telegraf streams its gzip.
+    url = urllib.parse.urlsplit(URL)
+    connection = http.client.HTTPConnection(url.hostname, url.port, timeout=30)
+    pieces = [body[at:at + 7] for at in range(0, len(body), 7)]
+    connection.request("POST", url.path + "/write?db=ci", body=iter(pieces), headers=headers)
+    answer = connection.getresponse()
+    return [answer.status, answer.read().decode()]
+bomb = gzip.compress(b"0" * (256 << 20), 9)
+answers = {
+    "chunked gzip": post_chunked(gzip.compress(b"chunked v=1\nchunked v=2\n"), {"Content-Encoding": "gzip"}),
+    "chunked": post_chunked(b"chunked v=3\n", {}),
+    "bomb": post(bomb, {"Content-Encoding": "gzip"}),
+    "gzip": post(gzip.compress(b"zipped v=1\nzipped v=2\n"), {"Content-Encoding": "gzip"}),
+    "brotli": post(b"x", {"Content-Encoding": "br"}),
+    "corrupt": post(b"\x1f\x8b not really", {"Content-Encoding": "gzip"}),
+}
+status = open("/proc/%d/status" % os.getppid()).read()
+answers["peak_kib"] = int(status.split("VmHWM:")[1].split()[0])
+answers["bomb_bytes"] = len(bomb)
+json.dump(answers, open("answers", "w"))
+"#;
+    let profile = run_python(&sandbox, &[], script);
+    let answers = read_json(&sandbox.path("answers"));
+    assert_eq!(answers["bomb"][0], 413, "{answers}");
+    let error = answers["bomb"][1].as_str().unwrap();
+    assert!(error.contains("times its size, the cap"), "{error}");
+    assert_eq!(answers["gzip"][0], 204, "{answers}");
+    assert_eq!(answers["chunked gzip"][0], 204, "{answers}");
+    assert_eq!(answers["chunked"][0], 204, "{answers}");
+    assert_eq!(answers["brotli"][0], 415, "{answers}");
+    assert_eq!(answers["corrupt"][0], 400, "{answers}");
+    let peak_kib = answers["peak_kib"].as_u64().unwrap();
+    eprintln!(
+        "gzip bomb of {} bytes (256 MiB decompressed): recorder peak RSS {peak_kib} KiB",
+        answers["bomb_bytes"]
+    );
+    assert!(peak_kib < 100 << 10, "recorder peak {peak_kib} KiB");
+    let markers = profile_markers(&profile);
+    assert_eq!(sum_of(&markers, "task.zipped.v", "count"), 2.0);
+    assert_eq!(sum_of(&markers, "task.chunked.v", "count"), 3.0);
+}
+
+#[test]
+fn the_2x_write_api_takes_a_token_header_and_answers_in_2x_words() {
+    let sandbox = Sandbox::new();
+    let script = r#"
+host, token = os.environ["INFLUX_HOST"], os.environ["INFLUX_TOKEN"]
+def call(path, body=None, authorization=None):
+    headers = {"Authorization": authorization} if authorization else {}
+    method = "GET" if body is None else "POST"
+    request = urllib.request.Request(host + path, data=body and body.encode(), method=method, headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            return [answer.status, answer.read().decode()]
+    except urllib.error.HTTPError as error:
+        return [error.code, error.read().decode()]
+write = "/api/v2/write?org=tc-profile&bucket=ci&precision=s"
+answers = {
+    "write": call(write, "v2 v=1\nv2 v=2", "Token " + token),
+    "no token": call(write, "v2 v=5"),
+    "wrong token": call(write, "v2 v=5", "Token " + "0" * len(token)),
+    "health": call("/health"),
+    "buckets": call("/query?q=SHOW%20DATABASES", None, "Token " + token),
+    "over cap": call(write, "".join("wide,n=%d v=1\n" % n for n in range(1001)), "Token " + token),
+}
+json.dump(answers, open("answers", "w"))
+"#;
+    let profile = run_python(&sandbox, &[], script);
+    let answers = read_json(&sandbox.path("answers"));
+    let body =
+        |name: &str| -> Value { serde_json::from_str(answers[name][1].as_str().unwrap()).unwrap() };
+    assert_eq!(answers["write"][0], 204, "{answers}");
+    assert_eq!(answers["no token"][0], 401, "{answers}");
+    assert_eq!(body("no token")["code"], "unauthorized");
+    assert_eq!(answers["wrong token"][0], 401, "{answers}");
+    assert_eq!(answers["health"][0], 200, "{answers}");
+    assert_eq!(body("health")["status"], "pass");
+    assert_eq!(
+        body("buckets")["results"][0]["series"][0]["values"],
+        serde_json::json!([["tc-profile"], ["ci"]])
+    );
+    // The series cap, 1,000: `v2.v` and 999 of these series taken, the two past it counted.
+    assert_eq!(answers["over cap"][0], 400, "{answers}");
+    assert_eq!(
+        body("over cap"),
+        serde_json::json!({"code": "invalid",
+            "message": "partial write: 2 values over the cap of 1000 series dropped=2"})
+    );
+    let markers = profile_markers(&profile);
+    assert_eq!(sum_of(&markers, "task.v2.v", "count"), 2.0);
+    assert!(series(&markers, "task.v2.v")[0]["tags"].is_null());
+}
+
+#[test]
+fn a_partial_write_is_answered_as_a_real_influxdb_answers_it() {
+    let sandbox = Sandbox::new();
+    let server = crate::influx::InfluxServer::start(sandbox.path("influxdb"));
+    let real = &server.url;
+    // The same bodies to the real InfluxDB (scripts/influxdb) and to the endpoint.
+    let script = format!(
+        r#"
+REAL = "{real}"
+def post(url, body):
+    request = urllib.request.Request(url, data=body.encode(), method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            return [answer.status, answer.read().decode()]
+    except urllib.error.HTTPError as error:
+        return [error.code, error.read().decode()]
+post(REAL + "/query?q=CREATE%20DATABASE%20ci", "")
+bodies = {{"partial": "ok v=1\nok v=\nok,host=a w=2", "none parse": "ok v=\nok", "all good": "ok v=1"}}
+answers = {{name: {{"real": post(REAL + "/write?db=ci", body), "ours": write(body)}}
+           for name, body in bodies.items()}}
+json.dump(answers, open("answers", "w"))
+"#
+    );
+    run_python(&sandbox, &[], &script);
+    let answers = read_json(&sandbox.path("answers"));
+    for name in ["partial", "none parse", "all good"] {
+        let (real, ours) = (&answers[name]["real"], &answers[name]["ours"]);
+        assert_eq!(real[0], ours[0], "{name}: {answers}");
+        let error = |answer: &Value| -> String {
+            let body = answer[1].as_str().unwrap();
+            serde_json::from_str::<Value>(body).map_or(String::new(), |e| e["error"].to_string())
+        };
+        // InfluxDB counts dropped=0 for lines that do not parse; the endpoint counts them.
+        let reason = |answer: &Value| error(answer).split(" dropped=").next().unwrap().to_owned();
+        assert_eq!(reason(real), reason(ours), "{name}: {answers}");
+    }
+    assert!(answers["partial"]["ours"][1]
+        .as_str()
+        .unwrap()
+        .ends_with("dropped=1\"}"));
+}
+
+#[test]
+fn a_body_of_almost_25_mb_is_taken_whole_in_bounded_memory() {
+    let sandbox = Sandbox::new();
+    // A million points, 24 MB, in one request; the recorder's peak memory after it.
+    let script = r#"
+body = "".join("many,host=h%d,job=build-linux64 v=%di\n" % (i % 10, i) for i in range(600000))
+status = write(body)
+peak = open("/proc/%d/status" % os.getppid()).read()
+json.dump({"bytes": len(body), "status": status,
+           "peak_kib": int(peak.split("VmHWM:")[1].split()[0])}, open("answers", "w"))
+"#;
+    let profile = run_python(&sandbox, &[], script);
+    let answers = read_json(&sandbox.path("answers"));
+    assert_eq!(answers["status"][0], 204, "{answers}");
+    let bytes = answers["bytes"].as_u64().unwrap();
+    assert!(bytes > 24_000_000 && bytes < 25_000_000, "{bytes}");
+    let peak_kib = answers["peak_kib"].as_u64().unwrap();
+    eprintln!("a {bytes}-byte request of 600,000 points: recorder peak RSS {peak_kib} KiB");
+    let markers = profile_markers(&profile);
+    let count: f64 = (0..10)
+        .map(|host| {
+            let name = format!("task.many.v #host:h{host},job:build-linux64");
+            sum_of(&markers, &name, "count")
+        })
+        .sum();
+    assert_eq!(count, 600_000.0);
+    assert!(peak_kib < 64 << 10, "recorder peak {peak_kib} KiB");
 }

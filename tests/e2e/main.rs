@@ -34,7 +34,8 @@ mod help;
 mod hostile_dir;
 /// Export: a real InfluxDB on 127.0.0.1, retries, credentials kept from the task, statsd.
 mod influx;
-/// The InfluxDB endpoint: curl and urllib writes become tracks, 400/403/413, a load test.
+/// The InfluxDB endpoint: curl and urllib writes become tracks, partial writes, 403, 413,
+/// gzip and a bomb, the 2.x API, 25 MB in bounded memory, a real InfluxDB's answers, a load test.
 mod influx_endpoint;
 /// Forwarding to a real InfluxDB during the task: the forced database and the task's tags,
 /// scopes, credentials kept from the task, a server restarted mid-task, 100,000 points.
@@ -53,6 +54,9 @@ mod open;
 /// per command, two daemon tasks at once each with its own; without the privilege,
 /// sampling said in the meta.
 mod process_exits;
+/// The Python clients real scripts use (influxdb, influxdb-client, statsd, datadog) from
+/// PyPI, in tasks with their defaults: every point arrives.
+mod py_clients;
 /// `record --http`: the sidecar's live profile and log, the log and profile directory left alone.
 mod record_http;
 /// `recover` and `--state-dir`: logs of dead recorders finalized once, live ones left alone.

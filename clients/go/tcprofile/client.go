@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"time"
 )
 
@@ -69,12 +70,15 @@ type TaskStarted struct {
 }
 
 // Env is the task's environment for what it was given, as `tc-profile run` sets it:
-// TASKCLUSTER_PROFILE_DIR, STATSD_HOST, STATSD_PORT, TASKCLUSTER_STATSD_ADDR,
-// STATSD_SOCKET, DD_DOGSTATSD_URL and TASKCLUSTER_INFLUX_URL, each when the task has it.
+// TASKCLUSTER_PROFILE_DIR; STATSD_HOST, STATSD_PORT, DD_AGENT_HOST, DD_DOGSTATSD_PORT,
+// TASKCLUSTER_STATSD_ADDR; STATSD_SOCKET, DD_DOGSTATSD_URL; TASKCLUSTER_INFLUX_URL and,
+// for InfluxDB 2.x clients, INFLUX_HOST, INFLUX_TOKEN, INFLUX_ORG, INFLUXDB_V2_URL,
+// INFLUXDB_V2_TOKEN, INFLUXDB_V2_ORG; each when the task has it.
 func (s *TaskStarted) Env() []string {
 	env := []string{"TASKCLUSTER_PROFILE_DIR=" + s.ProfileDir}
 	if host, port, err := net.SplitHostPort(s.StatsdAddress); err == nil {
 		env = append(env, "STATSD_HOST="+host, "STATSD_PORT="+port,
+			"DD_AGENT_HOST="+host, "DD_DOGSTATSD_PORT="+port,
 			"TASKCLUSTER_STATSD_ADDR="+s.StatsdAddress)
 	}
 	if s.StatsdSocket != "" {
@@ -83,9 +87,19 @@ func (s *TaskStarted) Env() []string {
 	}
 	if s.InfluxURL != "" {
 		env = append(env, "TASKCLUSTER_INFLUX_URL="+s.InfluxURL)
+		// The URL's last segment is the token; 2.x clients take it apart.
+		base, token := s.InfluxURL, ""
+		if cut := strings.LastIndex(s.InfluxURL, "/"); cut >= 0 {
+			base, token = s.InfluxURL[:cut], s.InfluxURL[cut+1:]
+		}
+		env = append(env, "INFLUX_HOST="+base, "INFLUX_TOKEN="+token, "INFLUX_ORG="+influxOrg,
+			"INFLUXDB_V2_URL="+base, "INFLUXDB_V2_TOKEN="+token, "INFLUXDB_V2_ORG="+influxOrg)
 	}
 	return env
 }
+
+// influxOrg is the organisation InfluxDB 2.x clients are given: the endpoint takes any.
+const influxOrg = "tc-profile"
 
 // EndOptions are EndTask's values.
 type EndOptions struct {

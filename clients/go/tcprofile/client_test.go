@@ -123,10 +123,13 @@ func TestKeysANewerDaemonAddsAreIgnored(t *testing.T) {
 
 func TestTheEnvironmentSplitsTheStatsdAddress(t *testing.T) {
 	started := tcprofile.TaskStarted{ProfileDir: "/p", StatsdAddress: "127.0.0.1:8125", StatsdSocket: "/p/statsd.sock",
-		InfluxURL: "http://127.0.0.1:9/"}
+		InfluxURL: "http://127.0.0.1:9/abc"}
 	want := []string{"TASKCLUSTER_PROFILE_DIR=/p", "STATSD_HOST=127.0.0.1", "STATSD_PORT=8125",
+		"DD_AGENT_HOST=127.0.0.1", "DD_DOGSTATSD_PORT=8125",
 		"TASKCLUSTER_STATSD_ADDR=127.0.0.1:8125", "STATSD_SOCKET=/p/statsd.sock",
-		"DD_DOGSTATSD_URL=unix:///p/statsd.sock", "TASKCLUSTER_INFLUX_URL=http://127.0.0.1:9/"}
+		"DD_DOGSTATSD_URL=unix:///p/statsd.sock", "TASKCLUSTER_INFLUX_URL=http://127.0.0.1:9/abc",
+		"INFLUX_HOST=http://127.0.0.1:9", "INFLUX_TOKEN=abc", "INFLUX_ORG=tc-profile",
+		"INFLUXDB_V2_URL=http://127.0.0.1:9", "INFLUXDB_V2_TOKEN=abc", "INFLUXDB_V2_ORG=tc-profile"}
 	if got := started.Env(); !reflect.DeepEqual(got, want) {
 		t.Errorf("%q, want %q", got, want)
 	}

@@ -31,8 +31,8 @@ pub fn sanitize_name(name: &str) -> Option<String> {
 }
 
 /// Tags as `key:value` pairs sorted by key, joined by commas; a key given twice keeps its
-/// last value. Keys keep ASCII letters, digits, `_ - . /`; values any printable ASCII but
-/// `,` and space; everything else becomes `_`. None when over [`MAX_TAGS`] or
+/// last value. Keys keep ASCII letters, digits, `_ - . /`; values any character but control
+/// characters and `\\`; everything else becomes `_`. None when over [`MAX_TAGS`] or
 /// [`MAX_TAG_BYTES`].
 pub(super) fn sanitize_tags(tags: &[(String, String)]) -> Option<String> {
     let too_long = |(key, value): &(String, String)| key.len() + value.len() + 1 > MAX_TAG_BYTES;
@@ -63,17 +63,13 @@ pub fn sanitize_tag(key: &str, value: &str) -> (String, String) {
             _ => '_',
         })
         .collect();
-    // No backslash: InfluxDB 1.x refuses a tag value ending in one, even escaped, and
-    // the profile's tags are what the export and the forwarding send.
+    // Kept as InfluxDB keeps them (UTF-8, commas, spaces), so that two values stay two
+    // series. No backslash: InfluxDB 1.x refuses a tag value ending in one, even escaped,
+    // and the profile's tags are what the export and the forwarding send; none either
+    // leaves a `\\,` in the joined tags unambiguous ([`metric::join_tags`]).
     let value = value
         .chars()
-        .map(|c| {
-            if c.is_ascii_graphic() && c != ',' && c != '\\' {
-                c
-            } else {
-                '_'
-            }
-        })
+        .map(|c| if c.is_control() || c == '\\' { '_' } else { c })
         .collect();
     (key, value)
 }

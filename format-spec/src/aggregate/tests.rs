@@ -167,7 +167,7 @@ fn tags_are_sorted_and_name_their_own_series() {
     aggregator.record(tagged(&[]));
     let markers = aggregator.flush(0.0, 1.0);
     let names: Vec<&str> = markers.iter().map(|m| m.name.as_str()).collect();
-    assert_eq!(names, ["task.req", "task.req #code:200,route:/a_b"]);
+    assert_eq!(names, ["task.req", "task.req #code:200,route:/a b"]);
     let data = markers[1].data.as_ref().unwrap();
     assert_eq!(
         (&data["metric"], &data["value"]),
@@ -223,6 +223,32 @@ fn figures_stay_finite_numbers() {
     assert_eq!(
         drops["example"],
         "a (its series' figures would not be finite numbers)"
+    );
+}
+
+#[test]
+fn utf8_and_comma_tag_values_are_kept_as_series_of_their_own() {
+    let mut aggregator = Aggregator::new(MetricLimits::default());
+    for value in ["café", "caf_", "a,b", "a_b", "a b"] {
+        aggregator.record(Sample {
+            tags: vec![("host".to_owned(), value.to_owned())],
+            ..number(MetricKind::Counter, "req", 1.0)
+        });
+    }
+    let names: Vec<String> = aggregator
+        .flush(0.0, 1.0)
+        .into_iter()
+        .map(|marker| marker.name)
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "task.req #host:a b",
+            "task.req #host:a\\,b",
+            "task.req #host:a_b",
+            "task.req #host:caf_",
+            "task.req #host:café"
+        ]
     );
 }
 

@@ -83,8 +83,15 @@ fn header_password(value: &str) -> Option<String> {
     Some(password.to_owned())
 }
 
-/// Splits the token segment off `path`: any first segment before another one.
+/// The endpoint's paths of more than one segment, which carry no token segment.
+const LONG_PATHS: &[&str] = &["/api/v2/write"];
+
+/// Splits the token segment off `path`: any first segment before another one, but in
+/// [`LONG_PATHS`].
 pub(crate) fn route(path: &str) -> Route<'_> {
+    if LONG_PATHS.contains(&path) {
+        return Route { token: None, path };
+    }
     let split = path
         .strip_prefix('/')
         .and_then(|rest| rest.split_once('/'))
@@ -168,6 +175,20 @@ mod tests {
             Route {
                 token: None,
                 path: "//write"
+            }
+        );
+        assert_eq!(
+            route("/api/v2/write"),
+            Route {
+                token: None,
+                path: "/api/v2/write"
+            }
+        );
+        assert_eq!(
+            route("/abc/api/v2/write"),
+            Route {
+                token: Some("abc"),
+                path: "/api/v2/write"
             }
         );
         assert_eq!(

@@ -181,7 +181,7 @@ fn metric_series(profile: &Profile, start_time: f64) -> Vec<SeriesReport> {
 fn metric_tags(joined: &str) -> Vec<(String, String)> {
     metric::split_tags(joined)
         .filter(|(key, _)| !TASK_TAGS.contains(key))
-        .map(|(key, value)| (key.to_owned(), value.to_owned()))
+        .map(|(key, value)| (key.to_owned(), value.into_owned()))
         .collect()
 }
 
@@ -238,6 +238,17 @@ pub(crate) mod tests {
                 },
             ],
         }
+    }
+
+    #[test]
+    fn a_marker_s_escaped_comma_is_a_comma_of_the_tag_value_and_task_tags_are_left_out() {
+        assert_eq!(
+            metric_tags("host:a\\,b,region:café,task_id:x"),
+            [
+                ("host".to_owned(), "a,b".to_owned()),
+                ("region".to_owned(), "café".to_owned())
+            ]
+        );
     }
 
     #[test]

@@ -28,7 +28,7 @@ fn a_forwarded_point_is_named_as_its_tracks_stamped_and_tagged_with_the_task() {
     let line = forwarding().line(&point, Precision::Seconds, 5).unwrap();
     assert_eq!(
         line,
-        "task.build_step,dir=C:_dir,run_id=0,stage=com_pile,task_id=T1 s=2.5,ok=true,n=3i,u=4i,big=18446744073709552000,note=\"a \\\"b\\\"\" 1700000000000000000\n"
+        "task.build_step,dir=C:_dir,run_id=0,stage=com\\,pile,task_id=T1 s=2.5,ok=true,n=3i,u=4i,big=18446744073709552000,note=\"a \\\"b\\\"\" 1700000000000000000\n"
     );
     // What is forwarded parses back to the same fields, unsigned ones as InfluxDB 1.x has.
     let back = parse_line(line.trim_end()).unwrap().unwrap();

@@ -132,6 +132,7 @@ fn reason(status: u16) -> &'static str {
         405 => "Method Not Allowed",
         411 => "Length Required",
         413 => "Request Entity Too Large",
+        415 => "Unsupported Media Type",
         431 => "Request Header Fields Too Large",
         503 => "Service Unavailable",
         _ => "Internal Server Error",
@@ -145,15 +146,64 @@ pub fn error_body(message: &str) -> Vec<u8> {
         .into_bytes()
 }
 
+/// An answer of the InfluxDB endpoint: its status and its JSON body (none for a 204).
+pub(crate) struct Answer {
+    pub status: u16,
+    pub body: Option<Vec<u8>>,
+}
+
+impl Answer {
+    pub(crate) fn no_content() -> Answer {
+        Answer {
+            status: 204,
+            body: None,
+        }
+    }
+
+    pub(crate) fn json(status: u16, body: &serde_json::Value) -> Answer {
+        Answer {
+            status,
+            body: Some(body.to_string().into_bytes()),
+        }
+    }
+
+    /// An error as InfluxDB 1.x words it: `{"error":"..."}`.
+    pub(crate) fn v1_error(status: u16, message: &str) -> Answer {
+        Answer {
+            status,
+            body: Some(error_body(message)),
+        }
+    }
+
+    /// An error as InfluxDB 2.x words it: `{"code":"...","message":"..."}`.
+    pub(crate) fn v2_error(status: u16, message: &str) -> Answer {
+        let code = match status {
+            400 => "invalid",
+            401 => "unauthorized",
+            403 => "forbidden",
+            404 => "not found",
+            405 => "method not allowed",
+            413 => "request too large",
+            415 => "unsupported media type",
+            503 => "unavailable",
+            _ => "internal error",
+        };
+        let body = serde_json::json!({ "code": code, "message": message });
+        Answer::json(status, &body)
+    }
+}
+
 /// Writes the endpoint's answer, as InfluxDB 1.8 answers, for a connection closed after it.
-pub(crate) fn respond(stream: &mut TcpStream, status: u16, error: Option<&str>) -> io::Result<()> {
-    let body = error.map(error_body);
+pub(crate) fn respond(mut stream: &TcpStream, answer: &Answer) -> io::Result<()> {
     let response = Response {
-        status,
-        headers: &[("X-Influxdb-Version", "1.8.10")],
-        body: body.as_deref().map(|body| (JSON, body)),
+        status: answer.status,
+        headers: &[
+            ("X-Influxdb-Version", "1.8.10"),
+            ("X-Influxdb-Build", "OSS"),
+        ],
+        body: answer.body.as_deref().map(|body| (JSON, body)),
     };
-    write_response(stream, &response)
+    write_response(&mut stream, &response)
 }
 
 #[cfg(test)]
