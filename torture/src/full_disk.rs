@@ -244,8 +244,14 @@ fn record_failing_disk(
         .and_then(|b| serde_json::from_slice(&b).ok());
     let rows = match profile.as_ref().map(check_profile) {
         Some(Ok(rows)) => rows,
-        Some(Err(error)) => return Ok(fail(format!("invalid profile: {error}"))),
-        None => return Ok(fail("no profile".into())),
+        Some(Err(error)) => {
+            fail(format!("invalid profile: {error}"));
+            return Ok(());
+        }
+        None => {
+            fail("no profile".into());
+            return Ok(());
+        }
     };
     if rows.iter().any(|r| r.name == "Data missing") {
         report.data_missing_marked += 1;
