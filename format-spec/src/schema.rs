@@ -30,6 +30,38 @@ pub mod category {
     pub const LOG_ERROR: u32 = 7;
 }
 
+/// The type of every graph of ours: a bar. A bar covers its own sample's interval and
+/// nothing else, so a span where nothing was measured (the recorder down, lines lost) stays
+/// blank, as it must; the front-end draws a `line` or `line-filled` graph as one path
+/// through every sample of the track, joining the samples on either side of such a span
+/// with values never measured.
+pub const GRAPH_TYPE: &str = "bar";
+
+/// Draws the graphs of our schemas in `meta.markerSchema` as [`GRAPH_TYPE`]: what a log
+/// written before every graph of ours was a bar declares, and Mozilla's resource monitor's
+/// `Mem` (whose schema names are ours). A task's own schemas keep what they declare: their
+/// markers are the task's own, taken from its files across a recorder's outage.
+pub fn draw_our_graphs_as_bars(meta: &mut Map<String, Value>) {
+    let Some(Value::Array(schemas)) = meta.get_mut("markerSchema") else {
+        return;
+    };
+    let ours = schemas.iter_mut().filter(|s| {
+        s.get("name")
+            .and_then(Value::as_str)
+            .is_some_and(data_type::is_ours)
+    });
+    for schema in ours {
+        let graphs = schema.get_mut("graphs").and_then(Value::as_array_mut);
+        for graph in graphs
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_object_mut)
+        {
+            graph.insert("type".to_owned(), Value::from(GRAPH_TYPE));
+        }
+    }
+}
+
 /// Names of the sources in `meta.tcProfile.sources`. A source the machine lacks is left out
 /// of that list and its schemas out of `meta.markerSchema`, so it is never drawn as zeros.
 pub mod source {
@@ -237,7 +269,7 @@ fn source_schemas(name: &str) -> Vec<Value> {
                 field("buffers", "Buffers", "bytes"),
                 field("swap", "Swap used", "bytes"),
             ],
-            &[graph("used", "line-filled", "orange")],
+            &[graph("used", "orange")],
         )],
         source::IO => vec![track_schema(
             data_type::IO,
@@ -247,10 +279,7 @@ fn source_schemas(name: &str) -> Vec<Value> {
                 field("write_bytes", "Written", "bytes"),
                 field("write_count", "Write operations", "integer"),
             ],
-            &[
-                graph("read_bytes", "bar", "green"),
-                graph("write_bytes", "bar", "red"),
-            ],
+            &[graph("read_bytes", "green"), graph("write_bytes", "red")],
         )],
         source::NET => vec![track_schema(
             data_type::NET_IO,
@@ -260,10 +289,7 @@ fn source_schemas(name: &str) -> Vec<Value> {
                 field("sent_bytes", "Sent", "bytes"),
                 field("sent_count", "Packets sent", "integer"),
             ],
-            &[
-                graph("recv_bytes", "bar", "blue"),
-                graph("sent_bytes", "bar", "orange"),
-            ],
+            &[graph("recv_bytes", "blue"), graph("sent_bytes", "orange")],
         )],
         source::PROCESSES => process_schemas(),
         source::CGROUP_MEMORY => vec![track_schema(
@@ -274,7 +300,7 @@ fn source_schemas(name: &str) -> Vec<Value> {
                 field("limit", "Limit", "bytes"),
                 field("failcnt", "Times at the limit", "integer"),
             ],
-            &[graph("current", "line-filled", "purple")],
+            &[graph("current", "purple")],
         )],
         source::CGROUP_CPU => vec![track_schema(
             data_type::CGROUP_CPU,
@@ -283,7 +309,7 @@ fn source_schemas(name: &str) -> Vec<Value> {
                 field("throttled", "Throttled share of the interval", "percentage"),
                 field("throttledCount", "Periods throttled", "integer"),
             ],
-            &[graph("cpu", "bar", "purple")],
+            &[graph("cpu", "purple")],
         )],
         source::OOM_KILLS => vec![oom_kill_schema()],
         source::PRESSURE => vec![track_schema(
@@ -292,7 +318,7 @@ fn source_schemas(name: &str) -> Vec<Value> {
                 field("some", "Some tasks stalled", "percentage"),
                 field("full", "All tasks stalled", "percentage"),
             ],
-            &[graph("some", "bar", "orange"), graph("full", "bar", "red")],
+            &[graph("some", "orange"), graph("full", "red")],
         )],
         source::LOAD => vec![track_schema(
             data_type::LOAD,
@@ -302,7 +328,7 @@ fn source_schemas(name: &str) -> Vec<Value> {
                 field("load15", "Load, 15 min", "decimal"),
                 field("runnable", "Runnable threads", "integer"),
             ],
-            &[graph("load1", "line", "ink")],
+            &[graph("load1", "ink")],
         )],
         source::SWAP => vec![track_schema(
             data_type::SWAP,
@@ -310,10 +336,7 @@ fn source_schemas(name: &str) -> Vec<Value> {
                 field("swap_in", "Swapped in", "bytes"),
                 field("swap_out", "Swapped out", "bytes"),
             ],
-            &[
-                graph("swap_in", "bar", "blue"),
-                graph("swap_out", "bar", "magenta"),
-            ],
+            &[graph("swap_in", "blue"), graph("swap_out", "magenta")],
         )],
         source::LOG_LINES => vec![log_schema()],
         source::CPU_FREQUENCY => vec![track_schema(
@@ -323,7 +346,7 @@ fn source_schemas(name: &str) -> Vec<Value> {
                 field("min_mhz", "Lowest CPU, MHz", "integer"),
                 field("max_mhz", "Highest CPU, MHz", "integer"),
             ],
-            &[graph("mhz", "line", "teal")],
+            &[graph("mhz", "teal")],
         )],
         _ => Vec::new(),
     }
@@ -357,12 +380,12 @@ fn cpu_schema() -> Value {
             field("idle_pct", "Idle %", "string"),
         ],
         "graphs": [
-            graph("steal", "bar", "purple"),
-            graph("softirq", "bar", "orange"),
-            graph("iowait", "bar", "red"),
-            graph("system", "bar", "grey"),
-            graph("user", "bar", "yellow"),
-            graph("nice", "bar", "blue"),
+            graph("steal", "purple"),
+            graph("softirq", "orange"),
+            graph("iowait", "red"),
+            graph("system", "grey"),
+            graph("user", "yellow"),
+            graph("nice", "blue"),
         ],
     })
 }
@@ -375,15 +398,11 @@ fn process_schemas() -> Vec<Value> {
         field("processes", "Live processes of the task", "integer"),
     ];
     vec![
-        track_schema(
-            data_type::TASK_CPU,
-            &cpu_fields,
-            &[graph("cpu", "bar", "green")],
-        ),
+        track_schema(data_type::TASK_CPU, &cpu_fields, &[graph("cpu", "green")]),
         track_schema(
             data_type::OTHER_CPU,
             &cpu_fields[..1],
-            &[graph("cpu", "bar", "grey")],
+            &[graph("cpu", "grey")],
         ),
         track_schema(
             data_type::TASK_MEMORY,
@@ -391,12 +410,12 @@ fn process_schemas() -> Vec<Value> {
                 field("rss", "Resident (RSS)", "bytes"),
                 field("processes", "Live processes of the task", "integer"),
             ],
-            &[graph("rss", "line-filled", "green")],
+            &[graph("rss", "green")],
         ),
         track_schema(
             data_type::OTHER_MEMORY,
             &[field("used", "Used outside the task's RSS", "bytes")],
-            &[graph("used", "line-filled", "grey")],
+            &[graph("used", "grey")],
         ),
         json!({
             "name": data_type::PROCESS,

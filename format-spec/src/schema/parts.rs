@@ -23,6 +23,11 @@ pub(super) struct Graph<'a> {
     color: &'a str,
 }
 
-pub(super) fn graph<'a>(key: &'a str, kind: &'a str, color: &'a str) -> Graph<'a> {
-    Graph { key, kind, color }
+/// A graph of `key`: a bar, as every graph of ours (see [`super::GRAPH_TYPE`]).
+pub(super) fn graph<'a>(key: &'a str, color: &'a str) -> Graph<'a> {
+    Graph {
+        key,
+        kind: super::GRAPH_TYPE,
+        color,
+    }
 }

@@ -159,3 +159,36 @@ fn log_categories_and_schema_are_declared_where_another_tools_meta_lacks_them() 
         "no categories: ours"
     );
 }
+
+#[test]
+fn every_graph_of_ours_is_a_bar_and_an_older_logs_are_drawn_as_bars() {
+    let sources = [&ALL_BUT_STATSD[..], &[source::STATSD]].concat();
+    let sources: Vec<String> = sources.iter().map(|s| (*s).to_owned()).collect();
+    let schemas = marker_schemas(&sources);
+    let graphs = schemas
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|s| s["graphs"].as_array().cloned().unwrap_or_default());
+    assert!(graphs.clone().count() > 20);
+    assert!(graphs.clone().all(|g| g["type"] == GRAPH_TYPE));
+
+    let line = |name: &str| json!({"name": name, "graphs": [{"key": "v", "type": "line-filled"}]});
+    let mut meta = Map::new();
+    meta.insert(
+        "markerSchema".to_owned(),
+        json!([line("Mem"), line("Gauge"), line("Test")]),
+    );
+    draw_our_graphs_as_bars(&mut meta);
+    let types: Vec<&Value> = meta["markerSchema"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| &s["graphs"][0]["type"])
+        .collect();
+    assert_eq!(
+        types,
+        ["bar", "bar", "line-filled"],
+        "a task's own keeps its own"
+    );
+}
