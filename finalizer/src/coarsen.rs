@@ -208,7 +208,7 @@ mod tests {
                 s,
                 json!({"type": "CPU", "nice": 0.0, "user": busy,
                 "system": busy, "iowait": busy, "softirq": busy, "steal": busy,
-                "user_pct": "x"}),
+                "cpuPercent": "x", "user_pct": "x"}),
             ));
             let used = if s == 700 { 9_000 } else { 1_000 + s as u64 };
             markers.push(sample(
@@ -287,10 +287,10 @@ mod tests {
             (stretch["steal"].as_f64().unwrap() - 0.18).abs() < 1e-9,
             "{stretch}"
         );
-        assert_eq!(stretch["cpuPercent"], "18.0%");
+        assert_eq!(stretch["cpuPercent"], "18.0%", "as an older log wrote it");
         assert!(
             stretch.get("user_pct").is_none(),
-            "stale percentages are left out"
+            "an older log's percentages of single samples are left out"
         );
     }
 
@@ -324,6 +324,29 @@ mod tests {
         assert!(!counter.iter().any(|m| covers(m, 803_000.0, 808_000.0)));
         let counted: f64 = counter.iter().filter_map(|m| number(m, "value")).sum();
         assert_eq!(counted, 498.0, "every count kept");
+    }
+
+    #[test]
+    fn cpu_shares_written_as_numbers_are_merged_into_their_means() {
+        let mut markers = Vec::new();
+        for s in 0..1000 {
+            let busy = if s % 2 == 0 { 0.2 } else { 0.4 };
+            let data = json!({"type": "CPU", "nice": 0.0, "user": busy, "system": busy,
+                "iowait": busy, "softirq": busy, "steal": busy, "cpuPercent": busy,
+                "user_pct": busy, "idle_pct": 1.0 - busy});
+            markers.push(sample(track::CPU, s, data));
+            let data = json!({"type": "TaskCPU", "cpu": busy, "cpuPercent": busy});
+            markers.push(sample(track::TASK_CPU, s, data));
+        }
+        let (_, markers) = bound(markers, 100);
+        let cpu = named(&markers, track::CPU);
+        let stretch = cpu[10].data.as_ref().unwrap();
+        assert_eq!(stretch["cpuPercent"], 0.3);
+        assert!((number(cpu[10], "user_pct").unwrap() - 0.3).abs() < 1e-9);
+        assert!((number(cpu[10], "idle_pct").unwrap() - 0.7).abs() < 1e-9);
+        assert_eq!(stretch["peak"], 0.4);
+        let task = named(&markers, track::TASK_CPU);
+        assert_eq!(task[10].data.as_ref().unwrap()["cpuPercent"], 0.3);
     }
 
     #[test]

@@ -305,7 +305,7 @@ fn source_schemas(name: &str) -> Vec<Value> {
         source::CGROUP_CPU => vec![track_schema(
             data_type::CGROUP_CPU,
             &[
-                field("cpuPercent", "CPU Percent", "string"),
+                field("cpuPercent", "CPU", "percentage"),
                 field("throttled", "Throttled share of the interval", "percentage"),
                 field("throttledCount", "Periods throttled", "integer"),
             ],
@@ -370,14 +370,15 @@ fn cpu_schema() -> Value {
         "display": [],
         "description": "Cumulative fractions of all cores: each bar includes the ones below it.",
         "data": [
-            field("cpuPercent", "CPU Percent", "string"),
-            field("user_pct", "User %", "string"),
-            field("system_pct", "System %", "string"),
-            field("iowait_pct", "IO Wait %", "string"),
-            field("nice_pct", "Nice %", "string"),
-            field("irq_pct", "IRQ %", "string"),
-            field("steal_pct", "Steal %", "string"),
-            field("idle_pct", "Idle %", "string"),
+            field("cpuPercent", "CPU", "percentage"),
+            field("user_pct", "User", "percentage"),
+            field("system_pct", "System", "percentage"),
+            field("iowait_pct", "IO wait", "percentage"),
+            field("nice_pct", "Nice", "percentage"),
+            field("irq_pct", "IRQ", "percentage"),
+            field("steal_pct", "Steal", "percentage"),
+            field("idle_pct", "Idle", "percentage"),
+            field("peak", "Highest of the samples merged", "percentage"),
         ],
         "graphs": [
             graph("steal", "purple"),
@@ -394,7 +395,7 @@ fn cpu_schema() -> Value {
 /// marker per process of the tree, named after the process.
 fn process_schemas() -> Vec<Value> {
     let cpu_fields = [
-        field("cpuPercent", "CPU Percent", "string"),
+        field("cpuPercent", "CPU", "percentage"),
         field("processes", "Live processes of the task", "integer"),
     ];
     vec![

@@ -192,3 +192,40 @@ fn every_graph_of_ours_is_a_bar_and_an_older_logs_are_drawn_as_bars() {
         "a task's own keeps its own"
     );
 }
+
+#[test]
+fn every_field_of_a_track_but_a_metrics_name_is_a_number_the_front_end_formats() {
+    // Text would sort as text in the marker table ("120 MB" before "30 MB"), and show as
+    // the recorder wrote it rather than as the front-end formats numbers.
+    const NUMBERS: [&str; 9] = [
+        "bytes",
+        "percentage",
+        "integer",
+        "decimal",
+        "duration",
+        "milliseconds",
+        "seconds",
+        "microseconds",
+        "nanoseconds",
+    ];
+    let sources = [&ALL_BUT_STATSD[..], &[source::STATSD]].concat();
+    let sources: Vec<String> = sources.iter().map(|s| (*s).to_owned()).collect();
+    let schemas = marker_schemas(&sources);
+    let tracks = schemas
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s.get("graphs").is_some());
+    for schema in tracks {
+        for field in schema["data"].as_array().unwrap() {
+            let key = field["key"].as_str().unwrap();
+            let name = [crate::metric::key::METRIC, crate::metric::key::TAGS].contains(&key);
+            let format = field["format"].as_str().unwrap();
+            assert!(
+                name || NUMBERS.contains(&format),
+                "{}.{key} is {format}",
+                schema["name"]
+            );
+        }
+    }
+}
