@@ -1,8 +1,10 @@
 //! Categories and marker schemas that every log declares in its meta line (SPEC.md,
 //! "Categories and schemas"). Resource tracks are marker graphs, drawn as Mozilla's resource
-//! monitor draws them, so that profiles from both tools look alike.
+//! monitor draws them, so that profiles from both tools look alike; but all as bars, memory
+//! too (see [`GRAPH_TYPE`]).
 
 use metric::metric_schemas;
+pub use parts::GRAPH_TYPE;
 use parts::{field, graph, Field, Graph};
 use serde_json::{json, Map, Value};
 
@@ -29,13 +31,6 @@ pub mod category {
     pub const LOG_WARNING: u32 = 6;
     pub const LOG_ERROR: u32 = 7;
 }
-
-/// The type of every graph of ours: a bar. A bar covers its own sample's interval and
-/// nothing else, so a span where nothing was measured (the recorder down, lines lost) stays
-/// blank, as it must; the front-end draws a `line` or `line-filled` graph as one path
-/// through every sample of the track, joining the samples on either side of such a span
-/// with values never measured.
-pub const GRAPH_TYPE: &str = "bar";
 
 /// Draws the graphs of our schemas in `meta.markerSchema` as [`GRAPH_TYPE`]: what a log
 /// written before every graph of ours was a bar declares, and Mozilla's resource monitor's
