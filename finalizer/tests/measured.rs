@@ -158,19 +158,14 @@ fn assert_blank_over(profile: &Value, lost: (f64, f64)) {
 }
 
 #[test]
-fn no_graph_track_draws_over_a_span_where_nothing_was_recorded() {
+fn no_graph_track_draws_over_a_span_where_nothing_was_recorded_whatever_the_log_declares() {
     let lost = (4000.0, 6000.0);
-    let profile = finalized(&log_with_lost_samples(100, lost, false));
-    assert_eq!(data_missing(&profile), [lost]);
-    assert_blank_over(&profile, lost);
-}
-
-#[test]
-fn a_log_that_declares_line_graphs_is_drawn_without_joining_across_the_span() {
-    let lost = (4000.0, 6000.0);
-    let profile = finalized(&log_with_lost_samples(100, lost, true));
-    assert_eq!(data_missing(&profile), [lost]);
-    assert_blank_over(&profile, lost);
+    // A log as the recorder writes it now, and one that declares lines, as before.
+    for old_graphs in [false, true] {
+        let profile = finalized(&log_with_lost_samples(100, lost, old_graphs));
+        assert_eq!(data_missing(&profile), [lost]);
+        assert_blank_over(&profile, lost);
+    }
 }
 
 #[test]

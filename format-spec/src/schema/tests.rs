@@ -160,14 +160,20 @@ fn log_categories_and_schema_are_declared_where_another_tools_meta_lacks_them() 
     );
 }
 
-#[test]
-fn every_graph_of_ours_is_a_bar_and_an_older_logs_are_drawn_as_bars() {
+/// The schemas of every source, metric tracks' included.
+fn every_schema() -> Vec<Value> {
     let sources = [&ALL_BUT_STATSD[..], &[source::STATSD]].concat();
     let sources: Vec<String> = sources.iter().map(|s| (*s).to_owned()).collect();
-    let schemas = marker_schemas(&sources);
+    let Value::Array(schemas) = marker_schemas(&sources) else {
+        unreachable!("a list")
+    };
+    schemas
+}
+
+#[test]
+fn every_graph_of_ours_is_a_bar_and_an_older_logs_are_drawn_as_bars() {
+    let schemas = every_schema();
     let graphs = schemas
-        .as_array()
-        .unwrap()
         .iter()
         .flat_map(|s| s["graphs"].as_array().cloned().unwrap_or_default());
     assert!(graphs.clone().count() > 20);
@@ -208,14 +214,8 @@ fn every_field_of_a_track_but_a_metrics_name_is_a_number_the_front_end_formats()
         "microseconds",
         "nanoseconds",
     ];
-    let sources = [&ALL_BUT_STATSD[..], &[source::STATSD]].concat();
-    let sources: Vec<String> = sources.iter().map(|s| (*s).to_owned()).collect();
-    let schemas = marker_schemas(&sources);
-    let tracks = schemas
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|s| s.get("graphs").is_some());
+    let schemas = every_schema();
+    let tracks = schemas.iter().filter(|s| s.get("graphs").is_some());
     for schema in tracks {
         for field in schema["data"].as_array().unwrap() {
             let key = field["key"].as_str().unwrap();
