@@ -230,7 +230,10 @@ fn task_start_json_gives_what_the_task_needs_and_since_puts_the_workers_steps_in
     assert!(std::path::Path::new(dir).is_dir(), "{started}");
     // statsd on the profile directory's socket, none on UDP unless the daemon was asked.
     let socket = started["statsdSocket"].as_str().unwrap();
-    assert_eq!(std::path::Path::new(socket).parent(), Some(std::path::Path::new(dir)));
+    assert_eq!(
+        std::path::Path::new(socket).parent(),
+        Some(std::path::Path::new(dir))
+    );
     assert!(started.get("statsdAddress").is_none(), "{started}");
     for key in ["liveProfileUrl", "liveLogUrl"] {
         let (status, _, _) = crate::util::http_get(started[key].as_str().unwrap());
