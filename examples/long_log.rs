@@ -72,7 +72,7 @@ fn main() -> std::io::Result<()> {
         busy = (busy + (wander.unit() - 0.5) * 0.2).clamp(0.0, 1.0);
         used = (used + (wander.unit() - 0.5) * 2.0e8).clamp(1.0e9, 60.0e9);
         let share = |f: f64| (busy * f * 10000.0).round() / 10000.0;
-        let pct = |f: f64| format!("{:.1}%", f * 100.0);
+        let pct = |f: f64| (f * 1000.0).round() / 1000.0;
         let (nice, user, system) = (share(0.02), share(0.8), share(1.0));
         let sample = |name: &str, data| {
             Line::Marker(
@@ -86,8 +86,8 @@ fn main() -> std::io::Result<()> {
             json!({"type": data_type::CPU, "cpuPercent": pct(busy), "nice": nice, "user": user,
                    "system": system, "iowait": system, "softirq": system, "steal": system,
                    "nice_pct": pct(nice), "user_pct": pct(user - nice),
-                   "system_pct": pct(system - user), "iowait_pct": "0.0%", "irq_pct": "0.0%",
-                   "steal_pct": "0.0%", "idle_pct": pct(1.0 - system)}),
+                   "system_pct": pct(system - user), "iowait_pct": 0.0, "irq_pct": 0.0,
+                   "steal_pct": 0.0, "idle_pct": pct(1.0 - system)}),
         ))?;
         let used_bytes = used as u64;
         write(sample(

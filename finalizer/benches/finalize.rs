@@ -28,7 +28,7 @@ fn synthetic_log(markers: usize) -> Vec<u8> {
         let marker = match i % 4 {
             0 => Marker::instant("event", t).with_data(json!({"type": "Text", "text": format!("event {i}")})),
             1 => Marker::interval("step", t, t + 5.0).with_data(json!({"type": "Text", "text": format!("step {i}")})),
-            2 => Marker::interval("CPU Use", t, t + 10.0).with_data(json!({"type": "CPU", "user": 0.4, "system": 0.05, "cpuPercent": "45.0%"})),
+            2 => Marker::interval("CPU Use", t, t + 10.0).with_data(json!({"type": "CPU", "user": 0.4, "system": 0.05, "cpuPercent": 0.45})),
             _ => Marker::interval("Memory", t, t + 10.0).with_data(json!({"type": "Mem", "used": 1_000_000_000 + i, "available": 3_000_000_000u64 - i as u64})),
         };
         log.extend(encode_line(&Line::Marker(marker.with_category(0))));

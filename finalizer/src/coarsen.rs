@@ -3,7 +3,8 @@
 //! covering an equal stretch of the track. Peaks and totals survive: memory keeps the
 //! sample with the highest `used` (the task's: `rss`), disk, network and swap add up, CPU
 //! is the time-weighted mean with its highest busy share in `peak`, metrics keep what the
-//! task sent (counts add up), any other graph the time-weighted mean.
+//! task sent (counts add up), any other graph the time-weighted mean. A merged sample never
+//! reaches over time where nothing was measured (see [`Breaks`]).
 
 mod stretch;
 
@@ -11,15 +12,23 @@ use crate::marker_columns::Markers;
 use crate::profile_marker::ProfileMarker;
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, HashSet};
+use tc_profile_format::metric::MetricKind;
+use tc_profile_format::schema::data_type;
 use tc_profile_format::Marker;
 
 /// Samples per track in a profile at most: a 1-hour recording keeps every sample (about
 /// 9,000 per track), a 24-hour one is merged into samples of about 4.3 s.
 pub const MAX_SAMPLES_PER_TRACK: usize = 20_000;
 
-/// Merges the samples of each graph track in `markers` down to about `max`; returns how
+/// Merges the samples of each graph track in `markers` down to about `max`, never across
+/// `missing` (spans, start to end, where nothing was recorded: "Data missing"); returns how
 /// many samples went into merged ones.
-pub(crate) fn bound_tracks(markers: &mut Markers, meta: &Map<String, Value>, max: usize) -> usize {
+pub(crate) fn bound_tracks(
+    markers: &mut Markers,
+    meta: &Map<String, Value>,
+    missing: &[(f64, f64)],
+    max: usize,
+) -> usize {
     let graph_types = graph_types(meta);
     if graph_types.is_empty() {
         return 0;
@@ -62,12 +71,13 @@ pub(crate) fn bound_tracks(markers: &mut Markers, meta: &Map<String, Value>, max
         }
     }
     let mut merged = 0;
-    for (_, mut samples) in tracks {
+    for ((_, kind), mut samples) in tracks {
         if samples.len() > max {
             samples.sort_by(|a, b| a.start_time.total_cmp(&b.start_time));
             merged += samples.len();
+            let breaks = Breaks::of(&kind, missing);
             others.extend(
-                merge_track(&samples, max)
+                merge_track(&samples, max, &breaks)
                     .into_iter()
                     .map(ProfileMarker::from),
             );
@@ -107,25 +117,62 @@ fn is_graph_type(graph_types: &[String], kind: &str) -> bool {
     graph_types.iter().any(|graph_type| graph_type == kind)
 }
 
-/// One sample per stretch of `(last end - first start) / max`.
-fn merge_track(samples: &[ProfileMarker], max: usize) -> Vec<Marker> {
+/// Where a merged sample of a track must not reach across: a stretch between two of its
+/// samples that no sample covers, when nothing was recorded there ("Data missing"), or
+/// when the track is sampled. A sampled track (the recorder's resource tracks, Mozilla's
+/// monitor's) has samples that touch, each from the one before it: a stretch between two is
+/// lost samples. A metric track has a sample only for an interval that had metrics, so
+/// between two its figures were taken and were none.
+struct Breaks<'a> {
+    sampled: bool,
+    missing: &'a [(f64, f64)],
+}
+
+impl<'a> Breaks<'a> {
+    fn of(kind: &str, missing: &'a [(f64, f64)]) -> Breaks<'a> {
+        let sampled = data_type::is_ours(kind) && MetricKind::from_data_type(kind).is_none();
+        Breaks { sampled, missing }
+    }
+
+    /// Whether nothing was measured from `end` (the samples before) to `start` (the next).
+    fn between(&self, end: f64, start: f64) -> bool {
+        start > end
+            && (self.sampled
+                || self
+                    .missing
+                    .iter()
+                    .any(|&(from, to)| from < start && to > end))
+    }
+}
+
+/// One sample per stretch of `(last end - first start) / max`, cut where `breaks` says.
+fn merge_track(samples: &[ProfileMarker], max: usize, breaks: &Breaks) -> Vec<Marker> {
     let start = samples[0].start_time;
-    let end = samples
-        .iter()
-        .filter_map(|s| s.end_time)
-        .fold(start, f64::max);
+    let end_of = |s: &ProfileMarker| s.end_time.unwrap_or(s.start_time);
+    let end = samples.iter().map(end_of).fold(start, f64::max);
     let width = ((end - start) / max as f64).max(f64::MIN_POSITIVE);
+    let stretch = |s: &ProfileMarker| ((s.start_time - start) / width).floor();
     let mut merged = Vec::with_capacity(max + 1);
     let mut group_start = 0;
+    let mut group_end = end_of(&samples[0]);
     for i in 1..=samples.len() {
-        let stretch = |s: &ProfileMarker| ((s.start_time - start) / width).floor();
-        if i == samples.len() || stretch(&samples[i]) != stretch(&samples[group_start]) {
+        let cut = i == samples.len()
+            || stretch(&samples[i]) != stretch(&samples[group_start])
+            || breaks.between(group_end, samples[i].start_time);
+        if cut {
             let group: Vec<Marker> = samples[group_start..i]
                 .iter()
                 .map(|sample| sample.as_ref().to_marker())
                 .collect();
             merged.push(stretch::merge(&group));
             group_start = i;
+        }
+        if let Some(sample) = samples.get(i) {
+            group_end = if cut {
+                end_of(sample)
+            } else {
+                group_end.max(end_of(sample))
+            };
         }
     }
     merged
@@ -139,7 +186,8 @@ mod tests {
     use tc_profile_format::schema::{marker_schemas, track};
     fn meta() -> Map<String, Value> {
         let mut meta = Map::new();
-        let sources = ["cpu", "memory", "io", "net", "processes", "swap"].map(String::from);
+        let sources =
+            ["cpu", "memory", "io", "net", "processes", "swap", "statsd"].map(String::from);
         meta.insert("markerSchema".to_owned(), marker_schemas(&sources));
         meta
     }
@@ -160,7 +208,7 @@ mod tests {
                 s,
                 json!({"type": "CPU", "nice": 0.0, "user": busy,
                 "system": busy, "iowait": busy, "softirq": busy, "steal": busy,
-                "user_pct": "x"}),
+                "cpuPercent": "x", "user_pct": "x"}),
             ));
             let used = if s == 700 { 9_000 } else { 1_000 + s as u64 };
             markers.push(sample(
@@ -180,8 +228,17 @@ mod tests {
 
     /// Bounds the tracks of `markers`: how many samples were merged, and the markers after.
     fn bound(markers: Vec<Marker>, max: usize) -> (usize, Vec<Marker>) {
+        bound_around(markers, &[], max)
+    }
+
+    /// [`bound`], with spans where nothing was recorded.
+    fn bound_around(
+        markers: Vec<Marker>,
+        missing: &[(f64, f64)],
+        max: usize,
+    ) -> (usize, Vec<Marker>) {
         let mut markers: Markers = markers.into_iter().map(ProfileMarker::from).collect();
-        let merged = bound_tracks(&mut markers, &meta(), max);
+        let merged = bound_tracks(&mut markers, &meta(), missing, max);
         (
             merged,
             markers.iter().map(|marker| marker.to_marker()).collect(),
@@ -230,11 +287,66 @@ mod tests {
             (stretch["steal"].as_f64().unwrap() - 0.18).abs() < 1e-9,
             "{stretch}"
         );
-        assert_eq!(stretch["cpuPercent"], "18.0%");
+        assert_eq!(stretch["cpuPercent"], "18.0%", "as an older log wrote it");
         assert!(
             stretch.get("user_pct").is_none(),
-            "stale percentages are left out"
+            "an older log's percentages of single samples are left out"
         );
+    }
+
+    #[test]
+    fn a_merged_sample_covers_no_lost_samples_and_no_span_where_nothing_was_recorded() {
+        // Merged into stretches of 20 s. Memory each second but from 403 s to 408 s (its
+        // lines lost); a counter every other second (none in between), its listener down
+        // from 803 s to 808 s.
+        let mut markers = Vec::new();
+        for s in (0..1000).filter(|s| !(403..408).contains(s)) {
+            let data = json!({"type": "Mem", "used": 1000});
+            markers.push(sample(track::MEMORY, s, data));
+        }
+        for s in (0..1000).step_by(2).filter(|s| !(803..808).contains(s)) {
+            let data = json!({"type": "Counter", "metric": "task.n", "value": 1});
+            markers.push(sample("task.n", s, data));
+        }
+        let (_, markers) = bound_around(markers, &[(803_000.0, 808_000.0)], 50);
+        let covers = |m: &&Marker, from: f64, to: f64| {
+            m.start_time < to && m.end_time.is_some_and(|end| end > from)
+        };
+        let memory = named(&markers, track::MEMORY);
+        assert_eq!(memory.len(), 51, "cut at the hole");
+        assert!(!memory.iter().any(|m| covers(m, 403_000.0, 408_000.0)));
+        let counter = named(&markers, "task.n");
+        assert_eq!(
+            counter.len(),
+            51,
+            "bridged between seconds, cut at the outage"
+        );
+        assert!(!counter.iter().any(|m| covers(m, 803_000.0, 808_000.0)));
+        let counted: f64 = counter.iter().filter_map(|m| number(m, "value")).sum();
+        assert_eq!(counted, 498.0, "every count kept");
+    }
+
+    #[test]
+    fn cpu_shares_written_as_numbers_are_merged_into_their_means() {
+        let mut markers = Vec::new();
+        for s in 0..1000 {
+            let busy = if s % 2 == 0 { 0.2 } else { 0.4 };
+            let data = json!({"type": "CPU", "nice": 0.0, "user": busy, "system": busy,
+                "iowait": busy, "softirq": busy, "steal": busy, "cpuPercent": busy,
+                "user_pct": busy, "idle_pct": 1.0 - busy});
+            markers.push(sample(track::CPU, s, data));
+            let data = json!({"type": "TaskCPU", "cpu": busy, "cpuPercent": busy});
+            markers.push(sample(track::TASK_CPU, s, data));
+        }
+        let (_, markers) = bound(markers, 100);
+        let cpu = named(&markers, track::CPU);
+        let stretch = cpu[10].data.as_ref().unwrap();
+        assert_eq!(stretch["cpuPercent"], 0.3);
+        assert!((number(cpu[10], "user_pct").unwrap() - 0.3).abs() < 1e-9);
+        assert!((number(cpu[10], "idle_pct").unwrap() - 0.7).abs() < 1e-9);
+        assert_eq!(stretch["peak"], 0.4);
+        let task = named(&markers, track::TASK_CPU);
+        assert_eq!(task[10].data.as_ref().unwrap()["cpuPercent"], 0.3);
     }
 
     #[test]

@@ -13,7 +13,7 @@ use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 use tc_profile_format::marker_file::{Problem, ValueRules};
-use tc_profile_format::schema::{data_type, declare_notes};
+use tc_profile_format::schema::{data_type, declare_notes, draw_our_graphs_as_bars};
 use tc_profile_format::{same_name_match, Dropped, Marker, OpenInterval};
 
 /// Name of the instant marker that says a recording has no clean-end footer.
@@ -117,7 +117,8 @@ impl Profile {
             category: Vec<u32>,
         }
 
-        let document: Document = serde_json::from_slice(bytes)?;
+        let mut document: Document = serde_json::from_slice(bytes)?;
+        draw_our_graphs_as_bars(&mut document.meta);
         let mut left_out = Vec::new();
         if document.threads.len() > 1 {
             left_out.push("threads after the first");
@@ -216,6 +217,7 @@ pub fn compact(mut recording: Recording) -> (Profile, Compaction) {
         .map_or(recording.last_time, |f| f.end_time.max(recording.last_time));
     let mut meta = std::mem::take(&mut recording.meta);
     let notes = declare_notes(&mut meta);
+    draw_our_graphs_as_bars(&mut meta);
     match_closes(&mut recording);
     let mut markers = std::mem::take(&mut recording.markers);
     let cut_off = recording.open.len();
@@ -234,6 +236,11 @@ pub fn compact(mut recording: Recording) -> (Profile, Compaction) {
         markers.push(note(ENDED_EARLY, end_time, notes, text).as_ref());
     }
     let data_missing = recording.gaps.len();
+    let missing: Vec<(f64, f64)> = recording
+        .gaps
+        .iter()
+        .map(|gap| (gap.start_time, gap.end_time))
+        .collect();
     for gap in std::mem::take(&mut recording.gaps) {
         let text = if gap.lines == 0 {
             gap.reason
@@ -255,7 +262,7 @@ pub fn compact(mut recording: Recording) -> (Profile, Compaction) {
     }
     meta.insert("profilingEndTime".to_owned(), json!(end_time));
     add_schemas(&mut meta, recording.schemas);
-    let merged_samples = bound_tracks(&mut markers, &meta, MAX_SAMPLES_PER_TRACK);
+    let merged_samples = bound_tracks(&mut markers, &meta, &missing, MAX_SAMPLES_PER_TRACK);
     markers.sort_by_start();
     let mut thread = recording.thread;
     thread.remove("markers");

@@ -185,7 +185,7 @@ fn clean_log() -> Vec<u8> {
                 .with_category(1)
                 .with_data(
                     json!({"type": "CPU", "user": f64::from(i) / 7.0, "system": 0.05,
-                                  "cpuPercent": format!("{i}%")}),
+                                  "cpuPercent": f64::from(i) / 100.0}),
                 ),
         ));
         log.extend(marker(Marker::instant("tick", t + 1e-9)));
@@ -211,7 +211,7 @@ fn long_track_log() -> Vec<u8> {
                 .with_category(1)
                 .with_data(
                     json!({"type": "CPU", "user": f64::from(i % 17) / 20.0, "system": 0.05,
-                       "cpuPercent": "5.0%"}),
+                       "cpuPercent": 0.05}),
                 ),
         ));
         if i % 1000 == 0 {

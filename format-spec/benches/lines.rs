@@ -11,7 +11,7 @@ use tc_profile_format::{decode_line, decode_marker_raw, encode_line};
 const LINES: [(&str, &[u8]); 2] = [
     (
         "cpu sample",
-        br#"{"type":"marker","name":"CPU Use","startTime":102.845,"endTime":202.806,"category":0,"data":{"cpuPercent":"5.3%","idle_pct":"94.7%","iowait":0.0526,"iowait_pct":"0.0%","irq_pct":"0.0%","nice":0.0,"nice_pct":"0.0%","softirq":0.0526,"steal":0.0526,"steal_pct":"0.0%","system":0.0526,"system_pct":"0.0%","type":"CPU","user":0.0526,"user_pct":"5.3%"}}"#,
+        br#"{"type":"marker","name":"CPU Use","startTime":102.845,"endTime":202.806,"category":0,"data":{"cpuPercent":0.053,"idle_pct":0.947,"iowait":0.0526,"iowait_pct":0.0,"irq_pct":0.0,"nice":0.0,"nice_pct":0.0,"softirq":0.0526,"steal":0.0526,"steal_pct":0.0,"system":0.0526,"system_pct":0.0,"type":"CPU","user":0.0526,"user_pct":0.053}}"#,
     ),
     (
         "text instant",

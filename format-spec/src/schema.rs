@@ -1,8 +1,10 @@
 //! Categories and marker schemas that every log declares in its meta line (SPEC.md,
 //! "Categories and schemas"). Resource tracks are marker graphs, drawn as Mozilla's resource
-//! monitor draws them, so that profiles from both tools look alike.
+//! monitor draws them, so that profiles from both tools look alike; but all as bars, memory
+//! too (see [`GRAPH_TYPE`]).
 
 use metric::metric_schemas;
+pub use parts::GRAPH_TYPE;
 use parts::{field, graph, Field, Graph};
 use serde_json::{json, Map, Value};
 
@@ -28,6 +30,31 @@ pub mod category {
     pub const LOG: u32 = 5;
     pub const LOG_WARNING: u32 = 6;
     pub const LOG_ERROR: u32 = 7;
+}
+
+/// Draws the graphs of our schemas in `meta.markerSchema` as [`GRAPH_TYPE`]: what a log
+/// written before every graph of ours was a bar declares, and Mozilla's resource monitor's
+/// `Mem` (whose schema names are ours). A task's own schemas keep what they declare: their
+/// markers are the task's own, taken from its files across a recorder's outage.
+pub fn draw_our_graphs_as_bars(meta: &mut Map<String, Value>) {
+    let Some(Value::Array(schemas)) = meta.get_mut("markerSchema") else {
+        return;
+    };
+    let ours = schemas.iter_mut().filter(|s| {
+        s.get("name")
+            .and_then(Value::as_str)
+            .is_some_and(data_type::is_ours)
+    });
+    for schema in ours {
+        let graphs = schema.get_mut("graphs").and_then(Value::as_array_mut);
+        for graph in graphs
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_object_mut)
+        {
+            graph.insert("type".to_owned(), Value::from(GRAPH_TYPE));
+        }
+    }
 }
 
 /// Names of the sources in `meta.tcProfile.sources`. A source the machine lacks is left out
@@ -243,7 +270,7 @@ fn source_schemas(name: &str) -> Vec<Value> {
                 field("buffers", "Buffers", "bytes"),
                 field("swap", "Swap used", "bytes"),
             ],
-            &[graph("used", "line-filled", "orange")],
+            &[graph("used", "orange")],
         )],
         source::IO => vec![track_schema(
             data_type::IO,
@@ -253,10 +280,7 @@ fn source_schemas(name: &str) -> Vec<Value> {
                 field("write_bytes", "Written", "bytes"),
                 field("write_count", "Write operations", "integer"),
             ],
-            &[
-                graph("read_bytes", "bar", "green"),
-                graph("write_bytes", "bar", "red"),
-            ],
+            &[graph("read_bytes", "green"), graph("write_bytes", "red")],
         )],
         source::NET => vec![track_schema(
             data_type::NET_IO,
@@ -266,10 +290,7 @@ fn source_schemas(name: &str) -> Vec<Value> {
                 field("sent_bytes", "Sent", "bytes"),
                 field("sent_count", "Packets sent", "integer"),
             ],
-            &[
-                graph("recv_bytes", "bar", "blue"),
-                graph("sent_bytes", "bar", "orange"),
-            ],
+            &[graph("recv_bytes", "blue"), graph("sent_bytes", "orange")],
         )],
         source::PROCESSES => process_schemas(),
         source::PROCESS_EXITS => exit_schemas(),
@@ -281,16 +302,16 @@ fn source_schemas(name: &str) -> Vec<Value> {
                 field("limit", "Limit", "bytes"),
                 field("failcnt", "Times at the limit", "integer"),
             ],
-            &[graph("current", "line-filled", "purple")],
+            &[graph("current", "purple")],
         )],
         source::CGROUP_CPU => vec![track_schema(
             data_type::CGROUP_CPU,
             &[
-                field("cpuPercent", "CPU Percent", "string"),
+                field("cpuPercent", "CPU", "percentage"),
                 field("throttled", "Throttled share of the interval", "percentage"),
                 field("throttledCount", "Periods throttled", "integer"),
             ],
-            &[graph("cpu", "bar", "purple")],
+            &[graph("cpu", "purple")],
         )],
         source::OOM_KILLS => vec![oom_kill_schema()],
         source::PRESSURE => vec![track_schema(
@@ -299,7 +320,7 @@ fn source_schemas(name: &str) -> Vec<Value> {
                 field("some", "Some tasks stalled", "percentage"),
                 field("full", "All tasks stalled", "percentage"),
             ],
-            &[graph("some", "bar", "orange"), graph("full", "bar", "red")],
+            &[graph("some", "orange"), graph("full", "red")],
         )],
         source::LOAD => vec![track_schema(
             data_type::LOAD,
@@ -309,7 +330,7 @@ fn source_schemas(name: &str) -> Vec<Value> {
                 field("load15", "Load, 15 min", "decimal"),
                 field("runnable", "Runnable threads", "integer"),
             ],
-            &[graph("load1", "line", "ink")],
+            &[graph("load1", "ink")],
         )],
         source::SWAP => vec![track_schema(
             data_type::SWAP,
@@ -317,10 +338,7 @@ fn source_schemas(name: &str) -> Vec<Value> {
                 field("swap_in", "Swapped in", "bytes"),
                 field("swap_out", "Swapped out", "bytes"),
             ],
-            &[
-                graph("swap_in", "bar", "blue"),
-                graph("swap_out", "bar", "magenta"),
-            ],
+            &[graph("swap_in", "blue"), graph("swap_out", "magenta")],
         )],
         source::LOG_LINES => vec![log_schema()],
         source::CPU_FREQUENCY => vec![track_schema(
@@ -330,7 +348,7 @@ fn source_schemas(name: &str) -> Vec<Value> {
                 field("min_mhz", "Lowest CPU, MHz", "integer"),
                 field("max_mhz", "Highest CPU, MHz", "integer"),
             ],
-            &[graph("mhz", "line", "teal")],
+            &[graph("mhz", "teal")],
         )],
         _ => Vec::new(),
     }
@@ -354,22 +372,23 @@ fn cpu_schema() -> Value {
         "display": [],
         "description": "Cumulative fractions of all cores: each bar includes the ones below it.",
         "data": [
-            field("cpuPercent", "CPU Percent", "string"),
-            field("user_pct", "User %", "string"),
-            field("system_pct", "System %", "string"),
-            field("iowait_pct", "IO Wait %", "string"),
-            field("nice_pct", "Nice %", "string"),
-            field("irq_pct", "IRQ %", "string"),
-            field("steal_pct", "Steal %", "string"),
-            field("idle_pct", "Idle %", "string"),
+            field("cpuPercent", "CPU", "percentage"),
+            field("user_pct", "User", "percentage"),
+            field("system_pct", "System", "percentage"),
+            field("iowait_pct", "IO wait", "percentage"),
+            field("nice_pct", "Nice", "percentage"),
+            field("irq_pct", "IRQ", "percentage"),
+            field("steal_pct", "Steal", "percentage"),
+            field("idle_pct", "Idle", "percentage"),
+            field("peak", "Highest of the samples merged", "percentage"),
         ],
         "graphs": [
-            graph("steal", "bar", "purple"),
-            graph("softirq", "bar", "orange"),
-            graph("iowait", "bar", "red"),
-            graph("system", "bar", "grey"),
-            graph("user", "bar", "yellow"),
-            graph("nice", "bar", "blue"),
+            graph("steal", "purple"),
+            graph("softirq", "orange"),
+            graph("iowait", "red"),
+            graph("system", "grey"),
+            graph("user", "yellow"),
+            graph("nice", "blue"),
         ],
     })
 }
@@ -378,19 +397,15 @@ fn cpu_schema() -> Value {
 /// marker per process of the tree, named after the process.
 fn process_schemas() -> Vec<Value> {
     let cpu_fields = [
-        field("cpuPercent", "CPU Percent", "string"),
+        field("cpuPercent", "CPU", "percentage"),
         field("processes", "Live processes of the task", "integer"),
     ];
     vec![
-        track_schema(
-            data_type::TASK_CPU,
-            &cpu_fields,
-            &[graph("cpu", "bar", "green")],
-        ),
+        track_schema(data_type::TASK_CPU, &cpu_fields, &[graph("cpu", "green")]),
         track_schema(
             data_type::OTHER_CPU,
             &cpu_fields[..1],
-            &[graph("cpu", "bar", "grey")],
+            &[graph("cpu", "grey")],
         ),
         track_schema(
             data_type::TASK_MEMORY,
@@ -398,12 +413,12 @@ fn process_schemas() -> Vec<Value> {
                 field("rss", "Resident (RSS)", "bytes"),
                 field("processes", "Live processes of the task", "integer"),
             ],
-            &[graph("rss", "line-filled", "green")],
+            &[graph("rss", "green")],
         ),
         track_schema(
             data_type::OTHER_MEMORY,
             &[field("used", "Used outside the task's RSS", "bytes")],
-            &[graph("used", "line-filled", "grey")],
+            &[graph("used", "grey")],
         ),
         json!({
             "name": data_type::PROCESS,

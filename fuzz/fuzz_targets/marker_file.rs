@@ -7,6 +7,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
+use std::collections::BTreeMap;
 use std::fs::OpenOptions;
 use std::io::Write;
 use std::path::PathBuf;
@@ -71,12 +72,12 @@ fn is_metric(marker: &Marker) -> bool {
         .is_some_and(|data| data.get(key::METRIC).is_some())
 }
 
-/// What scans handed over: the lines, and the count of each problem (their byte counts
-/// depend on where a scan stopped).
+/// What scans handed over: the lines, and the lines and bytes of each problem, summed (a
+/// line over the cap that two scans read is counted in both, its bytes split between them).
 #[derive(Default)]
 struct Items {
     lines: Vec<Vec<u8>>,
-    problems: Vec<(Problem, u64)>,
+    problems: BTreeMap<Problem, (u64, u64)>,
 }
 
 impl Items {
@@ -84,7 +85,15 @@ impl Items {
     fn scan(&mut self, reader: &mut DirReader, take_unterminated: bool) -> u64 {
         let scan = reader.scan(take_unterminated, &mut |item| match item {
             Item::Line { bytes, .. } => self.lines.push(bytes.to_vec()),
-            Item::Problem { problem, count, .. } => self.problems.push((problem, count)),
+            Item::Problem {
+                problem,
+                count,
+                bytes,
+                ..
+            } => {
+                let sum = self.problems.entry(problem).or_default();
+                *sum = (sum.0 + count, sum.1 + bytes);
+            }
         });
         scan.expect("scan the directory").bytes
     }

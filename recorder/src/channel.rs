@@ -158,21 +158,30 @@ impl MarkerSink {
             self.dropped.fetch_add(count, Ordering::Relaxed);
             return false;
         }
-        self.enqueue(bytes, count, urgent, ack)
+        self.enqueue(bytes, count, urgent, ack, false)
     }
 
     /// Sends `count` encoded lines for one write, however far behind the writer is: a
-    /// batch of marker-file lines is never dropped, or a later checkpoint would claim it.
+    /// batch of marker-file lines ending in its checkpoint is never dropped, and the writer
+    /// holds it through a failing disk, or a later checkpoint would claim it.
     pub(crate) fn send_batch(&self, bytes: Vec<u8>, count: u64, urgent: bool) -> bool {
-        self.enqueue(bytes, count, urgent, None)
+        self.enqueue(bytes, count, urgent, None, true)
     }
 
-    fn enqueue(&self, bytes: Vec<u8>, count: u64, urgent: bool, ack: Option<Sender<()>>) -> bool {
+    fn enqueue(
+        &self,
+        bytes: Vec<u8>,
+        count: u64,
+        urgent: bool,
+        ack: Option<Sender<()>>,
+        checkpointed: bool,
+    ) -> bool {
         let message = Message::Line {
             bytes,
             count,
             urgent,
             ack,
+            checkpointed,
         };
         let sent = self.sender.send(message);
         if !sent {

@@ -3,8 +3,8 @@
 //! daemon's task survives its restart, an abandoned task is finalized once by the timeout.
 
 use crate::util::{
-    append, assert_processed_profile, count_named, describe, epoch_ms, http_get as get,
-    profile_markers, read_json, signal, wait_for, MarkerRow, Sandbox,
+    append, assert_graph_tracks_blank, assert_processed_profile, count_named, describe, epoch_ms,
+    http_get as get, profile_markers, read_json, signal, wait_for, MarkerRow, Sandbox,
 };
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
@@ -308,6 +308,8 @@ fn a_task_survives_a_sigkilled_daemon_with_its_downtime_marked_and_ends_once() {
         "{from} {to}"
     );
     assert!(count_named(&rows, "CPU Use") > 0);
+    // Nothing was measured while the daemon was down: no track draws a value there.
+    assert_graph_tracks_blank(&profile, killed_at - start, killed_at + 1000.0 - start);
 
     let again = sandbox.run(&[
         "task",

@@ -156,9 +156,7 @@ fn assert_only_the_recorder_draws_its_tracks(profile: &Value, log: &str, text_no
     }
     let cpu_use = markers.iter().filter(|m| m.name == "CPU Use");
     for marker in cpu_use.clone().filter(|m| m.data["type"] == "CPU") {
-        assert!(marker.data["cpuPercent"]
-            .as_str()
-            .is_some_and(|p| p != "99%"));
+        assert!(marker.data["cpuPercent"].is_number(), "{}", marker.data);
         assert!(marker.data["user"].is_number(), "{}", marker.data);
         assert_eq!(marker.category, 0, "the recorder's category");
     }

@@ -59,7 +59,7 @@ impl LogBuilder {
         };
         self.marker(interval(
             track::CPU,
-            json!({"type": data_type::CPU, "cpuPercent": format!("{:.1}%", busy * 100.0),
+            json!({"type": data_type::CPU, "cpuPercent": busy,
                    "nice": 0.0, "user": busy, "system": busy, "iowait": busy,
                    "softirq": busy, "steal": busy}),
         ))

@@ -109,6 +109,36 @@ pub fn count_named(rows: &[MarkerRow], name: &str) -> usize {
     rows.iter().filter(|m| m.name == name).count()
 }
 
+/// Asserts that no graph track of `profile` (all of them ours) draws anything from `from` to
+/// `to` (profile times), as the front-end draws them: a `line` graph is one path through
+/// every sample of its track, so every graph must be a bar, which covers its own sample's
+/// interval alone, and no sample may reach into the stretch.
+pub fn assert_graph_tracks_blank(profile: &Value, from: f64, to: f64) {
+    let schemas = profile["meta"]["markerSchema"]
+        .as_array()
+        .expect("markerSchema");
+    let mut graphed = Vec::new();
+    for schema in schemas {
+        for graph in schema["graphs"].as_array().into_iter().flatten() {
+            assert_eq!(graph["type"], "bar", "{}", schema["name"]);
+            graphed.push(schema["name"].as_str().expect("a schema's name"));
+        }
+    }
+    for row in profile_markers(profile) {
+        let graph = row.data["type"]
+            .as_str()
+            .is_some_and(|t| graphed.contains(&t));
+        let within = row.start < to && row.end.unwrap_or(row.start) > from;
+        assert!(
+            !(graph && within),
+            "{} draws from {} to {:?}, within {from} to {to}",
+            row.name,
+            row.start,
+            row.end
+        );
+    }
+}
+
 const TABLES_47: [(&str, &[&str]); 5] = [
     (
         "stackTable",

@@ -2,14 +2,15 @@
 //! filled up and freed again (ENOSPC, then writing resumes), and an ext4 image that turns
 //! read-only on an error (EROFS, for good). The command's exit status is unchanged, the
 //! recorder warns once, the log holds only whole lines, and the profile shows the span of
-//! missing data. And the tmpfs full from the start: the command runs all the same, with
+//! missing data; the marker lines the command writes meanwhile (to its profile directory,
+//! on another disk) are each in the profile once. And the tmpfs full from the start: the command runs all the same, with
 //! its exit status, after one warning that no profile will be written, and nothing is
 //! left on the full disk. And a hung disk (the ext4 image frozen mid-run, thawed later):
 //! `run` gives up on the log after its bound and says so while the disk still hangs, exits
 //! with the command's status once the kernel lets it, and the log it left finalizes.
 //! Needs root to mount; skipped with the reason otherwise.
 
-use crate::profile_check::check_profile;
+use crate::profile_check::{check_profile, Row};
 use crate::random::Random;
 use crate::report::write_failures;
 use anyhow::Result;
@@ -21,6 +22,9 @@ use std::time::{Duration, Instant};
 
 /// The command's exit status, which tc-profile must keep.
 const STATUS: i32 = 7;
+/// Marker lines the command of a tmpfs run writes, `m0` to `m399`, one every 5 ms or so:
+/// before, while and after the disk is full.
+const MARKER_LINES: usize = 400;
 
 #[derive(Default)]
 pub struct FullDiskReport {
@@ -32,6 +36,8 @@ pub struct FullDiskReport {
     resumed: usize,
     data_missing_marked: usize,
     garbled_lines: usize,
+    /// Runs whose marker lines were each in the profile once.
+    marker_lines_once: usize,
     full_at_start: usize,
     full_at_start_ran: usize,
     hung: usize,
@@ -65,13 +71,15 @@ impl fmt::Display for FullDiskReport {
         write!(
             f,
             "3. full or read-only file system: {} runs; exit status kept: {}; warned once: {}; \
-             writing resumed after ENOSPC: {}; \"Data missing\" shown: {}; garbled log lines: {}",
+             writing resumed after ENOSPC: {}; \"Data missing\" shown: {}; garbled log lines: {}; \
+             marker lines written meanwhile each in the profile once: {}",
             self.runs,
             self.status_kept,
             self.warned_once,
             self.resumed,
             self.data_missing_marked,
-            self.garbled_lines
+            self.garbled_lines,
+            self.marker_lines_once
         )?;
         if let Some(reason) = &self.read_only_skipped {
             write!(f, "\n   the read-only runs were SKIPPED: {reason}")?;
@@ -128,11 +136,12 @@ pub fn run(
             let fill_ms = 200 + random.below(600);
             let full_ms = 200 + random.below(800);
             let script = format!(
-            "sleep {}; cat /dev/zero > mnt/fill 2>/dev/null; sleep {}; rm mnt/fill; sleep 0.5; \
-             exit {STATUS}",
-            fill_ms as f64 / 1000.0,
-            full_ms as f64 / 1000.0
-        );
+                "{} sleep {}; cat /dev/zero > mnt/fill 2>/dev/null; sleep {}; rm mnt/fill; wait; \
+             sleep 0.5; exit {STATUS}",
+                write_marker_lines(),
+                fill_ms as f64 / 1000.0,
+                full_ms as f64 / 1000.0
+            );
             record_failing_disk(bin, work, run, &script, true, &mut report)
         })
         .and_then(|()| {
@@ -235,17 +244,58 @@ fn record_failing_disk(
         .and_then(|b| serde_json::from_slice(&b).ok());
     let rows = match profile.as_ref().map(check_profile) {
         Some(Ok(rows)) => rows,
-        Some(Err(error)) => return Ok(fail(format!("invalid profile: {error}"))),
-        None => return Ok(fail("no profile".into())),
+        Some(Err(error)) => {
+            fail(format!("invalid profile: {error}"));
+            return Ok(());
+        }
+        None => {
+            fail("no profile".into());
+            return Ok(());
+        }
     };
     if rows.iter().any(|r| r.name == "Data missing") {
         report.data_missing_marked += 1;
     } else {
         fail("the profile does not show the missing data".into());
     }
+    if resumes {
+        match marker_lines_not_once(&rows) {
+            problem if problem.is_empty() => report.marker_lines_once += 1,
+            problem => fail(problem),
+        }
+    }
     let _ = std::fs::remove_file(work.join("mnt/log.jsonl"));
     let _ = std::fs::remove_file(&profile_path);
     Ok(())
+}
+
+/// A shell command that writes [`MARKER_LINES`] marker lines to the profile directory in the
+/// background (the script `wait`s for it).
+fn write_marker_lines() -> String {
+    format!(
+        r#"(i=0; while [ $i -lt {MARKER_LINES} ]; do printf '{{"type":"marker","name":"m%d","startTime":%s}}\n' $i $(date +%s%3N) >> "$TASKCLUSTER_PROFILE_DIR/$$.jsonl"; i=$((i+1)); sleep 0.005; done) &"#
+    )
+}
+
+/// What is wrong with the marker lines of [`write_marker_lines`] in a profile's `rows`:
+/// those missing and those there more than once; empty when each is there once.
+fn marker_lines_not_once(rows: &[Row]) -> String {
+    let mut seen = vec![0usize; MARKER_LINES];
+    for row in rows {
+        let number = row
+            .name
+            .strip_prefix('m')
+            .and_then(|n| n.parse::<usize>().ok());
+        if let Some(count) = number.and_then(|n| seen.get_mut(n)) {
+            *count += 1;
+        }
+    }
+    let missing = seen.iter().filter(|&&n| n == 0).count();
+    let repeated = seen.iter().filter(|&&n| n > 1).count();
+    if missing + repeated == 0 {
+        return String::new();
+    }
+    format!("marker lines: {missing} of {MARKER_LINES} missing, {repeated} more than once")
 }
 
 /// `run --sync always` with its log on an ext4 image that its command freezes (fsfreeze)

@@ -194,7 +194,8 @@ fn check_kill(bin: &Path, dir: &Path, iteration: usize, report: &mut KillsReport
     if !output.status.success() || !stderr.contains("recovered") {
         report.invalid += 1;
         report.profiles += 1;
-        return Ok(report.fail(iteration, format!("recover: {stderr}")));
+        report.fail(iteration, format!("recover: {stderr}"));
+        return Ok(());
     }
     report.profiles += 1;
     let profile_path = log_path.with_extension("json");
@@ -205,14 +206,16 @@ fn check_kill(bin: &Path, dir: &Path, iteration: usize, report: &mut KillsReport
         Some(profile) => profile,
         None => {
             report.invalid += 1;
-            return Ok(report.fail(iteration, "the profile is missing or not JSON".into()));
+            report.fail(iteration, "the profile is missing or not JSON".into());
+            return Ok(());
         }
     };
     let rows = match check_profile(&profile) {
         Ok(rows) => rows,
         Err(error) => {
             report.invalid += 1;
-            return Ok(report.fail(iteration, error));
+            report.fail(iteration, error);
+            return Ok(());
         }
     };
     if log_path.exists() {

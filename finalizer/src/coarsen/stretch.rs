@@ -141,7 +141,8 @@ fn sum(group: &[Marker]) -> Value {
 }
 
 /// The mean of the stacked bars, with the busy share's mean as `cpuPercent` and its highest
-/// as `peak`; the per-kind percentages of single samples are left out.
+/// as `peak`; the per-kind percentages are means too, but an older log's text ("45.0%"),
+/// which is of a single sample, is left out.
 fn cpu_mean(group: &[Marker]) -> Value {
     let mut merged = mean(group);
     let peak = group
@@ -152,12 +153,10 @@ fn cpu_mean(group: &[Marker]) -> Value {
         })
         .fold(0.0, f64::max);
     if let Value::Object(fields) = &mut merged {
-        fields.retain(|key, _| !key.ends_with("_pct"));
+        fields.retain(|key, value| !(key.ends_with("_pct") && value.is_string()));
         if let Some(busy) = busy_share(|key| fields.get(key)?.as_f64()) {
-            fields.insert(
-                "cpuPercent".to_owned(),
-                Value::from(format!("{:.1}%", busy * 100.0)),
-            );
+            let percent = share_as(fields.get("cpuPercent"), busy);
+            fields.insert("cpuPercent".to_owned(), percent);
         }
         fields.insert("peak".to_owned(), Value::from(peak));
     }
@@ -168,9 +167,18 @@ fn cpu_mean(group: &[Marker]) -> Value {
 fn share_mean(group: &[Marker]) -> Value {
     let mut merged = mean(group);
     if let Some(cpu) = merged.get("cpu").and_then(Value::as_f64) {
-        merged["cpuPercent"] = Value::from(format!("{:.1}%", cpu * 100.0));
+        merged["cpuPercent"] = share_as(merged.get("cpuPercent"), cpu);
     }
     merged
+}
+
+/// `share` as the samples' `cpuPercent` was written: a fraction (a field of format
+/// `percentage`), or in an older log text, "45.0%".
+fn share_as(written: Option<&Value>, share: f64) -> Value {
+    match written {
+        Some(Value::String(_)) => Value::from(format!("{:.1}%", share * 100.0)),
+        _ => Value::from((share * 1000.0).round() / 1000.0),
+    }
 }
 
 /// The last sample's data with every numeric field replaced by `number_of(key)`.

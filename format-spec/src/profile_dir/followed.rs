@@ -16,7 +16,8 @@ pub(super) const SCAN_BYTES: u64 = 4 << 20;
 pub enum Item<'a> {
     /// One whole line, without its newline.
     Line { file: &'a str, bytes: &'a [u8] },
-    /// `count` lines (or files) of `file` dropped, `bytes` long in all.
+    /// `count` lines (or files) of `file` dropped, `bytes` long in all; `count` is 0 for the
+    /// rest of a line over the cap, counted when its first bytes were.
     Problem {
         file: &'a str,
         problem: Problem,
@@ -135,12 +136,17 @@ impl Reading<'_> {
     ) -> u64 {
         let mut position = 0;
         if followed.skipping {
-            match memchr(b'\n', chunk) {
+            // The rest of a line already counted as one over the cap: its bytes count too.
+            position = match memchr(b'\n', chunk) {
                 Some(newline) => {
                     followed.skipping = false;
-                    position = newline + 1;
+                    newline + 1
                 }
-                None => return chunk.len() as u64,
+                None => chunk.len(),
+            };
+            self.too_long(0, position, visit);
+            if followed.skipping {
+                return position as u64;
             }
         }
         let first = position;
@@ -150,7 +156,7 @@ impl Reading<'_> {
         }
         let rest = &chunk[position..];
         if rest.len() > self.limits.line_bytes {
-            self.too_long(rest.len(), visit);
+            self.too_long(1, rest.len(), visit);
             followed.skipping = true;
             position = chunk.len();
         } else if at_end && self.take_unterminated && !rest.is_empty() {
@@ -162,7 +168,7 @@ impl Reading<'_> {
 
     fn line(&self, bytes: &[u8], visit: &mut dyn FnMut(Item<'_>)) {
         if bytes.len() > self.limits.line_bytes {
-            self.too_long(bytes.len() + 1, visit);
+            self.too_long(1, bytes.len() + 1, visit);
         } else if !bytes.iter().all(u8::is_ascii_whitespace) {
             visit(Item::Line {
                 file: &self.display,
@@ -171,11 +177,13 @@ impl Reading<'_> {
         }
     }
 
-    fn too_long(&self, bytes: usize, visit: &mut dyn FnMut(Item<'_>)) {
+    /// Counts `lines` over the cap and `bytes` of them dropped: a line read in several
+    /// chunks is one line, its bytes counted as each chunk is skipped.
+    fn too_long(&self, lines: u64, bytes: usize, visit: &mut dyn FnMut(Item<'_>)) {
         visit(Item::Problem {
             file: &self.display,
             problem: Problem::LineTooLong,
-            count: 1,
+            count: lines,
             bytes: bytes as u64,
         });
     }

@@ -5,11 +5,15 @@ use super::*;
 use std::ffi::CString;
 use std::io::Write;
 
-/// Scans and returns the lines and problems as text.
+/// Scans and returns the lines and problems as text (the bytes of a line over the cap
+/// counted after its first chunk left out: they are no other line).
 fn scan(reader: &mut DirReader, take_unterminated: bool) -> Vec<String> {
     let mut seen = Vec::new();
     reader
         .scan(take_unterminated, &mut |item| {
+            if matches!(item, Item::Problem { count: 0, .. }) {
+                return;
+            }
             seen.push(match item {
                 Item::Line { file, bytes } => {
                     format!("{file}: {}", String::from_utf8_lossy(bytes))
@@ -81,6 +85,33 @@ fn long_lines_are_dropped_up_to_their_newline() {
     assert_eq!(
         scan(&mut reader, false),
         ["1.jsonl: LineTooLong x1", "1.jsonl: after"]
+    );
+}
+
+#[test]
+fn a_long_line_counts_every_byte_it_drops() {
+    let dir = tempfile::tempdir().unwrap();
+    let limits = Limits {
+        line_bytes: 10,
+        ..Limits::default()
+    };
+    let mut reader = DirReader::open(dir.path(), limits).unwrap();
+    reader.buffer = vec![0; 16];
+    let long = [b'x'; 100];
+    append(&dir.path().join("1.jsonl"), &long);
+    append(&dir.path().join("1.jsonl"), b"\nafter\n");
+    let mut dropped = (0, 0);
+    reader
+        .scan(false, &mut |item| {
+            if let Item::Problem { count, bytes, .. } = item {
+                dropped = (dropped.0 + count, dropped.1 + bytes);
+            }
+        })
+        .unwrap();
+    assert_eq!(
+        dropped,
+        (1, long.len() as u64 + 1),
+        "one line, newline included"
     );
 }
 

@@ -23,11 +23,11 @@ fn metric_schema(kind: MetricKind) -> Value {
     let (values, graphs): (Vec<Field>, Vec<Graph>) = match kind {
         MetricKind::Counter => (
             vec![field("value", "Sum in the interval", "decimal")],
-            vec![graph("value", "bar", "teal")],
+            vec![graph("value", "teal")],
         ),
         MetricKind::Gauge => (
             vec![field("value", "Value", "decimal")],
-            vec![graph("value", "line-filled", "blue")],
+            vec![graph("value", "blue")],
         ),
         MetricKind::Timer | MetricKind::Histogram => {
             let unit = if kind == MetricKind::Timer {
@@ -42,17 +42,19 @@ fn metric_schema(kind: MetricKind) -> Value {
                     field("mean", "Mean", unit),
                     field("max", "Max", unit),
                 ],
+                // Bars drawn over each other, the later on top: the count behind, then
+                // the times from the highest down, so that each shows.
                 vec![
-                    graph("max", "line", "red"),
-                    graph("mean", "line", "orange"),
-                    graph("min", "line", "green"),
-                    graph("count", "bar", "grey"),
+                    graph("count", "grey"),
+                    graph("max", "red"),
+                    graph("mean", "orange"),
+                    graph("min", "green"),
                 ],
             )
         }
         MetricKind::Set => (
             vec![field("distinct", "Distinct members", "integer")],
-            vec![graph("distinct", "bar", "purple")],
+            vec![graph("distinct", "purple")],
         ),
     };
     let label = kind

@@ -15,6 +15,13 @@ pub(super) fn field<'a>(key: &'a str, label: &'a str, format: &'a str) -> Field<
     Field { key, label, format }
 }
 
+/// The type of every graph of ours: a bar. A bar covers its own sample's interval and
+/// nothing else, so a span where nothing was measured (the recorder down, lines lost) stays
+/// blank, as it must; the front-end draws a `line` or `line-filled` graph as one path
+/// through every sample of the track, joining the samples on either side of such a span
+/// with values never measured.
+pub const GRAPH_TYPE: &str = "bar";
+
 #[derive(Serialize)]
 pub(super) struct Graph<'a> {
     key: &'a str,
@@ -23,6 +30,11 @@ pub(super) struct Graph<'a> {
     color: &'a str,
 }
 
-pub(super) fn graph<'a>(key: &'a str, kind: &'a str, color: &'a str) -> Graph<'a> {
-    Graph { key, kind, color }
+/// A graph of `key`: a bar, as every graph of ours (see [`GRAPH_TYPE`]).
+pub(super) fn graph<'a>(key: &'a str, color: &'a str) -> Graph<'a> {
+    Graph {
+        key,
+        kind: GRAPH_TYPE,
+        color,
+    }
 }

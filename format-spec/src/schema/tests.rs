@@ -160,3 +160,73 @@ fn log_categories_and_schema_are_declared_where_another_tools_meta_lacks_them() 
         "no categories: ours"
     );
 }
+
+/// The schemas of every source, metric tracks' included.
+fn every_schema() -> Vec<Value> {
+    let sources = [&ALL_BUT_STATSD[..], &[source::STATSD]].concat();
+    let sources: Vec<String> = sources.iter().map(|s| (*s).to_owned()).collect();
+    let Value::Array(schemas) = marker_schemas(&sources) else {
+        unreachable!("a list")
+    };
+    schemas
+}
+
+#[test]
+fn every_graph_of_ours_is_a_bar_and_an_older_logs_are_drawn_as_bars() {
+    let schemas = every_schema();
+    let graphs = schemas
+        .iter()
+        .flat_map(|s| s["graphs"].as_array().cloned().unwrap_or_default());
+    assert!(graphs.clone().count() > 20);
+    assert!(graphs.clone().all(|g| g["type"] == GRAPH_TYPE));
+
+    let line = |name: &str| json!({"name": name, "graphs": [{"key": "v", "type": "line-filled"}]});
+    let mut meta = Map::new();
+    meta.insert(
+        "markerSchema".to_owned(),
+        json!([line("Mem"), line("Gauge"), line("Test")]),
+    );
+    draw_our_graphs_as_bars(&mut meta);
+    let types: Vec<&Value> = meta["markerSchema"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| &s["graphs"][0]["type"])
+        .collect();
+    assert_eq!(
+        types,
+        ["bar", "bar", "line-filled"],
+        "a task's own keeps its own"
+    );
+}
+
+#[test]
+fn every_field_of_a_track_but_a_metrics_name_is_a_number_the_front_end_formats() {
+    // Text would sort as text in the marker table ("120 MB" before "30 MB"), and show as
+    // the recorder wrote it rather than as the front-end formats numbers.
+    const NUMBERS: [&str; 9] = [
+        "bytes",
+        "percentage",
+        "integer",
+        "decimal",
+        "duration",
+        "milliseconds",
+        "seconds",
+        "microseconds",
+        "nanoseconds",
+    ];
+    let schemas = every_schema();
+    let tracks = schemas.iter().filter(|s| s.get("graphs").is_some());
+    for schema in tracks {
+        for field in schema["data"].as_array().unwrap() {
+            let key = field["key"].as_str().unwrap();
+            let name = [crate::metric::key::METRIC, crate::metric::key::TAGS].contains(&key);
+            let format = field["format"].as_str().unwrap();
+            assert!(
+                name || NUMBERS.contains(&format),
+                "{}.{key} is {format}",
+                schema["name"]
+            );
+        }
+    }
+}

@@ -15,7 +15,6 @@ pub(crate) mod system;
 pub(crate) mod taskstats;
 
 use machine::Machine;
-use std::fmt;
 use tc_profile_format::schema::category;
 use tc_profile_format::TrackData;
 use tc_profile_format::{encode_line_into, encode_track_line_into, DataFields, Line, Marker};
@@ -82,36 +81,24 @@ pub(crate) fn fraction(part: f64, whole: f64) -> f64 {
     ((part / whole).clamp(0.0, 1.0) * 10000.0).round() / 10000.0
 }
 
-/// A fraction shown as a percentage with one decimal, "45.0%".
+/// A share (of all cores, of an interval) for a field of format `percentage`: a number from
+/// 0 to 1, which the front-end shows as "45%" and sorts as a number; rounded to a tenth of
+/// a percent.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) struct Percent(pub(crate) f64);
 
 impl Percent {
     /// Writes it as the value of `key`.
     pub(crate) fn write(self, key: &'static str, fields: &mut DataFields) {
-        fields.str(key, self.text(&mut [0; PERCENT_MAX]));
+        fields.f64(key, self.share());
     }
 
-    /// Its text, "45.0%", in `buffer`: from integer tenths, where exact-decimal float
-    /// formatting cost more than the rest of a tick, and without `fmt`'s machinery.
-    fn text(self, buffer: &mut [u8; PERCENT_MAX]) -> &str {
-        let tenths = (self.0.clamp(0.0, 1.0) * 1000.0).round() as u32;
-        let mut digits = itoa::Buffer::new();
-        let whole = digits.format(tenths / 10).as_bytes();
-        let end = whole.len() + 3;
-        buffer[..whole.len()].copy_from_slice(whole);
-        buffer[whole.len()..end].copy_from_slice(&[b'.', b'0' + (tenths % 10) as u8, b'%']);
-        // ASCII digits, a point and a percent sign.
-        std::str::from_utf8(&buffer[..end]).unwrap_or_default()
-    }
-}
-
-/// "100.0%".
-const PERCENT_MAX: usize = 6;
-
-impl fmt::Display for Percent {
-    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str(self.text(&mut [0; PERCENT_MAX]))
+    /// The share written: 0 to 1 (0 for NaN), to three decimals.
+    pub(crate) fn share(self) -> f64 {
+        if self.0.is_nan() {
+            return 0.0;
+        }
+        (self.0.clamp(0.0, 1.0) * 1000.0).round() / 1000.0
     }
 }
 
@@ -163,15 +150,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_percent_is_its_tenths_with_a_point() {
+    fn a_percent_is_a_share_to_a_tenth_of_a_percent() {
         for n in 0..=20_000 {
             let share = n as f64 / 20_000.0;
-            let tenths = (share * 1000.0).round() as u32;
-            let expected = format!("{}.{}%", tenths / 10, tenths % 10);
-            assert_eq!(Percent(share).to_string(), expected, "{share}");
+            let tenths = (share * 1000.0).round();
+            assert_eq!(Percent(share).share(), tenths / 1000.0, "{share}");
         }
-        assert_eq!(Percent(1.5).to_string(), "100.0%");
-        assert_eq!(Percent(-0.2).to_string(), "0.0%");
-        assert_eq!(Percent(f64::NAN).to_string(), "0.0%");
+        assert_eq!(Percent(1.5).share(), 1.0);
+        assert_eq!(Percent(-0.2).share(), 0.0);
+        assert_eq!(Percent(f64::NAN).share(), 0.0);
     }
 }

@@ -357,8 +357,8 @@ mod tests {
         assert_eq!(data.system, 0.45);
         assert_eq!(data.iowait, 0.5);
         assert_eq!(data.steal, 0.5);
-        assert_eq!(data.cpu_percent.to_string(), "45.0%");
-        assert_eq!(data.idle_pct.to_string(), "50.0%");
+        assert_eq!(data.cpu_percent.share(), 0.45);
+        assert_eq!(data.idle_pct.share(), 0.5);
     }
 
     #[test]
@@ -472,7 +472,7 @@ mod tests {
         assert_eq!(
             String::from_utf8(bytes).unwrap(),
             concat!(
-                r#"{"type":"marker","name":"CPU Use","startTime":0.0,"endTime":100.5,"category":0,"data":{"type":"CPU","cpuPercent":"45.0%","nice":0.05,"user":0.35,"system":0.45,"iowait":0.5,"softirq":0.5,"steal":0.5,"nice_pct":"5.0%","user_pct":"30.0%","system_pct":"10.0%","iowait_pct":"5.0%","irq_pct":"0.0%","steal_pct":"0.0%","idle_pct":"50.0%"}}"#,
+                r#"{"type":"marker","name":"CPU Use","startTime":0.0,"endTime":100.5,"category":0,"data":{"type":"CPU","cpuPercent":0.45,"nice":0.05,"user":0.35,"system":0.45,"iowait":0.5,"softirq":0.5,"steal":0.5,"nice_pct":0.05,"user_pct":0.3,"system_pct":0.1,"iowait_pct":0.05,"irq_pct":0.0,"steal_pct":0.0,"idle_pct":0.5}}"#,
                 "\n",
                 r#"{"type":"marker","name":"Memory","startTime":100.5,"endTime":200.001,"category":0,"data":{"type":"Mem","used":400,"available":600,"cached":200,"buffers":10,"swap":0}}"#,
                 "\n"

@@ -36,6 +36,17 @@ impl MemoryDisk {
         disk
     }
 
+    /// Fails every operation from now on with `errno`, until [`MemoryDisk::recover`].
+    pub(crate) fn fail_from_now(&self, errno: i32) {
+        let mut state = self.state.lock().unwrap();
+        state.failing = state.operations + 1..u64::MAX;
+        state.error = Some(errno);
+    }
+
+    pub(crate) fn recover(&self) {
+        self.state.lock().unwrap().failing = 0..0;
+    }
+
     pub(crate) fn durable(&self) -> Vec<u8> {
         let state = self.state.lock().unwrap();
         state.written[..state.durable].to_vec()

@@ -1,8 +1,10 @@
 //! The one writer thread that owns the log: lines arrive encoded over a channel, each is
 //! appended with a single write, and fdatasync is group-committed by the sync policy. This
 //! file is that happy path; `inbox` is the channel in, `outage` handles lines that do not
-//! reach the disk, `log_file` the log itself, deleted or not.
+//! reach the disk, `held` the checkpointed batches kept until they do, `log_file` the log
+//! itself, deleted or not.
 
+mod held;
 mod inbox;
 mod log_file;
 mod outage;
@@ -13,6 +15,7 @@ pub use log_file::{LogSink, Place};
 
 use crate::clock::Clock;
 use crossbeam_channel::{RecvTimeoutError, Sender};
+use held::{Batch, Held};
 use log_file::PlaceWatch;
 use outage::Outages;
 use std::io;
@@ -62,12 +65,14 @@ pub(crate) enum Message {
     /// `count` encoded lines (a batch of marker-file lines, or one line), written with one
     /// write; `urgent` ones are made durable at once (lifecycle markers). `ack`, when
     /// there is one, is sent `()` once they are durable, or could not be made so (the sync
-    /// failed, the lines could not be written).
+    /// failed, the lines could not be written). `checkpointed` lines end in a checkpoint
+    /// past them: a failed write holds them for later rather than losing them.
     Line {
         bytes: Vec<u8>,
         count: u64,
         urgent: bool,
         ack: Option<Sender<()>>,
+        checkpointed: bool,
     },
     /// Make everything durable and stop. Sent after the footer.
     Shutdown,
@@ -80,7 +85,8 @@ pub struct WriterStats {
     pub bytes: u64,
     pub syncs: u64,
     /// Lines that could not be written (the log's file system failed, or the writer fell
-    /// behind and the sources dropped them).
+    /// behind and the sources dropped them). Checkpointed batches held past the end are
+    /// not: `finalize` takes their lines from their files.
     pub lines_lost: u64,
     /// `gap` lines written: spans of the recording with data missing.
     pub gaps: u64,
@@ -101,6 +107,7 @@ pub(crate) struct Writer<S> {
     /// A failed append may have left a partial line past `length`.
     torn: bool,
     outages: Outages,
+    held: Held,
     dirty: bool,
     last_sync: Instant,
     /// Log time of the last sync attempt: a failed sync puts in doubt what came after it.
@@ -128,6 +135,7 @@ impl<S: LogSink> Writer<S> {
             length,
             torn: false,
             outages: Outages::new(name.clone(), clock, dropped),
+            held: Held::default(),
             dirty: false,
             last_sync: Instant::now(),
             last_sync_time: clock.now_ms(),
@@ -160,8 +168,9 @@ impl<S: LogSink> Writer<S> {
                         count,
                         urgent: u,
                         ack,
+                        checkpointed,
                     } => {
-                        self.append(&bytes, count);
+                        self.append(Batch { bytes, count }, checkpointed);
                         urgent |= u;
                         self.waiting.extend(ack);
                     }
@@ -183,6 +192,9 @@ impl<S: LogSink> Writer<S> {
         if self.torn && self.sink.cut(self.length).is_ok() {
             self.torn = false;
         }
+        // What stays held is not in the log, nor its checkpoint: `finalize` takes those
+        // lines from their files, as it takes those of any batch without its checkpoint.
+        let _ = self.write_held();
         if self.policy != SyncPolicy::Never {
             self.sync();
             // A failed sync appends a gap line: one more attempt to make that durable.
@@ -201,18 +213,47 @@ impl<S: LogSink> Writer<S> {
         }
     }
 
-    /// Appends `count` lines, after the gap line that an outage left.
-    fn append(&mut self, lines: &[u8], count: u64) {
+    /// Appends `lines`, after the gap line that an outage left and the batches held
+    /// before them. Checkpointed lines that cannot be written are held (behind the others),
+    /// other lines are lost.
+    fn append(&mut self, lines: Batch, checkpointed: bool) {
+        let written = self
+            .end_outage()
+            .and_then(|()| self.write_held())
+            .and_then(|()| self.write(&lines.bytes, lines.count));
+        let Err(error) = written else {
+            return;
+        };
+        self.record_error(&error);
+        let lost = match checkpointed {
+            true => self.held.hold(lines).err(),
+            false => Some(lines),
+        };
+        match lost {
+            Some(lines) => self.lose_lines(&error, lines.count),
+            None => self.outages.holding(&error),
+        }
+    }
+
+    /// Writes the gap line of the outage under way, which ends it.
+    fn end_outage(&mut self) -> io::Result<()> {
         if let Some(gap) = self.outages.gap_line() {
-            if let Err(error) = self.write(&gap, 1) {
-                return self.lose_lines(&error, count);
-            }
+            self.write(&gap, 1)?;
             self.stats.gaps += 1;
             self.outages.resumed(self.stats.gaps);
         }
-        if let Err(error) = self.write(lines, count) {
-            self.lose_lines(&error, count);
+        Ok(())
+    }
+
+    /// Writes the batches held, oldest first, up to the first that fails.
+    fn write_held(&mut self) -> io::Result<()> {
+        while let Some(batch) = self.held.take_oldest() {
+            if let Err(error) = self.write(&batch.bytes, batch.count) {
+                self.held.put_back(batch);
+                return Err(error);
+            }
         }
+        Ok(())
     }
 
     /// One write, after the cut of a partial line that an earlier one left; on failure the
@@ -247,7 +288,6 @@ impl<S: LogSink> Writer<S> {
 
     fn lose_lines(&mut self, error: &io::Error, count: u64) {
         self.stats.lines_lost += count;
-        self.record_error(error);
         self.outages.lost(error, count);
     }
 

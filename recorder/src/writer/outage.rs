@@ -1,9 +1,11 @@
 //! What the writer does when lines do not reach the disk: lines that fail to be appended
 //! (a full disk, an I/O error) are counted and become one gap line once appending works
 //! again; lines the sources dropped while the writer was behind become a gap line; a failed
-//! fdatasync becomes a gap line over what it may have lost. Each is warned about once, and
-//! the task is never affected.
+//! fdatasync becomes a gap line over what it may have lost. Checkpointed batches are held
+//! instead (`held.rs`), and lost only past its bound. Each is warned about once, and the
+//! task is never affected.
 
+use super::held::HELD_BYTES;
 use crate::clock::Clock;
 use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -53,12 +55,23 @@ impl Outages {
             reason: error.to_string(),
         });
         outage.lines += count;
+        self.warn_cannot_write(error);
+    }
+
+    /// A checkpointed batch could not be written, and is held for later.
+    pub(super) fn holding(&mut self, error: &io::Error) {
+        self.warn_cannot_write(error);
+    }
+
+    fn warn_cannot_write(&mut self, error: &io::Error) {
         if !self.warned {
             self.warned = true;
             eprintln!(
                 "tc-profile: warning: {}: cannot write the log: {error}; lines are dropped \
-                 until it can be written again (the task is not affected)",
-                self.name
+                 until it can be written again, marker-file lines held for then ({} MiB at \
+                 most; the task is not affected)",
+                self.name,
+                HELD_BYTES >> 20
             );
         }
     }

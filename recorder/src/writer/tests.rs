@@ -13,7 +13,23 @@ fn line(text: &str, urgent: bool) -> Message {
         count: 1,
         urgent,
         ack: None,
+        checkpointed: false,
     }
+}
+
+/// A marker line named `name`, checkpointed (a batch of marker-file lines) or not, and
+/// what wakes once the writer has taken it.
+fn named(name: &str, checkpointed: bool) -> (Message, crossbeam_channel::Receiver<()>) {
+    let (ack, taken) = crossbeam_channel::bounded(1);
+    let marker = tc_profile_format::Marker::instant(name, 0.0);
+    let message = Message::Line {
+        bytes: encode_line(&Line::Marker(marker)),
+        count: 1,
+        urgent: false,
+        ack: Some(ack),
+        checkpointed,
+    };
+    (message, taken)
 }
 
 fn writer(disk: &MemoryDisk, policy: SyncPolicy) -> Writer<MemoryDisk> {
@@ -38,6 +54,7 @@ fn write_markers(disk: &MemoryDisk, count: u32, policy: SyncPolicy) -> WriterSta
             count: 1,
             urgent: false,
             ack: None,
+            checkpointed: false,
         }));
     }
     assert!(tx.send(Message::Shutdown));
@@ -67,6 +84,16 @@ fn marker_numbers(lines: &[Line]) -> Vec<u32> {
         .iter()
         .filter_map(|l| match l {
             Line::Marker(m) => Some(m.name.parse().unwrap()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn marker_names(lines: &[Line]) -> Vec<&str> {
+    lines
+        .iter()
+        .filter_map(|l| match l {
+            Line::Marker(m) => Some(m.name.as_str()),
             _ => None,
         })
         .collect()
@@ -202,6 +229,139 @@ fn any_run_of_failed_operations_leaves_whole_lines_in_order_with_losses_counted(
                 let unwritten = stats.unwritten_gap.map_or(0, |gap| gap.lines);
                 assert_eq!(in_gaps + unwritten, stats.lines_lost, "{case}");
             }
+        }
+    }
+}
+
+/// Runs a writer over `disk` on a thread of its own and sends it `steps` in order: a
+/// line's name (a `b` first: a checkpointed batch), waiting until it is taken, or `full`
+/// and `room` to fail the disk's operations from then on or no longer.
+fn write_steps(disk: &MemoryDisk, steps: &[&str]) -> WriterStats {
+    let (tx, rx) = inbox();
+    let writer = writer(disk, SyncPolicy::Never);
+    let handle = std::thread::spawn(move || writer.run(rx));
+    for step in steps {
+        match *step {
+            "full" => disk.fail_from_now(libc::ENOSPC),
+            "room" => disk.recover(),
+            name => {
+                let (message, taken) = named(name, name.starts_with('b'));
+                assert!(tx.send(message));
+                taken.recv_timeout(Duration::from_secs(60)).unwrap();
+            }
+        }
+    }
+    assert!(tx.send(Message::Shutdown));
+    handle.join().unwrap().0
+}
+
+#[test]
+fn a_checkpointed_batch_is_held_through_a_full_disk_and_written_once_there_is_room() {
+    let disk = MemoryDisk::default();
+    let steps = ["p0", "full", "b1", "p1", "b2", "room", "p2", "b3"];
+    let stats = write_steps(&disk, &steps);
+    let lines = decoded(&disk.written());
+    assert_eq!(marker_names(&lines), ["p0", "b1", "b2", "p2", "b3"]);
+    assert_eq!(stats.lines_lost, 1, "p1 alone");
+    assert_eq!(gaps(&lines).len(), 1);
+    assert_eq!(gaps(&lines)[0].lines, 1);
+}
+
+#[test]
+fn batches_still_held_at_the_end_are_left_out_of_the_log_and_not_counted_lost() {
+    let disk = MemoryDisk::default();
+    let stats = write_steps(&disk, &["p0", "full", "b1", "b2"]);
+    let lines = decoded_whole_lines(&disk.written());
+    assert_eq!(marker_names(&lines), ["p0"]);
+    assert_eq!(stats.lines_lost, 0, "finalize takes them from their files");
+    assert!(stats.unwritten_gap.is_none());
+}
+
+#[test]
+fn batches_past_the_held_bound_are_lost_and_counted() {
+    let disk = MemoryDisk::default();
+    let (tx, rx) = inbox();
+    let writer = writer(&disk, SyncPolicy::Never);
+    let handle = std::thread::spawn(move || writer.run(rx));
+    disk.fail_from_now(libc::ENOSPC);
+    // Batches of 1 MiB: four more than the bound holds.
+    let bound = (held::HELD_BYTES >> 20) as u64;
+    let batches = bound + 4;
+    for i in 0..batches {
+        let (ack, taken) = crossbeam_channel::bounded(1);
+        let mut bytes = format!("b{i}").into_bytes();
+        bytes.resize(1 << 20, b' ');
+        *bytes.last_mut().unwrap() = b'\n';
+        assert!(tx.send(Message::Line {
+            bytes,
+            count: 1,
+            urgent: false,
+            ack: Some(ack),
+            checkpointed: true,
+        }));
+        taken.recv_timeout(Duration::from_secs(60)).unwrap();
+    }
+    disk.recover();
+    assert!(tx.send(line("{\"type\":\"after\"}", false)));
+    assert!(tx.send(Message::Shutdown));
+    let (stats, _) = handle.join().unwrap();
+    let written = disk.written();
+    let kept: Vec<&[u8]> = written
+        .split_inclusive(|&b| b == b'\n')
+        .filter(|line| line.starts_with(b"b"))
+        .map(|line| line.split(|&b| b == b' ').next().unwrap())
+        .collect();
+    let expected: Vec<String> = (0..bound).map(|i| format!("b{i}")).collect();
+    assert_eq!(
+        kept,
+        expected.iter().map(String::as_bytes).collect::<Vec<_>>()
+    );
+    assert_eq!(stats.lines_lost, batches - bound);
+    let json: Vec<u8> = written
+        .split_inclusive(|&b| b == b'\n')
+        .filter(|line| line.starts_with(b"{"))
+        .flatten()
+        .copied()
+        .collect();
+    assert_eq!(gaps(&decoded(&json))[0].lines, batches - bound);
+}
+
+/// As the test above, with checkpointed batches among the lines: none is lost, none is
+/// written twice, all in order, unless the disk failed to the very end.
+#[test]
+fn any_run_of_failed_operations_writes_every_checkpointed_batch_once_in_order() {
+    for first in 1..60 {
+        for length in [1, 2, 3, 7, 1000] {
+            let disk = MemoryDisk::failing(first..first + length, libc::ENOSPC);
+            let (tx, rx) = inbox();
+            for i in 0..20 {
+                let name = if i % 3 == 0 {
+                    format!("b{i}")
+                } else {
+                    format!("p{i}")
+                };
+                assert!(tx.send(named(&name, i % 3 == 0).0));
+            }
+            assert!(tx.send(Message::Shutdown));
+            let stats = writer(&disk, SyncPolicy::Never).run(rx).0;
+            let operations = disk.state.lock().unwrap().operations;
+            let written = disk.written();
+            let lines = decoded_whole_lines(&written);
+            let names = marker_names(&lines);
+            let batches: Vec<&str> = names
+                .iter()
+                .copied()
+                .filter(|n| n.starts_with('b'))
+                .collect();
+            let case = format!("fail {first}+{length} of {operations}: {names:?}");
+            let all: Vec<String> = (0..20).step_by(3).map(|i| format!("b{i}")).collect();
+            if first + length < operations {
+                assert_eq!(batches, all, "{case}");
+            } else {
+                assert_eq!(batches, all[..batches.len()], "a prefix: {case}");
+            }
+            let plain = names.len() - batches.len();
+            assert_eq!(plain as u64 + stats.lines_lost, 13, "{case}");
         }
     }
 }
