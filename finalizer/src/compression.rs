@@ -5,10 +5,9 @@
 //! [`InputCaps`], so that a small hostile file cannot make a reader work for hours or, read
 //! whole, take the machine's memory.
 
-use std::cell::Cell;
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::path::Path;
-use std::rc::Rc;
+use tc_profile_format::capped::{counted, CapReached, Capped, Caps};
 
 const GZIP_MAGIC: &[u8] = &[0x1f, 0x8b];
 const ZSTD_MAGIC: &[u8] = &[0x28, 0xb5, 0x2f, 0xfd];
@@ -111,7 +110,10 @@ pub enum OverCap {
 impl OverCap {
     /// The cap an I/O error of a decompressed input stopped at, if that is what it is.
     pub fn of(error: &io::Error) -> Option<OverCap> {
-        error.get_ref()?.downcast_ref::<OverCap>().copied()
+        Some(match CapReached::of(error)? {
+            CapReached::Size { max } => OverCap::Size { max },
+            CapReached::Ratio { max } => OverCap::Ratio { max },
+        })
     }
 }
 
@@ -122,95 +124,30 @@ pub fn decompressed<'a>(input: impl BufRead + 'a) -> io::Result<Box<dyn BufRead 
 }
 
 /// `input`, decompressed within `caps` when its first bytes say it is gzip or zstd; a read
-/// past them fails with an [`OverCap`].
+/// past them fails with an error that [`OverCap::of`] names.
 pub fn decompressed_within<'a>(
     mut input: impl BufRead + 'a,
     caps: InputCaps,
 ) -> io::Result<Box<dyn BufRead + 'a>> {
-    let compression = Compression::sniff(input.fill_buf()?);
-    let consumed = Rc::new(Cell::new(0));
-    let counted = CountsConsumed {
-        inner: input,
-        consumed: Rc::clone(&consumed),
+    let caps = Caps {
+        max_size: caps.max_size,
+        max_ratio: caps.max_ratio,
+        ratio_from: RATIO_FROM,
     };
-    Ok(match compression {
-        Compression::None => Box::new(counted.inner),
-        Compression::Gzip => capped(
-            flate2::bufread::MultiGzDecoder::new(counted),
-            consumed,
-            caps,
-        ),
-        Compression::Zstd => capped(zstd::Decoder::with_buffer(counted)?, consumed, caps),
-    })
-}
-
-fn capped<'a>(
-    decoder: impl Read + 'a,
-    consumed: Rc<Cell<u64>>,
-    caps: InputCaps,
-) -> Box<dyn BufRead + 'a> {
-    let capped = Capped {
-        inner: EndsAtDamage(decoder),
-        consumed,
-        produced: 0,
-        caps,
+    let decoded: Box<dyn Read + 'a> = match Compression::sniff(input.fill_buf()?) {
+        Compression::None => return Ok(Box::new(input)),
+        Compression::Gzip => {
+            let (input, consumed) = counted(input);
+            let decoder = EndsAtDamage(flate2::bufread::MultiGzDecoder::new(input));
+            Box::new(Capped::new(decoder, consumed, caps))
+        }
+        Compression::Zstd => {
+            let (input, consumed) = counted(input);
+            let decoder = EndsAtDamage(zstd::Decoder::with_buffer(input)?);
+            Box::new(Capped::new(decoder, consumed, caps))
+        }
     };
-    Box::new(BufReader::with_capacity(1 << 16, capped))
-}
-
-/// The compressed input, counting the bytes its decoder has taken.
-struct CountsConsumed<R> {
-    inner: R,
-    consumed: Rc<Cell<u64>>,
-}
-
-impl<R: Read> Read for CountsConsumed<R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.consumed.set(self.consumed.get() + n as u64);
-        Ok(n)
-    }
-}
-
-impl<R: BufRead> BufRead for CountsConsumed<R> {
-    fn fill_buf(&mut self) -> io::Result<&[u8]> {
-        self.inner.fill_buf()
-    }
-
-    fn consume(&mut self, amount: usize) {
-        self.consumed.set(self.consumed.get() + amount as u64);
-        self.inner.consume(amount);
-    }
-}
-
-/// A decoder that fails once its output passes the caps.
-struct Capped<R> {
-    inner: R,
-    /// The compressed bytes taken so far.
-    consumed: Rc<Cell<u64>>,
-    produced: u64,
-    caps: InputCaps,
-}
-
-impl<R: Read> Read for Capped<R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.produced += n as u64;
-        let over = if self.produced > self.caps.max_size {
-            OverCap::Size {
-                max: self.caps.max_size,
-            }
-        } else if self.produced > RATIO_FROM
-            && self.produced / self.consumed.get().max(1) > self.caps.max_ratio
-        {
-            OverCap::Ratio {
-                max: self.caps.max_ratio,
-            }
-        } else {
-            return Ok(n);
-        };
-        Err(io::Error::other(over))
-    }
+    Ok(Box::new(BufReader::with_capacity(1 << 16, decoded)))
 }
 
 /// A decoder whose stream, cut off or corrupt, ends where it stops decompressing: what
@@ -334,8 +271,10 @@ mod tests {
                 ..InputCaps::default()
             };
             let error = read_within(&stream, caps).unwrap_err();
-            assert_eq!(OverCap::of(&error), Some(OverCap::Size { max: 3 << 20 }));
-            assert!(error.to_string().contains("--max-input-size"), "{error}");
+            let cap = OverCap::of(&error);
+            assert_eq!(cap, Some(OverCap::Size { max: 3 << 20 }));
+            let said = cap.map(|cap| cap.to_string()).unwrap_or_default();
+            assert!(said.contains("--max-input-size"), "{said}");
         }
     }
 

@@ -26,6 +26,7 @@
 //! ```
 
 mod aggregate;
+pub mod capped;
 mod compact_json;
 pub mod line_protocol;
 mod lines;

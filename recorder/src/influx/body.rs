@@ -6,6 +6,7 @@
 use super::http::Body;
 use flate2::bufread::MultiGzDecoder;
 use std::io::{self, BufRead, BufReader, Read};
+use tc_profile_format::capped::{counted, CapReached, Capped, Caps};
 use tc_profile_format::line_protocol::MAX_LINE_BYTES;
 
 /// Decompressed bytes per compressed byte at most, once past [`RATIO_FROM`]: gzip's own
@@ -62,12 +63,9 @@ impl BodyError {
             // Under gzip's decoder or none.
             return BodyError::Chunks(error);
         }
-        match error
-            .get_ref()
-            .and_then(|inner| inner.downcast_ref::<OverCap>())
-        {
-            Some(OverCap::Size(max)) => BodyError::OverSize(*max),
-            Some(OverCap::Ratio) => BodyError::OverRatio,
+        match CapReached::of(&error) {
+            Some(CapReached::Size { max }) => BodyError::OverSize(max),
+            Some(CapReached::Ratio { .. }) => BodyError::OverRatio,
             None => BodyError::Gzip(error),
         }
     }
@@ -100,14 +98,15 @@ pub(crate) fn lines<'a>(
 ) -> Option<BodyLines<'a>> {
     let reader: Box<dyn Read + 'a> = match encoding.map(str::trim) {
         None | Some("" | "identity") => Box::new(body),
-        Some("gzip" | "x-gzip") => Box::new(Capped {
-            decoder: MultiGzDecoder::new(Counted {
-                inner: BufReader::with_capacity(READ_BYTES, body),
-                count: 0,
-            }),
-            produced: 0,
-            max_bytes,
-        }),
+        Some("gzip" | "x-gzip") => {
+            let caps = Caps {
+                max_size: max_bytes,
+                max_ratio: MAX_GZIP_RATIO,
+                ratio_from: RATIO_FROM,
+            };
+            let (input, consumed) = counted(BufReader::with_capacity(READ_BYTES, body));
+            Box::new(Capped::new(MultiGzDecoder::new(input), consumed, caps))
+        }
         Some(_) => return None,
     };
     Some(Lines::new(reader))
@@ -153,62 +152,6 @@ impl<R: Read> Lines<R> {
             return Line::TooLong(&self.line);
         }
         Line::Text(&self.line)
-    }
-}
-
-/// A cap a decompressed body reached.
-#[derive(Debug, thiserror::Error)]
-enum OverCap {
-    #[error("past {0} bytes")]
-    Size(u64),
-    #[error("over the ratio")]
-    Ratio,
-}
-
-/// The compressed body, counting the bytes the decoder has taken (not those read ahead).
-struct Counted<R> {
-    inner: BufReader<R>,
-    count: u64,
-}
-
-impl<R: Read> Read for Counted<R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let read = self.inner.read(buf)?;
-        self.count += read as u64;
-        Ok(read)
-    }
-}
-
-impl<R: Read> BufRead for Counted<R> {
-    fn fill_buf(&mut self) -> io::Result<&[u8]> {
-        self.inner.fill_buf()
-    }
-
-    fn consume(&mut self, amount: usize) {
-        self.count += amount as u64;
-        self.inner.consume(amount);
-    }
-}
-
-/// A gzip decoder that fails once its output passes the caps.
-struct Capped<R: Read> {
-    decoder: MultiGzDecoder<Counted<R>>,
-    produced: u64,
-    max_bytes: u64,
-}
-
-impl<R: Read> Read for Capped<R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let read = self.decoder.read(buf)?;
-        self.produced += read as u64;
-        let compressed = self.decoder.get_ref().count.max(1);
-        if self.produced > self.max_bytes {
-            Err(io::Error::other(OverCap::Size(self.max_bytes)))
-        } else if self.produced > RATIO_FROM && self.produced / compressed > MAX_GZIP_RATIO {
-            Err(io::Error::other(OverCap::Ratio))
-        } else {
-            Ok(read)
-        }
     }
 }
 
