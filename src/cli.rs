@@ -90,7 +90,8 @@ pub enum Command {
     /// Summarize a profile or a log: steps, CPU, memory, disk, network, a right-sizing hint.
     #[command(
         after_help = "Examples:\n  tc-profile summary profile_resource-usage.json\n  \
-        tc-profile summary --format json profile_resource-usage.jsonl.gz > summary.json\n\n\
+        tc-profile summary --format json profile_resource-usage.jsonl.gz > summary.json\n  \
+        tc-profile summary --from 12000 --to 72000 profile_resource-usage.json\n\n\
         A log is finalized in memory (and left as it is). The JSON form is stable; its keys\n\
         are described in the README."
     )]

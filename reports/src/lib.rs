@@ -13,6 +13,7 @@ pub use export::{
     TASK_TAGS,
 };
 pub use summary::{
-    summarize, CpuFigures, CpuUse, DiskUse, Dropped, Hint, MachineSize, MemoryUse, NetworkUse,
-    ProcessUse, Sparklines, Step, Summary, SummaryFormat, Verdict, SUMMARY_VERSION,
+    summarize, summarize_window, CpuFigures, CpuUse, DiskUse, Dropped, Hint, MachineSize,
+    MemoryUse, NetworkUse, ProcessUse, Sparklines, Step, Summary, SummaryFormat, Verdict, Window,
+    SUMMARY_VERSION,
 };

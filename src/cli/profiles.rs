@@ -13,6 +13,12 @@ pub struct SummaryArgs {
     /// text: for people; json: stable keys for scripts.
     #[arg(long, value_name = "FORMAT", default_value = "text")]
     pub format: SummaryFormatArg,
+    /// Summarize from this time on (ms since the recording's start) [default: its start].
+    #[arg(long, value_name = "MS")]
+    pub from: Option<f64>,
+    /// Summarize up to this time (ms since the recording's start) [default: its end].
+    #[arg(long, value_name = "MS")]
+    pub to: Option<f64>,
     #[command(flatten)]
     pub input_caps: InputCapArgs,
 }

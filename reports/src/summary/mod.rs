@@ -18,9 +18,9 @@ mod usage;
 
 pub use model::{
     CpuFigures, CpuUse, DiskUse, Dropped, Hint, MachineSize, MemoryUse, NetworkUse, ProcessUse,
-    Sparklines, Step, Summary, Verdict, SUMMARY_VERSION,
+    Sparklines, Step, Summary, Verdict, Window, SUMMARY_VERSION,
 };
-pub use summarize::summarize;
+pub use summarize::{summarize, summarize_window};
 
 /// The output formats of a summary.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -16,6 +16,8 @@ pub struct Summary {
     pub product: Option<String>,
     /// Unix epoch milliseconds of time 0.
     pub start_time: Option<f64>,
+    /// The part of the recording summarized, when not all of it (`summary --from --to`).
+    pub window: Option<Window>,
     pub duration_ms: f64,
     /// Whether the recording ended on purpose (it has its clean-end footer).
     pub complete: bool,
@@ -35,6 +37,36 @@ pub struct Summary {
     pub dropped: Vec<Dropped>,
     pub hint: Option<Hint>,
     pub sparklines: Sparklines,
+}
+
+/// A span of a recording, in milliseconds since its start.
+#[derive(Serialize, Clone, Copy, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Window {
+    pub from_ms: f64,
+    pub to_ms: f64,
+}
+
+impl Window {
+    /// All of any recording.
+    pub const ALL: Window = Window {
+        from_ms: f64::NEG_INFINITY,
+        to_ms: f64::INFINITY,
+    };
+
+    /// How much of the interval `[start, end]` lies in the window: `None` when none of it
+    /// does, 1 for an instant inside.
+    pub fn share(&self, start: f64, end: f64) -> Option<f64> {
+        let (from, to) = (start.max(self.from_ms), end.min(self.to_ms));
+        if to < from || (to == from && end > start) {
+            return None;
+        }
+        Some(if end > start {
+            (to - from) / (end - start)
+        } else {
+            1.0
+        })
+    }
 }
 
 #[derive(Serialize, Clone, Debug, PartialEq)]
@@ -179,4 +211,22 @@ pub enum Verdict {
 pub struct Sparklines {
     pub cpu: Option<String>,
     pub memory: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_window_holds_the_share_of_an_interval_inside_it() {
+        let window = Window {
+            from_ms: 10.0,
+            to_ms: 20.0,
+        };
+        assert_eq!(window.share(0.0, 20.0), Some(0.5));
+        assert_eq!(window.share(12.0, 18.0), Some(1.0));
+        assert_eq!(window.share(15.0, 15.0), Some(1.0), "an instant inside");
+        assert_eq!(window.share(20.0, 30.0), None, "touching is not inside");
+        assert_eq!(window.share(0.0, 9.0), None);
+    }
 }

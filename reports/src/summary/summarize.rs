@@ -1,7 +1,8 @@
-//! [`summarize`]: a profile's summary, composed from its tracks, steps and notes.
+//! [`summarize`]: a profile's summary, composed from its tracks, steps and notes; and
+//! [`summarize_window`], the same of a span of it.
 
 use crate::summary::hint::hint;
-use crate::summary::model::{Dropped, MachineSize, Sparklines, Summary, SUMMARY_VERSION};
+use crate::summary::model::{Dropped, MachineSize, Sparklines, Summary, Window, SUMMARY_VERSION};
 use crate::summary::sparkline::{sparkline, Aggregate};
 use crate::summary::steps::steps;
 use crate::summary::tracks::Tracks;
@@ -14,9 +15,21 @@ const DROP_NOTES: [&str; 3] = [DATA_MISSING, LOG_DAMAGE, MARKER_FILES];
 
 /// Computes the summary of a profile.
 pub fn summarize(profile: &Profile) -> Summary {
+    summary_of(profile, None)
+}
+
+/// Computes the summary of the part of a profile in `window`: its CPU and memory there,
+/// the bytes read and sent in proportion to how much of each sample lies in it, the steps,
+/// processes and notes that overlap it.
+pub fn summarize_window(profile: &Profile, window: Window) -> Summary {
+    summary_of(profile, Some(window))
+}
+
+fn summary_of(profile: &Profile, window: Option<Window>) -> Summary {
     let meta = profile.meta();
     let markers = profile.markers();
-    let tracks = Tracks::collect(markers);
+    let span = window.unwrap_or(Window::ALL);
+    let tracks = Tracks::collect(markers, span);
     let machine = MachineSize {
         logical_cpus: meta
             .get("logicalCPUs")
@@ -31,11 +44,15 @@ pub fn summarize(profile: &Profile) -> Summary {
     let start = meta
         .get("profilingStartTime")
         .and_then(Value::as_f64)
-        .unwrap_or(0.0);
+        .unwrap_or(0.0)
+        .max(span.from_ms);
     let end = meta
         .get("profilingEndTime")
         .and_then(Value::as_f64)
-        .unwrap_or_else(|| last_time(markers));
+        .unwrap_or_else(|| last_time(markers))
+        .min(span.to_ms)
+        .max(start);
+    let in_span = |start: f64, end: Option<f64>| span.share(start, end.unwrap_or(start)).is_some();
     let ended_early_at_ms = markers
         .iter()
         .find(|m| m.name == ENDED_EARLY)
@@ -54,15 +71,25 @@ pub fn summarize(profile: &Profile) -> Summary {
             .and_then(Value::as_str)
             .map(str::to_owned),
         start_time: meta.get("startTime").and_then(Value::as_f64),
+        window: window.map(|_| Window {
+            from_ms: start,
+            to_ms: end,
+        }),
         duration_ms: end - start,
         complete: ended_early_at_ms.is_none(),
         ended_early_at_ms,
-        steps: steps(meta, markers, &tracks),
+        steps: steps(meta, markers, &tracks)
+            .into_iter()
+            .filter(|step| in_span(step.start_ms, Some(step.start_ms + step.duration_ms)))
+            .collect(),
         disk: tracks.disk.clone(),
         network: tracks.network.clone(),
         top_processes: tracks.processes.clone(),
         top_commands: tracks.top_commands(),
-        dropped: dropped(markers),
+        dropped: dropped(markers)
+            .into_iter()
+            .filter(|note| in_span(note.start_ms, note.end_ms))
+            .collect(),
         sparklines: Sparklines {
             cpu: sparkline(&tracks.cpu, start, end, Some(1.0), Aggregate::Mean),
             memory: sparkline(&tracks.memory, start, end, memory_scale, Aggregate::Max),
@@ -109,6 +136,10 @@ mod tests {
     /// A recording of 10 s on 2 cores, one sample a second: all cores at `machine_cpu`,
     /// the task's processes at `task_cpu` of them, the rest at the difference.
     fn summary_of(machine_cpu: f64, task_cpu: f64) -> Summary {
+        summarize(&profile_of(machine_cpu, task_cpu))
+    }
+
+    fn profile_of(machine_cpu: f64, task_cpu: f64) -> Profile {
         let mut log = String::from(concat!(
             r#"{"type":"meta","startTime":1000,"logicalCPUs":2,"mainMemory":8589934592,"markerSchema":[]}"#,
             "\n",
@@ -139,8 +170,38 @@ mod tests {
                 log.push('\n');
             }
         }
-        let (profile, _) = compact(read_log(log.as_bytes()).unwrap());
-        summarize(&profile)
+        compact(read_log(log.as_bytes()).unwrap()).0
+    }
+
+    #[test]
+    fn a_window_holds_the_samples_inside_it_cut_at_its_edges() {
+        let profile = profile_of(0.5, 0.25);
+        let window = Window {
+            from_ms: 2500.0,
+            to_ms: 4000.0,
+        };
+        let summary = summarize_window(&profile, window);
+        assert_eq!(summary.window, Some(window));
+        assert_eq!(summary.duration_ms, 1500.0);
+        let cpu = summary.cpu.unwrap();
+        assert_eq!((cpu.all.average, cpu.task.unwrap().average), (0.5, 0.25));
+        let memory = summary.memory.unwrap();
+        assert!((2500.0..4000.0).contains(&memory.peak_at_ms), "{memory:?}");
+        assert_eq!(summarize(&profile).window, None);
+    }
+
+    #[test]
+    fn a_window_past_the_recording_ends_with_it() {
+        let window = Window {
+            from_ms: 8000.0,
+            to_ms: f64::INFINITY,
+        };
+        let summary = summarize_window(&profile_of(0.5, 0.25), window);
+        let expected = Window {
+            from_ms: 8000.0,
+            to_ms: 10_000.0,
+        };
+        assert_eq!(summary.window, Some(expected));
     }
 
     #[test]

@@ -133,7 +133,14 @@ pub(super) fn serialize(summary: &Summary, form: Form) -> Vec<u8> {
 }
 
 fn ending(summary: &Summary) -> String {
-    let length = duration(summary.duration_ms);
+    let mut length = duration(summary.duration_ms);
+    if let Some(window) = &summary.window {
+        length = format!(
+            "{length}, the window from {} to {}",
+            duration(window.from_ms),
+            duration(window.to_ms)
+        );
+    }
     match summary.ended_early_at_ms {
         None => format!("{length}, complete"),
         Some(at) => {

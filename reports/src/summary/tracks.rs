@@ -1,7 +1,7 @@
 //! The figures a summary is made of, gathered in one pass over the markers: the samples
 //! of the resource tracks, the disk and network totals, and the task's processes.
 
-use crate::summary::model::{CommandUse, DiskUse, NetworkUse, ProcessUse};
+use crate::summary::model::{CommandUse, DiskUse, NetworkUse, ProcessUse, Window};
 use serde_json::Value;
 use std::collections::HashMap;
 use tc_profile_finalizer::{busy_share, MarkerRef, Markers};
@@ -82,11 +82,16 @@ pub(super) struct Tracks {
 
 impl Tracks {
     /// The system-wide tracks by name and schema (a per-disk `IO sda` is not counted
-    /// twice), the task's tree against the rest by schema, and the process markers.
-    pub(super) fn collect(markers: &Markers) -> Tracks {
+    /// twice), the task's tree against the rest by schema, and the process markers; as much
+    /// of them as lies in `window`: samples cut at its edges, byte counts in proportion,
+    /// the processes and commands that ran in it.
+    pub(super) fn collect(markers: &Markers, window: Window) -> Tracks {
         let mut tracks = Tracks::default();
         for marker in markers {
             let (Some(end), Some(_)) = (marker.end_time, &marker.data) else {
+                continue;
+            };
+            let Some(share) = window.share(marker.start_time, end) else {
                 continue;
             };
             match marker.leading_type() {
@@ -102,8 +107,8 @@ impl Tracks {
             let figures = marker.figures();
             let number = |key: &str| figures.get(key);
             let sample = |value: f64| Sample {
-                start: marker.start_time,
-                end,
+                start: marker.start_time.max(window.from_ms),
+                end: end.min(window.to_ms),
                 value,
                 peak: number("peak").unwrap_or(value),
             };
@@ -125,16 +130,16 @@ impl Tracks {
                         read_bytes: 0,
                         written_bytes: 0,
                     });
-                    disk.read_bytes += count(number("read_bytes"));
-                    disk.written_bytes += count(number("write_bytes"));
+                    disk.read_bytes += count(number("read_bytes"), share);
+                    disk.written_bytes += count(number("write_bytes"), share);
                 }
                 (track::NET_IO, data_type::NET_IO) => {
                     let network = tracks.network.get_or_insert(NetworkUse {
                         received_bytes: 0,
                         sent_bytes: 0,
                     });
-                    network.received_bytes += count(number("recv_bytes"));
-                    network.sent_bytes += count(number("sent_bytes"));
+                    network.received_bytes += count(number("recv_bytes"), share);
+                    network.sent_bytes += count(number("sent_bytes"), share);
                 }
                 (_, TASK_CPU) => tracks.task_cpu.extend(number("cpu").map(sample)),
                 (_, OTHER_CPU) => tracks.other_cpu.extend(number("cpu").map(sample)),
@@ -207,9 +212,9 @@ fn process_use(marker: MarkerRef, end: f64) -> ProcessUse {
     }
 }
 
-/// A byte count: a whole, non-negative number, else nothing.
-fn count(number: Option<f64>) -> u64 {
+/// `share` of a byte count: a whole, non-negative number, else nothing.
+fn count(number: Option<f64>, share: f64) -> u64 {
     number
         .filter(|n| *n >= 0.0 && n.fract() == 0.0)
-        .map_or(0, |n| n as u64)
+        .map_or(0, |n| (n * share).round() as u64)
 }
