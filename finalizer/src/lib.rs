@@ -62,7 +62,10 @@ pub use input::{read_input, Input, InputError, ProgressFn};
 pub use lock_holder::LockHolder;
 pub use marker_columns::Markers;
 pub use markers::{merge_profile_dir, profile_dir_of};
-pub use merge::{merge, MergeError, MergeOptions, MergeReport};
+pub use merge::{
+    merge, merge_inputs, read_inputs, MergeError, MergeInput, MergeOptions, MergeReport,
+    StepCompared,
+};
 pub use output::{remove_durably, write_atomically, write_profile};
 pub use problems::{ProblemCount, Problems};
 pub use profile::{

@@ -8,10 +8,12 @@ pub use parts::GRAPH_TYPE;
 use parts::{field, graph, Field, Graph};
 use serde_json::{json, Map, Value};
 
+mod compare;
 mod log;
 mod metric;
 mod parts;
 mod task;
+pub use compare::compare_schema;
 pub use log::log_schema;
 pub use task::as_task_schema;
 
@@ -109,6 +111,8 @@ pub mod data_type {
     pub const SWAP: &str = "Swap";
     pub const CPU_FREQUENCY: &str = "CPUFreq";
     pub const LOG: &str = "Log";
+    /// A step of two runs side by side (`tc-profile compare`).
+    pub const COMPARE: &str = "Compare";
 
     /// The types above but [`TEXT`]: those of the recorder's own tracks and markers.
     const OWN: [&str; 20] = [
@@ -208,6 +212,13 @@ pub fn declare_log(meta: &mut Map<String, Value>) -> [u32; 3] {
     declare_schema(meta, log_schema());
     [category::LOG, category::LOG_WARNING, category::LOG_ERROR]
         .map(|ours| declare_category(meta, ours))
+}
+
+/// Declares in `meta` the `Compare` schema and the category of its markers (Recorder:
+/// tc-profile's notes), whose index it returns.
+pub fn declare_compare(meta: &mut Map<String, Value>) -> u32 {
+    declare_schema(meta, compare_schema());
+    declare_category(meta, category::RECORDER)
 }
 
 fn declare_schema(meta: &mut Map<String, Value>, schema: Value) {

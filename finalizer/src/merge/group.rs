@@ -22,7 +22,16 @@ pub(crate) struct Member {
     pub source: String,
     /// Its `meta.startTime`, checked to be there.
     pub start_time: f64,
+    /// How much later than its start it is placed (ms).
+    pub shift: f64,
     pub profile: Profile,
+}
+
+impl Member {
+    /// Where its time 0 lies on the group's axis (epoch ms).
+    fn placed_at(&self) -> f64 {
+        self.start_time + self.shift
+    }
 }
 
 /// The merged profile: one meta, a thread (fields and markers) per member.
@@ -40,7 +49,7 @@ pub(crate) struct Group {
 pub(crate) fn group(members: Vec<Member>) -> Group {
     let start = members
         .iter()
-        .map(|m| m.start_time)
+        .map(Member::placed_at)
         .fold(f64::INFINITY, f64::min);
     let interval = members
         .iter()
@@ -69,8 +78,8 @@ struct Builder {
 impl Builder {
     /// Adds the `index`-th member to a group that starts at `group_start` (epoch ms).
     fn add(&mut self, index: usize, member: Member, group_start: f64) {
+        let offset = member.placed_at() - group_start;
         let mut meta = member.profile.meta;
-        let offset = member.start_time - group_start;
         let category_of = self.categories.add(&own_categories(&mut meta));
         let own_schemas = take_list(&mut meta, "markerSchema");
         let renamed = self.schemas.add(&own_schemas, index + 1);
@@ -99,9 +108,12 @@ impl Builder {
         self.end = self.end.max(offset + own_end);
         let name = label(&meta, &member.source);
         let thread = process_thread(&name, index + 1, offset, offset + own_end);
-        self.processes
-            .push(json!({"pid": thread["pid"], "name": name,
-            "source": member.source, "offset": offset, "meta": meta}));
+        let mut process = json!({"pid": thread["pid"], "name": name,
+            "source": member.source, "offset": offset, "meta": meta});
+        if member.shift != 0.0 {
+            process["shift"] = json!(member.shift);
+        }
+        self.processes.push(process);
         self.threads.push((thread, markers.into_iter().collect()));
     }
 
@@ -294,6 +306,7 @@ mod tests {
         Member {
             source: source.to_owned(),
             start_time: start,
+            shift: 0.0,
             profile,
         }
     }
@@ -330,6 +343,29 @@ mod tests {
         let first_data = group.threads[0].1.get(0).data_value().unwrap();
         assert_eq!(first_data, json!({"type": "Step", "at": 12}), "unmoved");
         assert_eq!(group.renamed, ["Step -> Step (2)"]);
+    }
+
+    #[test]
+    fn a_shifted_profile_moves_by_its_shift_beyond_its_start() {
+        let schema = json!({"name": "Step", "data": []});
+        let first = member(
+            "a.json",
+            1000.0,
+            json!([]),
+            schema.clone(),
+            json!({"type": "Step"}),
+        );
+        let mut second = member("b.json", 1250.0, json!([]), schema, json!({"type": "Step"}));
+        second.shift = -200.0;
+        let group = group(vec![first, second]);
+        let marker = group.threads[1].1.get(0);
+        assert_eq!(marker.start_time, 60.0, "10 ms into b, b at 1050 ms");
+        let entry = &group.meta["tcProfile"]["group"][1];
+        assert_eq!(
+            (entry["offset"].as_f64(), entry["shift"].as_f64()),
+            (Some(50.0), Some(-200.0))
+        );
+        assert_eq!(group.meta["tcProfile"]["group"][0].get("shift"), None);
     }
 
     #[test]

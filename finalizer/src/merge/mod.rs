@@ -3,6 +3,8 @@
 //! shared tables merged (`tables.rs`). Inputs are read as `summary` reads them: a log,
 //! torn or whole, is finalized in memory and left as it is; gzip and zstd are recognised by
 //! their first bytes. The group is written atomically, compressed by its extension.
+//! `tc-profile compare` merges two runs read as [`MergeInput`]s, the new one shifted so that
+//! a step starts at the same time in both, with a `Compare` marker per step.
 
 mod group;
 mod tables;
@@ -11,14 +13,17 @@ use crate::compression::InputCaps;
 use crate::input::{read_input, InputError};
 use crate::marker_table::ThreadOut;
 use crate::output::write_profile;
+use crate::profile::Profile;
+use crate::profile_marker::ProfileMarker;
 use group::{group, Group, Member};
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::{json, Value};
 use std::fs;
 use std::io;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use tc_profile_format::PREPROCESSED_PROFILE_VERSION;
+use tc_profile_format::schema::{data_type::COMPARE, declare_compare};
+use tc_profile_format::{Marker, PREPROCESSED_PROFILE_VERSION};
 
 /// Where to write the group.
 #[derive(Clone, Debug)]
@@ -74,14 +79,74 @@ pub enum MergeError {
     Write { path: PathBuf, source: io::Error },
 }
 
+/// One input of a merge, read and checked: a profile that the group can carry whole.
+pub struct MergeInput(Member);
+
+/// A step of two runs compared, as a `Compare` marker shows it: where it lies in the run
+/// whose marker it is (ms since that run's start), and its duration in each.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StepCompared {
+    pub step: String,
+    pub start_ms: f64,
+    pub end_ms: f64,
+    pub base_ms: f64,
+    pub new_ms: f64,
+}
+
+impl MergeInput {
+    /// Reads the profile or log at `path` and checks that a group can carry all of it.
+    pub fn read(path: &Path, caps: InputCaps) -> Result<MergeInput, MergeError> {
+        member(path, caps).map(MergeInput)
+    }
+
+    pub fn profile(&self) -> &Profile {
+        &self.0.profile
+    }
+
+    /// Moves the input `ms` later on the group's axis (earlier when negative) than its
+    /// wall-clock start would place it; `meta.tcProfile.group` says by how much.
+    pub fn shift(&mut self, ms: f64) {
+        self.0.shift += ms;
+    }
+
+    /// Adds a `Compare` marker (category Recorder) over each step.
+    pub fn add_compared_steps(&mut self, steps: &[StepCompared]) {
+        let profile = &mut self.0.profile;
+        let category = declare_compare(profile.meta_mut());
+        profile.add_markers(steps.iter().map(|step| {
+            let data = json!({"type": COMPARE, "step": step.step, "base": step.base_ms,
+                "new": step.new_ms, "delta": step.new_ms - step.base_ms});
+            let marker = Marker::interval(COMPARE, step.start_ms, step.end_ms);
+            ProfileMarker::from(marker.with_category(category).with_data(data))
+        }));
+    }
+}
+
 /// Merges the profiles or logs at `inputs`, in that order, into `options.output`.
 pub fn merge(inputs: &[PathBuf], options: &MergeOptions) -> Result<MergeReport, MergeError> {
+    let members = read_inputs(inputs, options)?;
+    merge_inputs(members, options)
+}
+
+/// Reads the profiles or logs at `inputs` for [`merge_inputs`], once each path is checked:
+/// no input named twice, an output that is none of them and, without `force`, new.
+pub fn read_inputs(
+    inputs: &[PathBuf],
+    options: &MergeOptions,
+) -> Result<Vec<MergeInput>, MergeError> {
     check_paths(inputs, options)?;
-    let members = inputs
+    inputs
         .iter()
-        .map(|path| member(path, options.input_caps))
-        .collect::<Result<Vec<_>, _>>()?;
-    let group = group(members);
+        .map(|path| MergeInput::read(path, options.input_caps))
+        .collect()
+}
+
+/// Merges `inputs`, in that order, into `options.output`.
+pub fn merge_inputs(
+    inputs: Vec<MergeInput>,
+    options: &MergeOptions,
+) -> Result<MergeReport, MergeError> {
+    let group = group(inputs.into_iter().map(|input| input.0).collect());
     let bytes_written =
         write_profile(&options.output, &Document::of(&group)).map_err(|source| {
             MergeError::Write {
@@ -175,6 +240,7 @@ fn member(path: &Path, caps: InputCaps) -> Result<Member, MergeError> {
     Ok(Member {
         source,
         start_time,
+        shift: 0.0,
         profile,
     })
 }
