@@ -13,7 +13,7 @@ pub use daemon::{DaemonArgs, DaemonCommand, TaskArgs, TaskCommand, WorkerProfile
 pub use export::{CredentialsArgs, ExportArgs, ExportAtEndArgs, ExportFormatArg};
 pub use logs::{FinalizeArgs, RecoverArgs};
 pub use markers::{BeginArgs, EndArgs, MarkArgs};
-pub use profiles::{AddLogArgs, MergeArgs, OpenArgs, SummaryArgs, SummaryFormatArg};
+pub use profiles::{AddLogArgs, CompareArgs, MergeArgs, OpenArgs, SummaryArgs, SummaryFormatArg};
 pub use recording::{RecordArgs, RecordingArgs, RunArgs, SyncArg};
 
 use clap::{Args, Parser, Subcommand};
@@ -128,6 +128,16 @@ pub enum Command {
         memory and left as they are; Mozilla's resource profiles are read too."
     )]
     Merge(MergeArgs),
+    /// Why is this run slower? Two runs compared step by step, and merged aligned.
+    #[command(
+        after_help = "Example:\n  tc-profile compare base.json new.jsonl --align build -o compare.json\n\n\
+        Steps (lifecycle steps, task intervals, the command, log components) match by name and\n\
+        order. The table lists them, those that account for most of the difference first, with\n\
+        each run's CPU, memory, disk and network in the step; then the steps of one run only\n\
+        and the commands that changed most. The merged profile puts NEW beside BASE, moved so\n\
+        that the aligned step starts at the same time, with a Compare marker per step."
+    )]
+    Compare(CompareArgs),
     /// Add a task's log (Taskcluster's live_backing.log, say) to a profile or a log.
     #[command(
         after_help = "Example:\n  tc-profile add-log profile_resource-usage.json live_backing.log -o with-log.json\n\n\

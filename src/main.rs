@@ -3,6 +3,7 @@
 
 mod add_log;
 mod cli;
+mod compare;
 mod daemon;
 mod export;
 mod malloc;
@@ -105,6 +106,7 @@ fn dispatch(command: Command) -> Result<u8> {
         Command::Completions(args) => completions(args),
         Command::Export(args) => export::export(args),
         Command::Merge(args) => merge::merge(args),
+        Command::Compare(args) => compare::compare(args),
         Command::AddLog(args) => add_log::add_log(args),
         Command::Daemon(args) => daemon::daemon(args),
         Command::Task(args) => daemon::task(args),

@@ -4,9 +4,14 @@
 //! [`Profile`](tc_profile_finalizer::Profile), in memory at the end of a recording or read
 //! back from a file; nothing here writes a profile or a log.
 
+mod compare;
 mod export;
 mod summary;
 
+pub use compare::{
+    compare, CompareError, Comparison, ProcessDelta, Run, RunEnding, StepDelta, StepFigures,
+    StepSpan,
+};
 pub use export::{
     send_statsd, statsd_packets, write_influx, Credentials, ExportError, ExportFormat, Figure,
     InfluxTarget, MetricPoint, Precision, Retry, SeriesReport, StepReport, TaskReport, WriteError,

@@ -1,5 +1,5 @@
 //! The arguments of the commands that read a finished profile (or a log, finalized in
-//! memory): `summary`, `open`, `merge`, `add-log`.
+//! memory): `summary`, `open`, `merge`, `compare`, `add-log`.
 
 use super::input::InputCapArgs;
 use clap::{Args, ValueEnum};
@@ -53,6 +53,31 @@ pub struct MergeArgs {
     /// Replace the output if it exists.
     #[arg(long)]
     pub force: bool,
+    #[command(flatten)]
+    pub input_caps: InputCapArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct CompareArgs {
+    /// The run to compare with (.json, .jsonl, either compressed as .gz or .zst).
+    #[arg(value_name = "BASE")]
+    pub base: PathBuf,
+    /// The run to explain.
+    #[arg(value_name = "NEW")]
+    pub new: PathBuf,
+    /// The step that starts at the same time in both runs in the merged profile (a name
+    /// as the table shows it) [default: the first step they share].
+    #[arg(long, value_name = "STEP")]
+    pub align: Option<String>,
+    /// Where to write the merged profile of both runs; .gz or .zst compresses it.
+    #[arg(short, long, value_name = "PATH", default_value = "compare.json")]
+    pub output: PathBuf,
+    /// Replace the output if it exists.
+    #[arg(long)]
+    pub force: bool,
+    /// Print the comparison as JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
     #[command(flatten)]
     pub input_caps: InputCapArgs,
 }

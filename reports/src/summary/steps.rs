@@ -4,67 +4,105 @@
 use crate::summary::model::Step;
 use crate::summary::tracks::{overlapping, Sample, Tracks};
 use serde_json::{Map, Value};
-use tc_profile_finalizer::Markers;
+use tc_profile_finalizer::{MarkerRef, Markers};
 use tc_profile_format::schema::data_type::{COMMANDS, PROCESS};
 
 /// Categories whose intervals are steps: ours, and Mozilla's resource monitor's phases.
-const STEP_CATEGORIES: [&str; 3] = ["Worker", "Task", "Phases"];
+pub(crate) const STEP_CATEGORIES: [&str; 3] = ["Worker", "Task", "Phases"];
 /// The types of the task's intervals that are no steps: its processes, and its commands'
 /// totals.
 const NOT_STEPS: [&str; 2] = [PROCESS, COMMANDS];
 
-pub(super) fn steps(meta: &Map<String, Value>, markers: &Markers, tracks: &Tracks) -> Vec<Step> {
-    let categories: Vec<&str> = meta
-        .get("categories")
+/// An interval marker of a step's category, with what a step shows of it.
+pub(crate) struct StepMarker<'a> {
+    pub(crate) marker: MarkerRef<'a>,
+    pub(crate) end: f64,
+    pub(crate) category: &'a str,
+    pub(crate) data: Option<Value>,
+}
+
+impl StepMarker<'_> {
+    /// The command, text or phase the marker carries.
+    pub(crate) fn detail(&self) -> Option<String> {
+        let text = |key: &str| self.data.as_ref()?.get(key)?.as_str().map(str::to_owned);
+        text("command")
+            .or_else(|| text("phase"))
+            .or_else(|| text("text"))
+    }
+
+    /// Still open when the recording ended: closed there.
+    pub(crate) fn cut_off(&self) -> bool {
+        self.data.as_ref().and_then(|d| d.get("cutOff")).is_some()
+    }
+}
+
+/// The names of `meta.categories`, by index.
+pub(crate) fn category_names(meta: &Map<String, Value>) -> Vec<&str> {
+    meta.get("categories")
         .and_then(Value::as_array)
         .map(|list| {
             list.iter()
                 .map(|c| c.get("name").and_then(Value::as_str).unwrap_or(""))
                 .collect()
         })
-        .unwrap_or_default();
-    markers
-        .iter()
-        .filter_map(|marker| {
-            let end = marker.end_time?;
-            let category = *categories.get(marker.category.unwrap_or(0) as usize)?;
-            if !STEP_CATEGORIES.contains(&category) {
-                return None;
-            }
-            // A process of the task is no step: most say so first, and are not parsed.
-            if marker
-                .leading_type()
-                .is_some_and(|t| NOT_STEPS.contains(&t))
-            {
-                return None;
-            }
-            let data = marker.data_value();
-            let data = data.as_ref();
-            let data_type = data.and_then(|d| d.get("type")).and_then(Value::as_str);
-            if data_type.is_some_and(|t| NOT_STEPS.contains(&t)) {
-                return None;
-            }
-            let text = |key: &str| data?.get(key)?.as_str().map(str::to_owned);
-            let cpu: Vec<(Sample, f64)> =
-                overlapping(&tracks.cpu, marker.start_time, end).collect();
+        .unwrap_or_default()
+}
+
+/// The intervals of the `categories` named that are steps (not a process's or a command's).
+pub(crate) fn step_markers<'a>(
+    meta: &'a Map<String, Value>,
+    markers: &'a Markers,
+    categories: &'a [&'a str],
+) -> impl Iterator<Item = StepMarker<'a>> + 'a {
+    let names = category_names(meta);
+    markers.iter().filter_map(move |marker| {
+        let end = marker.end_time?;
+        let category = *names.get(marker.category.unwrap_or(0) as usize)?;
+        if !categories.contains(&category) {
+            return None;
+        }
+        // A process of the task is no step: most say so first, and are not parsed.
+        if marker
+            .leading_type()
+            .is_some_and(|t| NOT_STEPS.contains(&t))
+        {
+            return None;
+        }
+        let data = marker.data_value();
+        let data_type = data.as_ref().and_then(|d| d.get("type")?.as_str());
+        if data_type.is_some_and(|t| NOT_STEPS.contains(&t)) {
+            return None;
+        }
+        Some(StepMarker {
+            marker,
+            end,
+            category,
+            data,
+        })
+    })
+}
+
+pub(super) fn steps(meta: &Map<String, Value>, markers: &Markers, tracks: &Tracks) -> Vec<Step> {
+    step_markers(meta, markers, &STEP_CATEGORIES)
+        .map(|step| {
+            let (start, end) = (step.marker.start_time, step.end);
+            let cpu: Vec<(Sample, f64)> = overlapping(&tracks.cpu, start, end).collect();
             let weight: f64 = cpu.iter().map(|(_, w)| w).sum();
-            Some(Step {
-                name: marker.name.to_owned(),
-                detail: text("command")
-                    .or_else(|| text("phase"))
-                    .or_else(|| text("text")),
-                category: category.to_owned(),
-                start_ms: marker.start_time,
-                duration_ms: end - marker.start_time,
-                cut_off: data.and_then(|d| d.get("cutOff")).is_some(),
+            Step {
+                name: step.marker.name.to_owned(),
+                detail: step.detail(),
+                category: step.category.to_owned(),
+                start_ms: start,
+                duration_ms: end - start,
+                cut_off: step.cut_off(),
                 cpu_average: (weight > 0.0)
                     .then(|| cpu.iter().map(|(s, w)| s.value * w).sum::<f64>() / weight),
                 cpu_peak: cpu.iter().map(|(s, _)| s.peak).reduce(f64::max),
-                peak_memory_bytes: overlapping(&tracks.memory, marker.start_time, end)
+                peak_memory_bytes: overlapping(&tracks.memory, start, end)
                     .map(|(s, _)| s.peak)
                     .reduce(f64::max)
                     .map(|bytes| bytes as u64),
-            })
+            }
         })
         .collect()
 }

@@ -6,10 +6,10 @@ use crate::summary::model::{CommandUse, ProcessUse, Step, Summary};
 use std::fmt::Write;
 use tc_profile_finalizer::escape_controls;
 
-const BOLD: &str = "\x1b[1m";
-const RESET: &str = "\x1b[0m";
+pub(crate) const BOLD: &str = "\x1b[1m";
+pub(crate) const RESET: &str = "\x1b[0m";
 /// The longest step name shown; the rest is cut with an ellipsis.
-const NAME_MAX: usize = 40;
+pub(crate) const NAME_MAX: usize = 40;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(super) enum Form {
@@ -249,7 +249,7 @@ fn commands(out: &mut String, commands: &[CommandUse]) {
     }
 }
 
-fn cut(name: &str) -> String {
+pub(crate) fn cut(name: &str) -> String {
     match name.char_indices().nth(NAME_MAX - 1) {
         Some((at, _)) => format!("{}…", &name[..at]),
         None => name.to_owned(),
@@ -257,7 +257,7 @@ fn cut(name: &str) -> String {
 }
 
 /// `0.25s`, `12.3s`, `4m 05s`, `1h 02m 03s`.
-pub(super) fn duration(ms: f64) -> String {
+pub(crate) fn duration(ms: f64) -> String {
     let seconds = ms / 1000.0;
     if seconds < 10.0 {
         return format!("{seconds:.2}s");
@@ -275,7 +275,7 @@ pub(super) fn duration(ms: f64) -> String {
 }
 
 /// Binary units, one decimal under 100: `512 B`, `3.1 GiB`, `120 MiB`.
-pub(super) fn bytes(count: u64) -> String {
+pub(crate) fn bytes(count: u64) -> String {
     const UNITS: [&str; 5] = ["KiB", "MiB", "GiB", "TiB", "PiB"];
     if count < 1024 {
         return format!("{count} B");
