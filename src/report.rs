@@ -10,7 +10,8 @@ use tc_profile_recorder::{own_cgroup_name, remove_created_cgroup};
 pub fn describe_error(error: &anyhow::Error) -> String {
     let mut text = error.to_string();
     for cause in error.chain().skip(1).map(ToString::to_string) {
-        if !text.ends_with(&cause) {
+        // A message that names its cause and then says what to do has it inside, not last.
+        if !text.contains(&cause) {
             text.push_str(": ");
             text.push_str(&cause);
         }

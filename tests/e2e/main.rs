@@ -14,6 +14,8 @@ mod attack_http;
 /// Files a task hands to the commands that read after the fact: decompression bombs, a
 /// gigabyte's line, payloads the front-end refuses, read in bounded memory.
 mod attack_postmortem;
+/// `compare`: two runs' steps matched and ranked, merged aligned; a killed run's steps.
+mod compare;
 /// gzip and zstd: profiles compressed by extension, compressed logs and profiles read back.
 mod compression;
 /// The worker-wide daemon: overlapping tasks' own profiles, the worker's profile with its
