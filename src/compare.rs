@@ -63,6 +63,7 @@ fn compared_steps(comparison: &Comparison) -> Vec<StepCompared> {
             end_ms: step.new.start_ms + step.new.duration_ms,
             base_ms: step.base.duration_ms,
             new_ms: step.new.duration_ms,
+            change: step.change(),
         })
         .collect()
 }

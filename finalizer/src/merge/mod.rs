@@ -91,6 +91,8 @@ pub struct StepCompared {
     pub end_ms: f64,
     pub base_ms: f64,
     pub new_ms: f64,
+    /// The change of duration as text (`+2.01s`), for the marker's labels.
+    pub change: String,
 }
 
 impl MergeInput {
@@ -115,7 +117,7 @@ impl MergeInput {
         let category = declare_compare(profile.meta_mut());
         profile.add_markers(steps.iter().map(|step| {
             let data = json!({"type": COMPARE, "step": step.step, "base": step.base_ms,
-                "new": step.new_ms, "delta": step.new_ms - step.base_ms});
+                "new": step.new_ms, "delta": step.new_ms - step.base_ms, "change": step.change});
             let marker = Marker::interval(COMPARE, step.start_ms, step.end_ms);
             ProfileMarker::from(marker.with_category(category).with_data(data))
         }));

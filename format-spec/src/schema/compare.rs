@@ -1,5 +1,6 @@
 //! The schema of a step compared between two runs (`tc-profile compare`; SPEC.md, "A
-//! comparison"): the step's name, its duration in each run and the difference.
+//! merged profile"): the step's name, its duration in each run and the difference (in ms,
+//! and as the table shows it).
 
 use super::data_type::COMPARE;
 use serde_json::{json, Value};
@@ -8,16 +9,17 @@ use serde_json::{json, Value};
 pub fn compare_schema() -> Value {
     json!({
         "name": COMPARE,
-        "tooltipLabel": "{marker.data.step}: {marker.data.delta} ({marker.data.base} then {marker.data.new})",
-        "tableLabel": "{marker.data.step}: {marker.data.base} then {marker.data.new}",
-        "chartLabel": "{marker.data.step} {marker.data.delta}",
+        "tooltipLabel": "{marker.data.step}: {marker.data.change} ({marker.data.base} then {marker.data.new})",
+        "tableLabel": "{marker.data.step}: {marker.data.change}, {marker.data.base} then {marker.data.new}",
+        "chartLabel": "{marker.data.step} {marker.data.change}",
         "display": ["marker-chart", "marker-table"],
         "description": "A step of the compared runs: its duration in the base run and in the new one.",
         "data": [
             {"key": "step", "label": "Step", "format": "string", "searchable": true},
             {"key": "base", "label": "Base run", "format": "duration"},
             {"key": "new", "label": "New run", "format": "duration"},
-            {"key": "delta", "label": "Difference", "format": "duration"},
+            {"key": "delta", "label": "Difference", "format": "milliseconds"},
+            {"key": "change", "label": "Change", "format": "string"},
         ],
     })
 }

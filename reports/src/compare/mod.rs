@@ -93,6 +93,13 @@ impl Comparison {
     }
 }
 
+impl StepDelta {
+    /// The change of duration as the table shows it: `+2.01s`.
+    pub fn change(&self) -> String {
+        text::signed_duration(self.delta_ms)
+    }
+}
+
 /// The pair of steps to align: the one `align` names, else the first the runs share.
 fn aligned<'p>(
     pairs: &'p [(RunStep, RunStep)],

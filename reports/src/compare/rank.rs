@@ -10,6 +10,8 @@ use std::collections::BTreeMap;
 
 /// Commands listed.
 const TOP_PROCESSES: usize = 5;
+/// A command whose change is under this share of the largest figure is not listed.
+const NOTABLE: f64 = 0.01;
 
 /// `steps` (one a pair of `pairs`, in its order) weighted and sorted, the heaviest first;
 /// `longest_ms` is the longer run's duration.
@@ -135,7 +137,7 @@ pub(super) fn processes(base: &Summary, new: &Summary) -> Vec<ProcessDelta> {
     let mut ranked: Vec<(f64, ProcessDelta)> = rows
         .into_iter()
         .map(|r| (change(&r), r))
-        .filter(|(weight, _)| *weight > 0.0)
+        .filter(|(weight, _)| *weight >= NOTABLE)
         .collect();
     ranked.sort_by(|a, b| b.0.total_cmp(&a.0));
     ranked.truncate(TOP_PROCESSES);

@@ -159,8 +159,12 @@ fn processes(out: &mut String, rows: &[ProcessDelta]) {
     }
 }
 
-/// `+2.01s`, `-0.50s`.
-fn signed_duration(ms: f64) -> String {
-    let sign = if ms < 0.0 { "-" } else { "+" };
-    format!("{sign}{}", duration(ms.abs()))
+/// `+2.01s`, `-0.50s`; `0.00s` for a change under what is shown.
+pub(super) fn signed_duration(ms: f64) -> String {
+    let size = duration(ms.abs());
+    match (ms < 0.0, size == duration(0.0)) {
+        (_, true) => size,
+        (true, false) => format!("-{size}"),
+        (false, false) => format!("+{size}"),
+    }
 }
