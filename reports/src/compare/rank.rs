@@ -1,8 +1,11 @@
 //! Which steps and commands account for the difference between two runs. A step's own
-//! change is what the steps inside it do not explain: its change of duration less theirs,
-//! its change of peak memory less the largest of theirs; so that the wrapped command, which
-//! holds every step of the task, comes first only when the time went outside them.
+//! change is what the steps inside it do not explain: the change of its time outside them
+//! (steps inside may overlap: their union is taken out), its change of peak memory less the
+//! largest of theirs; so that the wrapped command, which holds every step of the task,
+//! comes first only when the time went outside them.
 
+#[cfg(test)]
+use super::model::StepFigures;
 use super::model::{ProcessDelta, StepDelta};
 use super::steps::RunStep;
 use crate::summary::Summary;
@@ -29,7 +32,11 @@ pub(super) fn rank(
     let weights: Vec<f64> = (0..steps.len())
         .map(|at| {
             let inner = directly_inside(pairs, at);
-            let own_ms = steps[at].delta_ms - inner.iter().map(|&i| steps[i].delta_ms).sum::<f64>();
+            let outside = |run: fn(&(RunStep, RunStep)) -> &RunStep| {
+                let step = run(&pairs[at]);
+                step.duration_ms() - covered(inner.iter().map(|&i| run(&pairs[i])))
+            };
+            let own_ms = outside(|pair| &pair.1) - outside(|pair| &pair.0);
             let memory = |i: usize| memory_delta(&steps[i]);
             let largest_inner = inner
                 .iter()
@@ -63,6 +70,19 @@ fn directly_inside(pairs: &[(RunStep, RunStep)], at: usize) -> Vec<usize> {
         .copied()
         .filter(|&i| !held_by_another(i))
         .collect()
+}
+
+/// The time the `steps` cover, those that overlap counted once.
+fn covered<'a>(steps: impl Iterator<Item = &'a RunStep>) -> f64 {
+    let mut spans: Vec<(f64, f64)> = steps.map(|s| (s.start_ms, s.end_ms)).collect();
+    spans.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut total = 0.0;
+    let mut reached = f64::NEG_INFINITY;
+    for (start, end) in spans {
+        total += (end - start.max(reached)).max(0.0);
+        reached = reached.max(end);
+    }
+    total
 }
 
 fn memory_delta(step: &StepDelta) -> f64 {
@@ -142,4 +162,77 @@ pub(super) fn processes(base: &Summary, new: &Summary) -> Vec<ProcessDelta> {
     ranked.sort_by(|a, b| b.0.total_cmp(&a.0));
     ranked.truncate(TOP_PROCESSES);
     ranked.into_iter().map(|(_, row)| row).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compare::model::StepFigures;
+
+    fn step(start_ms: f64, end_ms: f64) -> RunStep {
+        RunStep {
+            category: "User".to_owned(),
+            name: format!("{start_ms}"),
+            occurrence: 0,
+            label: String::new(),
+            start_ms,
+            end_ms,
+            cut_off: false,
+        }
+    }
+
+    fn delta(pair: &(RunStep, RunStep), peaks: (u64, u64)) -> StepDelta {
+        let figures = |step: &RunStep, peak: u64| StepFigures {
+            start_ms: step.start_ms,
+            duration_ms: step.duration_ms(),
+            cut_off: false,
+            cpu_seconds: None,
+            cores: None,
+            peak_memory_bytes: Some(peak),
+            disk_bytes: None,
+            network_bytes: None,
+        };
+        StepDelta {
+            step: pair.0.name.clone(),
+            category: pair.0.category.clone(),
+            base: figures(&pair.0, peaks.0),
+            new: figures(&pair.1, peaks.1),
+            delta_ms: pair.1.duration_ms() - pair.0.duration_ms(),
+            weight: 0.0,
+        }
+    }
+
+    #[test]
+    fn the_steps_inside_the_command_explain_its_change_before_it() {
+        let pairs = [
+            (step(0.0, 5000.0), step(0.0, 7000.0)),      // the command
+            (step(100.0, 600.0), step(100.0, 2600.0)),   // 2 s slower
+            (step(700.0, 1700.0), step(2700.0, 3700.0)), // 300 MB more
+        ];
+        let mb = 1_000_000;
+        let steps = pairs
+            .iter()
+            .zip([
+                (400 * mb, 700 * mb),
+                (10 * mb, 10 * mb),
+                (400 * mb, 700 * mb),
+            ])
+            .map(|(pair, peaks)| delta(pair, peaks))
+            .collect();
+        let ranked = rank(steps, &pairs, 7000.0);
+        let names: Vec<&str> = ranked.iter().map(|s| s.step.as_str()).collect();
+        assert_eq!(names, ["700", "100", "0"], "{ranked:#?}");
+        assert_eq!(ranked[2].weight, 0.0, "the command's change is all inside");
+    }
+
+    #[test]
+    fn overlapping_steps_cover_their_union() {
+        let steps = [
+            step(0.0, 10.0),
+            step(5.0, 12.0),
+            step(20.0, 25.0),
+            step(21.0, 22.0),
+        ];
+        assert_eq!(covered(steps.iter()), 17.0);
+    }
 }

@@ -4,6 +4,7 @@
 //! category, name and order: the second `build` of one run is the second of the other.
 
 use crate::summary::{category_names, step_markers, STEP_CATEGORIES};
+use serde_json::{Map, Value};
 use std::collections::HashMap;
 use tc_profile_finalizer::Profile;
 use tc_profile_format::schema::data_type::COMMAND;
@@ -43,14 +44,20 @@ impl RunStep {
     }
 }
 
-/// The steps of a run, by start.
+/// The steps of a run, by start: the samples of a track (a schema with graphs: a task's
+/// metrics are in its category) are none.
 pub(super) fn run_steps(profile: &Profile) -> Vec<RunStep> {
     let meta = profile.meta();
     let categories: Vec<&str> = STEP_CATEGORIES
         .into_iter()
         .chain([TASK_INTERVALS])
         .collect();
+    let tracks = track_types(meta);
     let mut steps: Vec<RunStep> = step_markers(meta, profile.markers(), &categories)
+        .filter(|step| {
+            let kind = step.data.as_ref().and_then(|d| d.get("type")?.as_str());
+            !kind.is_some_and(|kind| tracks.contains(&kind))
+        })
         .map(|step| {
             let name = step.marker.name.to_owned();
             let label = match step.detail() {
@@ -79,6 +86,16 @@ pub(super) fn run_steps(profile: &Profile) -> Vec<RunStep> {
         *count += 1;
     }
     steps
+}
+
+/// The names of the schemas drawn as tracks.
+fn track_types(meta: &Map<String, Value>) -> Vec<&str> {
+    let schemas = meta.get("markerSchema").and_then(Value::as_array);
+    let tracks = schemas
+        .into_iter()
+        .flatten()
+        .filter(|s| s.get("graphs").is_some());
+    tracks.filter_map(|s| s.get("name")?.as_str()).collect()
 }
 
 /// Each component of the log as a step from its first line to its last.

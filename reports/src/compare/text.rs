@@ -16,7 +16,7 @@ pub(super) fn serialize(comparison: &Comparison) -> Vec<u8> {
     line("New", &ending(&comparison.new));
     let change = comparison.new.duration_ms - comparison.base.duration_ms;
     line("Change", &signed_duration(change));
-    let mut aligned = format!("on {}", escape_controls(&comparison.aligned_on));
+    let mut aligned = format!("on {}", cut(&escape_controls(&comparison.aligned_on)));
     let step = comparison
         .steps
         .iter()
