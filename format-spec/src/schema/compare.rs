@@ -2,13 +2,12 @@
 //! merged profile"): the step's name, its duration in each run and the difference (in ms,
 //! and as the table shows it).
 
-use super::data_type::COMPARE;
 use serde_json::{json, Value};
 
 /// The `Compare` schema.
 pub fn compare_schema() -> Value {
     json!({
-        "name": COMPARE,
+        "name": "Compare",
         "tooltipLabel": "{marker.data.step}: {marker.data.change} ({marker.data.base} then {marker.data.new})",
         "tableLabel": "{marker.data.step}: {marker.data.change}, {marker.data.base} then {marker.data.new}",
         "chartLabel": "{marker.data.step} {marker.data.change}",

@@ -230,3 +230,14 @@ fn every_field_of_a_track_but_a_metrics_name_is_a_number_the_front_end_formats()
         }
     }
 }
+
+#[test]
+fn compare_declares_its_schema_once_and_the_recorder_s_category() {
+    let mut meta = Map::new();
+    meta.insert("markerSchema".to_owned(), json!([]));
+    let category = declare_compare(&mut meta);
+    assert_eq!(declare_compare(&mut meta), category);
+    assert_eq!(meta["markerSchema"], json!([compare_schema()]));
+    assert_eq!(compare_schema()["name"], data_type::COMPARE);
+    assert_eq!(meta["categories"][category as usize]["name"], "Recorder");
+}
