@@ -4,8 +4,6 @@
 //! largest of theirs; so that the wrapped command, which holds every step of the task,
 //! comes first only when the time went outside them.
 
-#[cfg(test)]
-use super::model::StepFigures;
 use super::model::{ProcessDelta, StepDelta};
 use super::steps::RunStep;
 use crate::summary::Summary;

@@ -14,6 +14,8 @@ const TASK_INTERVALS: &str = "User";
 /// The categories of log lines, whose components are steps as one category.
 const LOG_CATEGORIES: [&str; 3] = ["Log", "Log warning", "Log error"];
 const LOG: &str = "Log";
+/// The share of a step that must lie inside another for it to be held by it.
+const HELD_SHARE: f64 = 0.9;
 
 /// A step of one run.
 #[derive(Clone, Debug, PartialEq)]
@@ -34,9 +36,17 @@ impl RunStep {
         self.end_ms - self.start_ms
     }
 
-    /// Whether `other` lies inside this step (and is not this step).
+    /// Whether `other`, shorter, lies inside this step: nine tenths of it at least, since a
+    /// step begun by the task may be stamped a moment before the command that began it.
     pub(super) fn holds(&self, other: &RunStep) -> bool {
-        other.start_ms >= self.start_ms && other.end_ms <= self.end_ms && other != self
+        let overlap = other.end_ms.min(self.end_ms) - other.start_ms.max(self.start_ms);
+        let length = other.duration_ms();
+        let inside = if length > 0.0 {
+            overlap >= HELD_SHARE * length
+        } else {
+            (self.start_ms..=self.end_ms).contains(&other.start_ms)
+        };
+        inside && other.duration_ms() < self.duration_ms()
     }
 
     fn key(&self) -> (&str, &str, usize) {
