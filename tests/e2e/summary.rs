@@ -84,6 +84,50 @@ fn summary_of_a_complete_log_states_steps_peaks_and_the_hint() {
 }
 
 #[test]
+fn a_window_holds_what_happened_between_two_instants() {
+    let sandbox = Sandbox::new();
+    std::fs::write(sandbox.path("task.jsonl"), complete_task()).unwrap();
+    let output = sandbox.run_ok(&[
+        "summary",
+        "--format",
+        "json",
+        "--from",
+        "29500",
+        "--to",
+        "31500",
+        "task.jsonl",
+    ]);
+    let summary: Value = serde_json::from_slice(&output.stdout).unwrap();
+
+    assert_eq!(
+        summary["window"],
+        json!({"fromMs": 29_500.0, "toMs": 31_500.0})
+    );
+    assert_eq!(summary["durationMs"], 2000.0);
+    // Half of the samples at 0.2 on either side of the whole one at 0.5.
+    let average = summary["cpu"]["average"].as_f64().unwrap();
+    assert!((average - 0.35).abs() < 1e-12, "{average}");
+    assert_eq!(summary["cpu"]["peak"], 0.5);
+    assert_eq!(
+        summary["disk"],
+        json!({"readBytes": 2u64 << 20, "writtenBytes": 4u64 << 20})
+    );
+    assert_eq!(
+        summary["network"],
+        json!({"receivedBytes": 2000, "sentBytes": 20})
+    );
+    let steps = summary["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 1, "pull image ended before: {steps:?}");
+    assert_eq!(steps[0]["name"], "Command");
+    let backwards = sandbox.run(&["summary", "--from", "5", "--to", "1", "task.jsonl"]);
+    let stderr = String::from_utf8_lossy(&backwards.stderr);
+    assert!(
+        stderr.contains("--to must be a time after --from"),
+        "{stderr}"
+    );
+}
+
+#[test]
 fn summary_text_shows_the_same_figures_for_people() {
     let sandbox = Sandbox::new();
     std::fs::write(sandbox.path("task.jsonl"), complete_task()).unwrap();
