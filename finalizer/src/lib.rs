@@ -5,8 +5,10 @@
 //! Main items: [`finalize`] (log file to profile file), [`finalize_locked`] (the same, with
 //! the [`Profile`] kept in memory in [`Finalized`]), [`read_log`] (any reader to a
 //! [`Recording`]), [`compact`] (a recording to a [`Profile`]), [`read_input`] (a log or a
-//! profile a user names), [`merge`] (several of those in one profile, a process each). What reads a finished profile (summaries, exports) is the
-//! `tc-profile-reports` crate above this one.
+//! profile a user names), [`merge`] (several of those in one profile, a process each;
+//! [`merge_inputs`] of inputs read first, which `compare` moves and annotates). What reads a
+//! finished profile (summaries, exports, comparisons) is the `tc-profile-reports` crate above
+//! this one.
 //!
 //! Inside, the flow is one way: `reader.rs` (log lines to a recording, with `problems.rs`
 //! and `profile_marker.rs`), `markers.rs` (the profile directory's marker files) and

@@ -1,6 +1,8 @@
 //! The readers of a finished profile: its [`Summary`] (how long, how busy, how close to the
-//! machine's limits, what each step cost) in text or JSON, and its export to a time-series
-//! database as a [`TaskReport`] (InfluxDB line protocol, JSON, statsd). They read a
+//! machine's limits, what each step cost; of all of it or of a [`Window`]) in text or JSON,
+//! the [`Comparison`] of two runs step by step (which steps account for the difference), and
+//! its export to a time-series database as a [`TaskReport`] (InfluxDB line protocol, JSON,
+//! statsd). They read a
 //! [`Profile`](tc_profile_finalizer::Profile), in memory at the end of a recording or read
 //! back from a file; nothing here writes a profile or a log.
 

@@ -13,7 +13,7 @@ pub use model::{Comparison, ProcessDelta, RunEnding, StepDelta, StepFigures, Ste
 use crate::summary::{summarize, summarize_window, Summary, Window};
 use serde_json::Value;
 use steps::{match_steps, run_steps, RunStep};
-use tc_profile_finalizer::{Profile, ENDED_EARLY};
+use tc_profile_finalizer::Profile;
 use tc_profile_format::schema::data_type::COMMAND;
 use tc_profile_format::schema::track::OOM_KILL;
 
@@ -202,7 +202,7 @@ fn ending(run: Run, summary: &Summary) -> RunEnding {
     RunEnding {
         source: run.source.to_owned(),
         duration_ms: summary.duration_ms,
-        complete: summary.complete && !markers.iter().any(|m| m.name == ENDED_EARLY),
+        complete: summary.complete,
         ended_early_at_ms: summary.ended_early_at_ms,
         exit_status,
         oom_kills: markers.iter().filter(|m| m.name == OOM_KILL).count(),
