@@ -1,16 +1,23 @@
 //! The readers of a finished profile: its [`Summary`] (how long, how busy, how close to the
 //! machine's limits, what each step cost) in text or JSON, and its export to a time-series
-//! database as a [`TaskReport`] (InfluxDB line protocol, JSON, statsd). They read a
+//! database as a [`TaskReport`] (InfluxDB line protocol, JSON, statsd); and many tasks'
+//! figures per group of tasks with the instance type each group needs ([`FleetReport`]). They read a
 //! [`Profile`](tc_profile_finalizer::Profile), in memory at the end of a recording or read
 //! back from a file; nothing here writes a profile or a log.
 
 mod export;
+mod fleet;
 mod summary;
 
 pub use export::{
     send_statsd, statsd_packets, write_influx, Credentials, ExportError, ExportFormat, Figure,
     InfluxTarget, MetricPoint, Precision, Retry, SeriesReport, StepReport, TaskReport, WriteError,
     TASK_TAGS,
+};
+pub use fleet::{
+    fold_numbers, nearest_rank, Advice, Catalog, CatalogError, Distribution, Fleet, FleetFormat,
+    FleetReport, FleetTask, GroupBy, GroupFigures, GroupReport, InstanceType, Recommendation,
+    Spread, HEADROOM, MIN_TASKS,
 };
 pub use summary::{
     summarize, CpuFigures, CpuUse, DiskUse, Dropped, Hint, MachineSize, MemoryUse, NetworkUse,

@@ -5,7 +5,7 @@
 
 mod influx;
 mod json;
-mod report;
+pub(crate) mod report;
 mod send;
 mod statsd;
 
