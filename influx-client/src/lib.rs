@@ -1,10 +1,15 @@
-//! The InfluxDB 1.x write client that the end-of-run export (reports) and the forwarding
-//! during the task (recorder) share: where to write, with which credentials, and one
-//! write with retries and backoff whose errors say what to fix. A crate of its own at the
+//! The InfluxDB 1.x client that the end-of-run export (reports) and the forwarding during
+//! the task (recorder) share: where to write, with which credentials, and one write with
+//! retries and backoff whose errors say what to fix; and one InfluxQL query read a chunk
+//! at a time ([`query_influx`], `query.rs`), `fleet`'s reading of the tasks' summaries. A crate of its own at the
 //! bottom, because the recorder may not depend on the reports.
 //!
 //! HTTP goes through `ureq`: blocking, small, maintained, and with rustls, since a fleet's
 //! InfluxDB is reached over https with credentials; a plain `TcpStream` would do http alone.
+
+mod query;
+
+pub use query::{query_influx, QueryError, CHUNK_ROWS};
 
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;

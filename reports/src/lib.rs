@@ -11,13 +11,13 @@ mod summary;
 
 pub use export::{
     send_statsd, statsd_packets, write_influx, Credentials, ExportError, ExportFormat, Figure,
-    InfluxTarget, MetricPoint, Precision, Retry, SeriesReport, StepReport, TaskReport, WriteError,
-    TASK_TAGS,
+    InfluxTarget, MetricPoint, Precision, QueryError, Retry, SeriesReport, StepReport, TaskReport,
+    WriteError, TASK_TAGS,
 };
 pub use fleet::{
-    fold_numbers, nearest_rank, Advice, Catalog, CatalogError, Distribution, Fleet, FleetFormat,
-    FleetReport, FleetTask, GroupBy, GroupFigures, GroupReport, InstanceType, Recommendation,
-    Spread, HEADROOM, MIN_TASKS,
+    fold_numbers, nearest_rank, read_influx, Advice, Catalog, CatalogError, Distribution, Fleet,
+    FleetFormat, FleetReport, FleetTask, GroupBy, GroupFigures, GroupReport, InstanceType,
+    Recommendation, Spread, HEADROOM, MIN_TASKS,
 };
 pub use summary::{
     summarize, CpuFigures, CpuUse, DiskUse, Dropped, Hint, MachineSize, MemoryUse, NetworkUse,

@@ -4,13 +4,14 @@
 //! InfluxDB's `tc_profile_task` rows by the names `export` gives them; [`Fleet`]
 //! (`aggregate.rs`) gathers them per group ([`GroupBy`], `group.rs`); [`FleetReport::new`]
 //! computes the figures and the recommendations (`recommend.rs`, over `catalog.rs`).
-//! Each output format is one file whose `serialize` does no I/O: `text.rs`, `json.rs`,
+//! `influx.rs` reads the rows of InfluxDB. Each output format is one file whose `serialize` does no I/O: `text.rs`, `json.rs`,
 //! `html.rs` (self-contained, inline SVG).
 
 mod aggregate;
 mod catalog;
 mod group;
 mod html;
+mod influx;
 mod json;
 mod recommend;
 mod task;
@@ -19,6 +20,7 @@ mod text;
 pub use aggregate::{nearest_rank, Fleet, GroupFigures, Spread};
 pub use catalog::{Catalog, CatalogError, InstanceType};
 pub use group::{fold_numbers, GroupBy};
+pub use influx::read_influx;
 pub use recommend::{Advice, Recommendation, HEADROOM, MIN_TASKS};
 pub use task::FleetTask;
 
