@@ -2,6 +2,7 @@
 //! the p95s computed here, the expected type per kind, no smaller type for the kind with an
 //! OOM kill; the same from InfluxDB after `export`; and its HTML page in Chromium.
 
+use crate::influx::InfluxServer;
 use crate::synthetic::{test_meta, LogBuilder, GIB};
 use crate::util::*;
 use serde_json::{json, Value};
@@ -281,7 +282,153 @@ fn a_generated_fleet_gives_the_p95s_and_types_computed_here_and_no_smaller_type_
         "{text}"
     );
     assert!(
-        text.contains("\n  lint-N: 1 OOM kills in 1 tasks: not smaller"),
+        text.contains("\n  lint-N: 1 OOM kill in 1 task: not smaller"),
         "{text}"
     );
+}
+
+#[test]
+fn influx_after_export_gives_the_same_answers_as_the_profiles() {
+    let sandbox = Sandbox::new();
+    let server = InfluxServer::start(sandbox.path("influxdb"));
+    server.query("", "CREATE DATABASE ci");
+    for log in write_fleet(&sandbox.path("tasks")) {
+        let log = log.to_str().unwrap();
+        sandbox.run_ok(&["export", log, "--influx", &server.url, "--database", "ci"]);
+    }
+    let flags = [
+        "fleet",
+        "--influx",
+        &server.url,
+        "--database",
+        "ci",
+        "--since",
+        "30d",
+    ];
+    let output = sandbox.run_ok(&[&flags[..], &["--json"]].concat());
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_expected_groups(&report);
+
+    let output = sandbox.run(&[&flags[..4], &["nope"]].concat());
+    let stderr = assert_exit_code(&flags, &output, 2);
+    assert!(stderr.contains("has no database \"nope\""), "{stderr}");
+    let by_name = sandbox.run_ok(&[&flags[..], &["--by", "task-name", "--json"]].concat());
+    let by_name: Value = serde_json::from_slice(&by_name.stdout).unwrap();
+    let keys: Vec<&str> = by_name["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["key"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        keys,
+        ["build-linux64/opt", "lint-N", "test-linux64/opt-xpcshell-N"]
+    );
+
+    let output = sandbox.run(&[&flags[..5], &["--since", "1x"]].concat());
+    let stderr = assert_exit_code(&flags, &output, 2);
+    assert!(stderr.contains("'1x' is not an age like 30d"), "{stderr}");
+}
+
+/// The Chromium that `scripts/chromium` found or installed; None (the test skips, saying
+/// so) when the script was not run.
+fn chromium() -> Option<PathBuf> {
+    let stamp = concat!(env!("CARGO_TARGET_TMPDIR"), "/chromium/chromium-path");
+    match std::fs::read_to_string(stamp) {
+        Ok(path) => Some(PathBuf::from(path.trim())),
+        Err(_) => {
+            eprintln!(
+                "skipped: scripts/chromium was not run ({stamp} is absent); CI runs it: \
+                 scripts/chromium \"${{CARGO_TARGET_DIR:-target}}/tmp/chromium\""
+            );
+            None
+        }
+    }
+}
+
+/// Runs headless Chromium on `page` with `flags`, no network of its own, a new profile:
+/// its output.
+fn run_chromium(
+    chromium: &Path,
+    sandbox: &Sandbox,
+    page: &Path,
+    flags: &[&str],
+) -> std::process::Output {
+    let user_data = tempfile::tempdir_in(sandbox.dir()).unwrap();
+    let mut command = std::process::Command::new(chromium);
+    command
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--enable-logging=stderr",
+            "--v=0",
+        ])
+        .arg(format!("--user-data-dir={}", user_data.path().display()))
+        .args(flags)
+        .arg(format!("file://{}", page.display()));
+    let output = command.output().expect("run chromium");
+    assert!(
+        output.status.success(),
+        "{command:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
+}
+
+#[test]
+fn the_html_report_opens_in_chromium_with_every_group_s_charts_and_no_console_error() {
+    let Some(chromium) = chromium() else { return };
+    let sandbox = Sandbox::new();
+    write_fleet(&sandbox.path("tasks"));
+    sandbox.run_ok(&["fleet", "tasks", "-o", "fleet.html"]);
+    let page = sandbox.path("fleet.html");
+
+    let dom = run_chromium(&chromium, &sandbox, &page, &["--dump-dom"]);
+    let text = String::from_utf8(dom.stdout).unwrap();
+    for (index, (key, _, _)) in EXPECTED.iter().enumerate() {
+        for chart in [
+            format!("<svg id=\"cores-{index}\""),
+            format!("<svg id=\"memory-{index}\""),
+        ] {
+            assert!(text.contains(&chart), "{chart} of {key} in\n{text}");
+        }
+        assert!(
+            text.contains(&format!("<h2>{key}</h2>")),
+            "{key} in\n{text}"
+        );
+    }
+    let console = String::from_utf8_lossy(&dom.stderr);
+    let errors: Vec<&str> = console
+        .lines()
+        .filter(|l| l.contains("CONSOLE") || l.contains("Uncaught") || l.contains("net::ERR"))
+        .collect();
+    assert!(errors.is_empty(), "console: {errors:#?}");
+
+    let screenshot = sandbox.path("fleet.png");
+    let flag = format!("--screenshot={}", screenshot.display());
+    run_chromium(
+        &chromium,
+        &sandbox,
+        &page,
+        &[&flag, "--window-size=1280,1400"],
+    );
+    let png = std::fs::read(&screenshot).expect("the screenshot");
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    let width = u32::from_be_bytes(png[16..20].try_into().unwrap());
+    assert_eq!(width, 1280);
+    // A blank page of this size compresses to a few kilobytes; text and charts do not.
+    assert!(
+        png.len() > 30_000,
+        "{} bytes: is the page drawn?",
+        png.len()
+    );
+    if let Ok(keep) = std::env::var("TC_PROFILE_KEEP_SCREENSHOT") {
+        std::fs::copy(&screenshot, keep).unwrap();
+    }
 }

@@ -102,7 +102,7 @@ fn section(out: &mut String, index: usize, group: &GroupReport) {
         group.recommendation.advice.name(),
         escape(&group.recommendation.text)
     );
-    let marks = |offered: Option<f64>, recommended: Option<f64>, p95: Option<f64>| {
+    let marks = |offered: Option<f64>, recommended: Option<f64>, used: (&str, Option<f64>)| {
         let mut marks = Vec::new();
         if let Some(value) = offered {
             marks.push(Mark::new(value, "#b3261e", offered_name));
@@ -110,8 +110,8 @@ fn section(out: &mut String, index: usize, group: &GroupReport) {
         if let (Some(value), Some(chosen)) = (recommended, chosen) {
             marks.push(Mark::new(value, "#1a7f37", &chosen.name));
         }
-        if let Some(value) = p95 {
-            marks.push(Mark::new(value, "#1f5fbf", "p95"));
+        if let (label, Some(value)) = used {
+            marks.push(Mark::new(value, "#1f5fbf", label));
         }
         marks
     };
@@ -124,7 +124,7 @@ fn section(out: &mut String, index: usize, group: &GroupReport) {
         &marks(
             f.offered_cores,
             chosen.map(|t| t.cores),
-            f.cores_used.map(|s| s.p95),
+            ("p95", f.cores_used.map(|s| s.p95)),
         ),
     );
     chart(
@@ -136,7 +136,7 @@ fn section(out: &mut String, index: usize, group: &GroupReport) {
         &marks(
             f.offered_memory_bytes,
             chosen.map(|t| t.memory_bytes),
-            f.memory_peak_bytes.map(|s| s.max),
+            ("max", f.memory_peak_bytes.map(|s| s.max)),
         ),
     );
     out.push_str("</div></section>\n");

@@ -80,9 +80,10 @@ pub fn recommend(figures: &GroupFigures, catalog: &Catalog) -> Recommendation {
     }
     if figures.oom_kills > 0 {
         let text = format!(
-            "{} OOM kills in {} tasks: not smaller; the peaks understate what they needed, \
-             give them more memory",
-            figures.oom_kills, figures.oom_killed_tasks
+            "{} in {}: not smaller; the peaks understate what they needed, give them more \
+             memory",
+            count(figures.oom_kills, "OOM kill"),
+            count(figures.oom_killed_tasks, "task")
         );
         return answer(Advice::OomKilled, text);
     }
@@ -144,6 +145,14 @@ fn advice(chosen: &InstanceType, current: Option<&InstanceType>, figures: &Group
             Advice::Keep
         }
         _ => Advice::Smaller,
+    }
+}
+
+/// `1 task`, `2 tasks`.
+fn count(n: u64, what: &str) -> String {
+    match n {
+        1 => format!("1 {what}"),
+        n => format!("{n} {what}s"),
     }
 }
 
