@@ -9,7 +9,7 @@
 
 mod query;
 
-pub use query::{query_influx, QueryError, CHUNK_ROWS};
+pub use query::{QueryError, CHUNK_ROWS};
 
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
@@ -252,6 +252,24 @@ pub fn write_influx(
         attempts: retry.attempts.max(1),
         reason,
     })
+}
+
+/// Runs one InfluxQL statement and calls `each_row` with the columns' names and a row's
+/// values, row by row as the answer arrives, a chunk of [`CHUNK_ROWS`] at a time
+/// (timestamps in epoch milliseconds). Returns the rows read.
+pub fn query_influx(
+    target: &InfluxTarget,
+    statement: &str,
+    timeout: Duration,
+    each_row: impl FnMut(&[String], &[serde_json::Value]),
+) -> Result<u64, QueryError> {
+    let endpoint = query::Endpoint {
+        agent: &target.agent,
+        url: &target.url,
+        database: &target.database,
+        authorization: target.credentials.as_ref().map(Credentials::header),
+    };
+    query::run(endpoint, statement, timeout, each_row)
 }
 
 /// The `dropped=N` that ends InfluxDB 1.x's error of a partial write (`{"error":"partial

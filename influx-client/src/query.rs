@@ -2,7 +2,6 @@
 //! chunked answer as one JSON object a line, [`CHUNK_ROWS`] rows each, so a query of
 //! many rows is read a chunk at a time and each row handed on, never held whole.
 
-use crate::InfluxTarget;
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Read};
 use std::time::Duration;
@@ -28,29 +27,37 @@ pub enum QueryError {
     BadAnswer { url: String, why: String },
 }
 
-/// Runs one InfluxQL statement and calls `each_row` with the columns' names and a row's
-/// values, row by row as the answer arrives (timestamps in epoch milliseconds). Returns
-/// the rows read.
-pub fn query_influx(
-    target: &InfluxTarget,
+/// Where a query goes: the target's parts (`lib.rs` holds the target).
+pub(crate) struct Endpoint<'a> {
+    pub agent: &'a ureq::Agent,
+    pub url: &'a str,
+    pub database: &'a str,
+    /// The `Authorization` header's value, with credentials.
+    pub authorization: Option<String>,
+}
+
+/// [`query_influx`](crate::query_influx): one statement, its rows handed on as they come.
+pub(crate) fn run(
+    endpoint: Endpoint,
     statement: &str,
     timeout: Duration,
     mut each_row: impl FnMut(&[String], &[Value]),
 ) -> Result<u64, QueryError> {
-    let url = target.url.clone();
-    let mut request = target
+    let url = endpoint.url.to_owned();
+    let database = endpoint.database;
+    let mut request = endpoint
         .agent
         .get(format!("{url}/query"))
         .config()
         .timeout_global(Some(timeout))
         .build()
-        .query("db", &target.database)
+        .query("db", database)
         .query("q", statement)
         .query("epoch", "ms")
         .query("chunked", "true")
         .query("chunk_size", CHUNK_ROWS.to_string());
-    if let Some(credentials) = &target.credentials {
-        request = request.header("Authorization", credentials.header());
+    if let Some(authorization) = endpoint.authorization {
+        request = request.header("Authorization", authorization);
     }
     let unreachable = |reason: String| QueryError::Unreachable {
         url: url.clone(),
@@ -92,7 +99,7 @@ pub fn query_influx(
             url: url.clone(),
             why: e.to_string(),
         })?;
-        rows += rows_of(&chunk, &url, &target.database, &mut each_row)?;
+        rows += rows_of(&chunk, &url, database, &mut each_row)?;
     }
 }
 

@@ -15,9 +15,8 @@ pub use export::{
     WriteError, TASK_TAGS,
 };
 pub use fleet::{
-    fold_numbers, nearest_rank, read_influx, Advice, Catalog, CatalogError, Distribution, Fleet,
-    FleetFormat, FleetReport, FleetTask, GroupBy, GroupFigures, GroupReport, InstanceType,
-    Recommendation, Spread, HEADROOM, MIN_TASKS,
+    read_influx, Advice, Catalog, CatalogError, Distribution, Fleet, FleetFormat, FleetReport,
+    FleetTask, GroupBy, GroupFigures, GroupReport, InstanceType, Recommendation, Spread,
 };
 pub use summary::{
     summarize, CpuFigures, CpuUse, DiskUse, Dropped, Hint, MachineSize, MemoryUse, NetworkUse,

@@ -4,7 +4,7 @@
 //! offered and what the recommended type offers. No script, no request: it opens offline.
 
 use crate::fleet::recommend::HEADROOM;
-use crate::fleet::{Distribution, FleetReport, GroupReport};
+use crate::fleet::report::{Distribution, FleetReport, GroupReport};
 use std::fmt::Write;
 
 const GIB: f64 = (1u64 << 30) as f64;

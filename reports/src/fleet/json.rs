@@ -1,7 +1,7 @@
 //! The fleet report as one JSON document: the groups' figures and recommendations (bytes,
 //! cores, seconds, dollars per hour).
 
-use crate::fleet::FleetReport;
+use crate::fleet::report::FleetReport;
 
 pub fn serialize(report: &FleetReport) -> Vec<u8> {
     let mut bytes = serde_json::to_vec_pretty(report)

@@ -4,7 +4,7 @@
 
 use crate::fleet::aggregate::Spread;
 use crate::fleet::recommend::HEADROOM;
-use crate::fleet::{FleetReport, GroupReport};
+use crate::fleet::report::{FleetReport, GroupReport};
 use std::fmt::Write;
 use tc_profile_finalizer::escape_controls;
 
