@@ -202,35 +202,19 @@ fn assert_expected_groups(report: &Value) {
             .collect();
         let context = format!("{key}: {group:#}");
         assert_eq!(group["tasks"], kind.tasks, "{context}");
-        let close =
-            |got: &Value, want: f64| (got.as_f64().unwrap() - want).abs() < 1e-6 * want.max(1.0);
-        assert!(
-            close(&group["coresUsed"]["p95"], p95(cores.clone())),
-            "{context}"
-        );
-        assert!(
-            close(
-                &group["coresUsed"]["max"],
-                cores.iter().fold(0.0, |a, &b| f64::max(a, b))
-            ),
-            "{context}"
-        );
-        assert!(
-            close(&group["memoryPeakBytes"]["p95"], p95(peaks.clone())),
-            "{context}"
-        );
-        assert!(
-            close(
-                &group["memoryPeakBytes"]["max"],
-                peaks.iter().fold(0.0, |a, &b| f64::max(a, b))
-            ),
-            "{context}"
-        );
         let durations: Vec<f64> = (0..kind.tasks).map(|t| f64::from(duration_s(t))).collect();
-        assert!(
-            close(&group["durationS"]["p95"], p95(durations)),
-            "{context}"
-        );
+        for (figure, values) in [
+            ("coresUsed", cores),
+            ("memoryPeakBytes", peaks),
+            ("durationS", durations),
+        ] {
+            let max = values.iter().copied().fold(0.0, f64::max);
+            for (quantile, want) in [("p95", p95(values)), ("max", max)] {
+                let got = group[figure][quantile].as_f64().unwrap();
+                let close = (got - want).abs() < 1e-6 * want.max(1.0);
+                assert!(close, "{figure} {quantile} should be {want}: {context}");
+            }
+        }
         assert_eq!(group["offeredCores"], f64::from(kind.cores), "{context}");
         assert_eq!(
             group["oomKills"],
