@@ -167,6 +167,38 @@ pub fn nearest_rank(sorted: &[f64], q: f64) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::export::report::Figure;
+
+    fn task(pool: &str, duration_s: f64, idle: f64, timed_out: bool, cores: f64) -> FleetTask {
+        let tags = vec![("worker_type".to_owned(), pool.to_owned())];
+        FleetTask::from_figures(tags, |key| match key {
+            "duration_s" => Some(Figure::Number(duration_s)),
+            "task_cpu_average" => Some(Figure::Number(1.0 - idle)),
+            "logical_cpus" => Some(Figure::Number(cores)),
+            "main_memory_bytes" => Some(Figure::Number(8.0)),
+            "timed_out" => Some(Figure::Flag(timed_out)),
+            _ => None,
+        })
+    }
+
+    #[test]
+    fn timeouts_are_counted_idle_is_weighted_by_duration_and_the_usual_machine_wins() {
+        let mut fleet = Fleet::new(GroupBy::parse("worker-type"));
+        fleet.add(task("a", 10.0, 0.0, true, 4.0));
+        fleet.add(task("a", 30.0, 1.0, false, 8.0));
+        fleet.add(task("a", 30.0, 1.0, false, 8.0));
+        fleet.add(task("b", 5.0, 0.5, false, 2.0));
+        let groups: Vec<(String, GroupFigures)> =
+            fleet.groups().map(|(k, f, _)| (k.clone(), f)).collect();
+        let (key, a) = &groups[0];
+        assert_eq!((key.as_str(), a.tasks, a.timeouts), ("a", 3, 1));
+        assert_eq!(a.idle_share, Some(60.0 / 70.0));
+        assert_eq!(
+            (a.offered_cores, a.offered_memory_bytes),
+            (Some(8.0), Some(8.0))
+        );
+        assert_eq!(groups[1].1.timeouts, 0);
+    }
 
     #[test]
     fn quantiles_are_by_nearest_rank() {

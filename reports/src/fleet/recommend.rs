@@ -164,3 +164,49 @@ pub fn signed_money(saving: f64) -> String {
         format!("costs ${:.2} more", -saving)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fleet::aggregate::Spread;
+
+    fn group(tasks: u64, cores_p95: f64, memory_max_gib: f64, on: &str) -> GroupFigures {
+        let spread = |v: f64| {
+            Some(Spread {
+                p50: v,
+                p95: v,
+                max: v,
+            })
+        };
+        GroupFigures {
+            tasks,
+            duration_s: spread(3600.0),
+            mean_duration_s: 3600.0,
+            cores_used: spread(cores_p95),
+            memory_peak_bytes: spread(memory_max_gib * GIB),
+            idle_share: None,
+            oom_kills: 0,
+            oom_killed_tasks: 0,
+            timeouts: 0,
+            instance_type: Some(on.to_owned()),
+            offered_cores: None,
+            offered_memory_bytes: None,
+        }
+    }
+
+    #[test]
+    fn the_cheapest_covering_type_is_kept_and_too_few_tasks_get_none() {
+        let catalog = Catalog::default();
+        let keep = recommend(&group(20, 1.4, 2.9, "c5.large"), &catalog);
+        assert_eq!(keep.advice, Advice::Keep, "{}", keep.text);
+        assert_eq!(keep.saving_per_1000_tasks, Some(0.0));
+        let smaller = recommend(&group(20, 1.4, 2.9, "m5.xlarge"), &catalog);
+        assert_eq!(smaller.advice, Advice::Smaller);
+        // An hour a task: the difference of the prices, a thousand times.
+        let saving = smaller.saving_per_1000_tasks.unwrap();
+        assert!((saving - (0.192 - 0.085) * 1000.0).abs() < 1e-9, "{saving}");
+        let few = recommend(&group(19, 1.4, 2.9, "m5.xlarge"), &catalog);
+        assert_eq!((few.advice, few.instance_type), (Advice::TooFewTasks, None));
+        assert_eq!(few.text, "19 tasks: too few to recommend (at least 20)");
+    }
+}
