@@ -8,7 +8,8 @@ use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
-use tc_profile_finalizer::{read_input, InputCaps};
+use tc_profile_finalizer::{read_input, write_atomically, InputCaps};
+use tc_profile_fs::SHARED_FILE;
 use tc_profile_reports::{
     read_influx, Catalog, Fleet, FleetFormat, FleetReport, FleetTask, GroupBy,
 };
@@ -60,7 +61,8 @@ pub fn fleet(args: FleetArgs) -> Result<u8> {
     }
     let report = FleetReport::new(fleet, &catalog, &unreadable, unreadable.len() as u64);
     if let Some(path) = &args.output {
-        std::fs::write(path, FleetFormat::Html.serialize(&report))
+        let page = FleetFormat::Html.serialize(&report);
+        write_atomically(path, SHARED_FILE, |out| out.write_all(&page))
             .with_context(|| format!("writing {}", path.display()))?;
     }
     let format = if args.json {
