@@ -11,7 +11,7 @@ use std::sync::mpsc;
 use tc_profile_finalizer::{read_input, write_atomically, InputCaps};
 use tc_profile_fs::SHARED_FILE;
 use tc_profile_reports::{
-    read_influx, Catalog, Fleet, FleetFormat, FleetReport, FleetTask, GroupBy,
+    read_influx, Catalog, Fleet, FleetFormat, FleetReport, FleetTask, GroupBy, NO_VALUE,
 };
 
 /// The files of a directory that are read: profiles and logs, compressed or not.
@@ -60,6 +60,14 @@ pub fn fleet(args: FleetArgs) -> Result<u8> {
         eprintln!("tc-profile: warning: skipped {error}");
     }
     let report = FleetReport::new(fleet, &catalog, &unreadable, unreadable.len() as u64);
+    if let [only] = &report.groups[..] {
+        if only.key == NO_VALUE {
+            eprintln!(
+                "tc-profile: warning: no task has a {} tag: they are one group, {NO_VALUE}",
+                args.by
+            );
+        }
+    }
     if let Some(path) = &args.output {
         let page = FleetFormat::Html.serialize(&report);
         write_atomically(path, SHARED_FILE, |out| out.write_all(&page))

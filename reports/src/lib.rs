@@ -16,7 +16,7 @@ pub use export::{
 };
 pub use fleet::{
     read_influx, Advice, Catalog, CatalogError, Distribution, Fleet, FleetFormat, FleetReport,
-    FleetTask, GroupBy, GroupFigures, GroupReport, InstanceType, Recommendation, Spread,
+    FleetTask, GroupBy, GroupFigures, GroupReport, InstanceType, Recommendation, Spread, NO_VALUE,
 };
 pub use summary::{
     summarize, CpuFigures, CpuUse, DiskUse, Dropped, Hint, MachineSize, MemoryUse, NetworkUse,

@@ -265,6 +265,12 @@ fn a_generated_fleet_gives_the_p95s_and_types_computed_here_and_no_smaller_type_
         text.contains("\n  test-linux64/opt-xpcshell-N: n2-highcpu-16 "),
         "{text}"
     );
+    let output = sandbox.run_ok(&["fleet", "tasks", "--by", "pool"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("no task has a pool tag: they are one group, (none)"),
+        "{stderr}"
+    );
     assert!(
         text.contains("\n  lint-N: 1 OOM kill in 1 task: not smaller"),
         "{text}"

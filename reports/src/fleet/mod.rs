@@ -20,7 +20,7 @@ mod text;
 
 pub use aggregate::{Fleet, GroupFigures, Spread};
 pub use catalog::{Catalog, CatalogError, InstanceType};
-pub use group::GroupBy;
+pub use group::{GroupBy, NO_VALUE};
 pub use influx::read_influx;
 pub use recommend::{Advice, Recommendation};
 pub use report::{Distribution, FleetReport, GroupReport};
