@@ -219,7 +219,7 @@ fn load_report(path: &Path, caps: InputCaps) -> Result<TaskReport> {
     Ok(TaskReport::new(&profile, &summarize(&profile)))
 }
 
-fn influx_target(
+pub fn influx_target(
     url: Option<&str>,
     database: Option<&str>,
     credentials: &CredentialsArgs,

@@ -6,6 +6,7 @@ mod cli;
 mod compare;
 mod daemon;
 mod export;
+mod fleet;
 mod malloc;
 mod mark;
 mod merge;
@@ -107,6 +108,13 @@ fn dispatch(command: Command) -> Result<u8> {
         Command::Export(args) => export::export(args),
         Command::Merge(args) => merge::merge(args),
         Command::Compare(args) => compare::compare(args),
+        Command::Fleet(args) => {
+            // Readers on a few threads, each a profile at a time: the arenas and the
+            // freed buffers of one profile must not pile up over 10,000.
+            malloc::share_malloc_arenas();
+            malloc::give_large_allocations_their_own_pages();
+            fleet::fleet(args)
+        }
         Command::AddLog(args) => add_log::add_log(args),
         Command::Daemon(args) => daemon::daemon(args),
         Command::Task(args) => daemon::task(args),

@@ -92,10 +92,13 @@ impl Profile {
     /// Parses a processed profile (ours, Mozilla's resource monitor's, or any with a marker
     /// table in its first thread) back into markers.
     pub fn from_processed(bytes: &[u8]) -> Result<Profile, ProfileError> {
+        // The thread's keys as text: its marker table, most of the file, is then parsed
+        // once, straight into columns, not into a tree of values first and written back
+        // as text for its payloads (77 % of `fleet`'s time over 10,000 profiles).
         #[derive(Deserialize)]
         struct Document {
             meta: Map<String, Value>,
-            threads: Vec<Map<String, Value>>,
+            threads: Vec<HashMap<String, Box<RawValue>>>,
             #[serde(default)]
             shared: Option<Shared>,
             #[serde(default)]
@@ -128,14 +131,15 @@ impl Profile {
             .into_iter()
             .next()
             .ok_or(ProfileError::Shape("it has no thread"))?;
-        let table: MarkerTable = serde_json::from_value(
+        let table: MarkerTable = serde_json::from_str(
             thread
                 .remove("markers")
-                .ok_or(ProfileError::Shape("its thread has no marker table"))?,
+                .ok_or(ProfileError::Shape("its thread has no marker table"))?
+                .get(),
         )?;
         // Since version 56 the strings are shared by all threads.
         let strings: Vec<String> = match (thread.remove("stringArray"), document.shared) {
-            (Some(strings), _) => serde_json::from_value(strings)?,
+            (Some(strings), _) => serde_json::from_str(strings.get())?,
             (None, Some(shared)) => shared.strings,
             (None, None) => return Err(ProfileError::Shape("it has no string table")),
         };
@@ -181,6 +185,10 @@ impl Profile {
                 None => markers.push(marker),
             }
         }
+        let thread = thread
+            .into_iter()
+            .map(|(key, raw)| Ok((key, serde_json::from_str(raw.get())?)))
+            .collect::<Result<Map<String, Value>, serde_json::Error>>()?;
         if thread
             .get("samples")
             .and_then(|samples| samples.get("length"))

@@ -1,10 +1,15 @@
-//! The InfluxDB 1.x write client that the end-of-run export (reports) and the forwarding
-//! during the task (recorder) share: where to write, with which credentials, and one
-//! write with retries and backoff whose errors say what to fix. A crate of its own at the
+//! The InfluxDB 1.x client that the end-of-run export (reports) and the forwarding during
+//! the task (recorder) share: where to write, with which credentials, and one write with
+//! retries and backoff whose errors say what to fix; and one InfluxQL query read a chunk
+//! at a time ([`query_influx`], `query.rs`), `fleet`'s reading of the tasks' summaries. A crate of its own at the
 //! bottom, because the recorder may not depend on the reports.
 //!
 //! HTTP goes through `ureq`: blocking, small, maintained, and with rustls, since a fleet's
 //! InfluxDB is reached over https with credentials; a plain `TcpStream` would do http alone.
+
+mod query;
+
+pub use query::{QueryError, CHUNK_ROWS};
 
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
@@ -247,6 +252,24 @@ pub fn write_influx(
         attempts: retry.attempts.max(1),
         reason,
     })
+}
+
+/// Runs one InfluxQL statement and calls `each_row` with the columns' names and a row's
+/// values, row by row as the answer arrives, a chunk of [`CHUNK_ROWS`] at a time
+/// (timestamps in epoch milliseconds). Returns the rows read.
+pub fn query_influx(
+    target: &InfluxTarget,
+    statement: &str,
+    timeout: Duration,
+    each_row: impl FnMut(&[String], &[serde_json::Value]),
+) -> Result<u64, QueryError> {
+    let endpoint = query::Endpoint {
+        agent: &target.agent,
+        url: &target.url,
+        database: &target.database,
+        authorization: target.credentials.as_ref().map(Credentials::header),
+    };
+    query::run(endpoint, statement, timeout, each_row)
 }
 
 /// The `dropped=N` that ends InfluxDB 1.x's error of a partial write (`{"error":"partial

@@ -119,6 +119,18 @@ pub fn parse_time(text: &str) -> Result<f64, String> {
     }
 }
 
+/// An age as InfluxQL writes it: a whole number and s, m, h, d or w (`30d`).
+pub fn parse_influx_age(text: &str) -> Result<String, String> {
+    let digits = text.trim_end_matches(['s', 'm', 'h', 'd', 'w']);
+    let one_unit = text.len() == digits.len() + 1;
+    if one_unit && !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Ok(text.to_owned());
+    }
+    Err(format!(
+        "'{text}' is not an age like 30d, 12h or 90m (a whole number and s, m, h, d or w)"
+    ))
+}
+
 /// Bytes, or a number and K, M or G (binary units).
 pub fn parse_size(text: &str) -> Result<u64, String> {
     let (number, unit) = match text.char_indices().last() {

@@ -29,6 +29,9 @@ mod daemon_task_log;
 mod daemon_worker;
 /// `finalize`: kills, truncation at every byte, Mozilla's stream, bad input.
 mod finalize;
+/// `fleet`: a generated fleet's p95s and instance types, from its logs and from InfluxDB
+/// after `export`; its HTML page in headless Chromium.
+mod fleet;
 /// CLI manners: examples in every --help, one-line errors, --version, completions, colour
 /// and progress on terminals only.
 mod help;

@@ -20,23 +20,13 @@ pub struct LogBuilder {
 impl LogBuilder {
     /// Meta and thread lines of a machine with `cores` and `memory` bytes.
     pub fn new(cores: u32, memory: u64) -> LogBuilder {
-        let meta = meta_line(&MetaInfo {
-            start_time: 1_795_980_000_000.0,
-            interval_ms: 1000.0,
-            machine: Machine {
-                logical_cpus: Some(cores),
-                physical_cpus: Some(cores),
-                main_memory: Some(memory),
-                cpu_name: Some("Test CPU".to_owned()),
-                os: None,
-            },
-            sources: vec!["cpu".into(), "memory".into(), "io".into(), "net".into()],
-            sync_policy: "interval:1000ms".to_owned(),
-            recorder: "tc-profile test".to_owned(),
-            ..MetaInfo::default()
-        });
+        LogBuilder::with_meta(&test_meta(cores, memory))
+    }
+
+    /// Meta and thread lines of this meta.
+    pub fn with_meta(meta: &MetaInfo) -> LogBuilder {
         let mut log = LogBuilder { bytes: Vec::new() };
-        log.line(&meta).line(&thread_line("tc-profile"));
+        log.line(&meta_line(meta)).line(&thread_line("tc-profile"));
         log
     }
 
@@ -88,6 +78,26 @@ impl LogBuilder {
 
     pub fn bytes(&self) -> Vec<u8> {
         self.bytes.clone()
+    }
+}
+
+/// The meta of a machine with `cores` and `memory` bytes, sampling CPU, memory, disk and
+/// network.
+pub fn test_meta(cores: u32, memory: u64) -> MetaInfo {
+    MetaInfo {
+        start_time: 1_795_980_000_000.0,
+        interval_ms: 1000.0,
+        machine: Machine {
+            logical_cpus: Some(cores),
+            physical_cpus: Some(cores),
+            main_memory: Some(memory),
+            cpu_name: Some("Test CPU".to_owned()),
+            os: None,
+        },
+        sources: vec!["cpu".into(), "memory".into(), "io".into(), "net".into()],
+        sync_policy: "interval:1000ms".to_owned(),
+        recorder: "tc-profile test".to_owned(),
+        ..MetaInfo::default()
     }
 }
 

@@ -5,15 +5,16 @@
 
 mod influx;
 mod json;
-mod report;
+pub(crate) mod report;
 mod send;
 mod statsd;
 
+pub use influx::TASK_MEASUREMENT;
 pub use report::{Figure, MetricPoint, SeriesReport, StepReport, TaskReport};
 pub use send::{send_statsd, ExportError};
 pub use tc_profile_format::TASK_TAGS;
 pub use tc_profile_influx::{
-    write_influx, Credentials, InfluxTarget, Precision, Retry, WriteError,
+    write_influx, Credentials, InfluxTarget, Precision, QueryError, Retry, WriteError,
 };
 
 /// The formats `tc-profile export --format` prints.

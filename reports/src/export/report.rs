@@ -7,6 +7,7 @@ use serde_json::{Map, Value};
 use std::collections::HashMap;
 use tc_profile_finalizer::Profile;
 use tc_profile_format::metric::{self, MetricKind};
+use tc_profile_format::schema::track;
 use tc_profile_format::{TaskInfo, TASK_TAGS};
 
 /// A figure of the task summary.
@@ -85,19 +86,51 @@ impl TaskReport {
         TaskReport {
             tags: task_tags(meta),
             start_time,
-            figures: figures(summary),
+            figures: figures(summary, &task_end(profile)),
             steps,
             series: metric_series(profile, start_time),
         }
     }
 }
 
-/// The task summary's figures, those that are known.
-fn figures(summary: &Summary) -> Vec<(&'static str, Figure)> {
+/// How a task ended, beyond its summary: what `fleet` counts against a smaller machine.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct TaskEnd {
+    /// The kills of the `OOM kill` markers (the task's cgroup's counter).
+    pub oom_kills: u64,
+    /// The daemon's `--task-timeout` ended it (`meta.tcProfile.timedOut`).
+    pub timed_out: bool,
+}
+
+pub(crate) fn task_end(profile: &Profile) -> TaskEnd {
+    let oom_kills = profile
+        .markers()
+        .iter()
+        .filter(|marker| marker.name == track::OOM_KILL)
+        .map(|marker| {
+            let data = marker.data_value();
+            data.and_then(|d| d["kills"].as_u64()).unwrap_or(1)
+        })
+        .sum();
+    let timed_out = profile
+        .meta()
+        .get("tcProfile")
+        .and_then(|t| t.get("timedOut"));
+    TaskEnd {
+        oom_kills,
+        timed_out: timed_out.and_then(Value::as_bool).unwrap_or(false),
+    }
+}
+
+/// The task summary's figures, those that are known: CPU as fractions of all cores (the
+/// task's own where the profile has its processes' track), the machine's size, and how
+/// the task ended.
+pub(crate) fn figures(summary: &Summary, end: &TaskEnd) -> Vec<(&'static str, Figure)> {
     let duration_s = summary.duration_ms / 1000.0;
     let cores = summary.machine.logical_cpus.map(f64::from);
     let number = |key, value: Option<f64>| value.map(|v| (key, Figure::Number(v)));
     let cpu = summary.cpu.as_ref().map(|cpu| &cpu.all);
+    let task_cpu = summary.cpu.as_ref().and_then(|cpu| cpu.task.as_ref());
     let memory = summary.memory.as_ref();
     let disk = summary.disk.as_ref();
     let network = summary.network.as_ref();
@@ -109,6 +142,14 @@ fn figures(summary: &Summary) -> Vec<(&'static str, Figure)> {
         ),
         number("cpu_average", cpu.map(|c| c.average)),
         number("cpu_peak", cpu.map(|c| c.peak)),
+        number("cpu_p95", cpu.map(|c| c.p95)),
+        number("task_cpu_average", task_cpu.map(|c| c.average)),
+        number("task_cpu_p95", task_cpu.map(|c| c.p95)),
+        number("logical_cpus", cores),
+        number(
+            "main_memory_bytes",
+            summary.machine.main_memory_bytes.map(|b| b as f64),
+        ),
         number("memory_peak_bytes", memory.map(|m| m.peak_bytes as f64)),
         number("disk_read_bytes", disk.map(|d| d.read_bytes as f64)),
         number("disk_written_bytes", disk.map(|d| d.written_bytes as f64)),
@@ -118,19 +159,30 @@ fn figures(summary: &Summary) -> Vec<(&'static str, Figure)> {
         ),
         number("net_sent_bytes", network.map(|n| n.sent_bytes as f64)),
         Some(("ended_early", Figure::Flag(!summary.complete))),
+        number("oom_kills", Some(end.oom_kills as f64)),
+        Some(("timed_out", Figure::Flag(end.timed_out))),
     ]
     .into_iter()
     .flatten()
     .collect()
 }
 
-/// The task's identity from `meta.tcProfile.task`, as the recorder wrote it.
-fn task_tags(meta: &Map<String, Value>) -> Vec<(String, String)> {
-    meta.get("tcProfile")
+/// The tag of the task definition's name (`metadata.name`), beside [`TASK_TAGS`]: what
+/// `fleet --by task-name` groups by.
+pub const TASK_NAME_TAG: &str = "task_name";
+
+/// The task's identity from `meta.tcProfile.task`, as the recorder wrote it, and its name.
+pub(crate) fn task_tags(meta: &Map<String, Value>) -> Vec<(String, String)> {
+    let task = meta
+        .get("tcProfile")
         .and_then(|tc_profile| tc_profile.get("task"))
         .and_then(|task| TaskInfo::deserialize(task).ok())
-        .unwrap_or_default()
-        .tags()
+        .unwrap_or_default();
+    let mut tags = task.tags();
+    if let Some(name) = task.name.filter(|name| !name.is_empty()) {
+        tags.push((TASK_NAME_TAG.to_owned(), name));
+    }
+    tags
 }
 
 /// The metric markers of a profile, grouped by series in order of first appearance.
@@ -180,7 +232,7 @@ fn metric_series(profile: &Profile, start_time: f64) -> Vec<SeriesReport> {
 /// A metric's own tags, without those whose keys name the task.
 fn metric_tags(joined: &str) -> Vec<(String, String)> {
     metric::split_tags(joined)
-        .filter(|(key, _)| !TASK_TAGS.contains(key))
+        .filter(|(key, _)| !TASK_TAGS.contains(key) && *key != TASK_NAME_TAG)
         .map(|(key, value)| (key.to_owned(), value.into_owned()))
         .collect()
 }
