@@ -41,6 +41,7 @@ mod marker_columns;
 mod marker_table;
 mod markers;
 mod merge;
+mod metric_drops;
 mod number_text;
 mod output;
 mod problems;
@@ -63,6 +64,7 @@ pub use lock_holder::LockHolder;
 pub use marker_columns::Markers;
 pub use markers::{merge_profile_dir, profile_dir_of};
 pub use merge::{merge, MergeError, MergeOptions, MergeReport};
+pub use metric_drops::METRICS;
 pub use output::{remove_durably, write_atomically, write_profile};
 pub use problems::{ProblemCount, Problems};
 pub use profile::{
