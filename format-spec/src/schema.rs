@@ -447,8 +447,8 @@ fn exit_schemas() -> Vec<Value> {
     vec![
         json!({
             "name": data_type::COMMANDS,
-            "tooltipLabel": "{marker.data.command}: {marker.data.runs} runs",
-            "tableLabel": "{marker.data.command} — {marker.data.runs} runs, CPU {marker.data.cpuTime}, {marker.data.failures} failed",
+            "tooltipLabel": "{marker.data.command} × {marker.data.runs}",
+            "tableLabel": "{marker.data.command} × {marker.data.runs}, CPU {marker.data.cpuTime}, failed {marker.data.failures}",
             "chartLabel": "{marker.data.runs}",
             "display": ["marker-chart", "marker-table"],
             "description": "The task's processes of one command that exited in the interval, however short: every exit the kernel reported (taskstats).",
@@ -458,12 +458,14 @@ fn exit_schemas() -> Vec<Value> {
                 field("failures", "Failed (non-zero status or a signal)", "integer"),
                 field("cpuTime", "CPU time", "milliseconds"),
                 field("peakRss", "Highest peak RSS", "bytes"),
+                field("undrawn", "Process markers left out (over 200 a second)", "integer"),
+                field("commands", "Commands added up", "integer"),
             ],
         }),
         json!({
             "name": data_type::OTHER_PROCESSES,
-            "tooltipLabel": "{marker.data.runs} other processes",
-            "tableLabel": "{marker.data.runs} processes not the task's, CPU {marker.data.cpuTime}",
+            "tooltipLabel": "Other processes × {marker.data.runs}",
+            "tableLabel": "Processes not the task's × {marker.data.runs}, CPU {marker.data.cpuTime}",
             "display": ["marker-table"],
             "description": "Processes of the machine outside the task that exited in the interval, counted and never named; overruns: times the kernel's queue overflowed and exits were lost.",
             "data": [
