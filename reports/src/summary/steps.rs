@@ -12,6 +12,8 @@ const STEP_CATEGORIES: [&str; 3] = ["Worker", "Task", "Phases"];
 /// The types of the task's intervals that are no steps: its processes, and its commands'
 /// totals.
 const NOT_STEPS: [&str; 2] = [PROCESS, COMMANDS];
+/// Commands listed per step.
+const STEP_COMMANDS: usize = 3;
 
 pub(super) fn steps(meta: &Map<String, Value>, markers: &Markers, tracks: &Tracks) -> Vec<Step> {
     let categories: Vec<&str> = meta
@@ -64,6 +66,7 @@ pub(super) fn steps(meta: &Map<String, Value>, markers: &Markers, tracks: &Track
                     .map(|(s, _)| s.peak)
                     .reduce(f64::max)
                     .map(|bytes| bytes as u64),
+                top_commands: tracks.top_commands_within(marker.start_time, end, STEP_COMMANDS),
             })
         })
         .collect()
