@@ -101,6 +101,8 @@ pub mod data_type {
     pub const PROCESS: &str = "Process";
     pub const COMMANDS: &str = "Commands";
     pub const OTHER_PROCESSES: &str = "OtherProcesses";
+    /// The track of the task's processes that ended in each second.
+    pub const PROCESSES_ENDED: &str = "ProcessesEnded";
     pub const CGROUP_MEMORY: &str = "CgroupMem";
     pub const CGROUP_CPU: &str = "CgroupCPU";
     pub const OOM_KILL: &str = "OOMKill";
@@ -111,7 +113,7 @@ pub mod data_type {
     pub const LOG: &str = "Log";
 
     /// The types above but [`TEXT`]: those of the recorder's own tracks and markers.
-    const OWN: [&str; 20] = [
+    const OWN: [&str; 21] = [
         CPU,
         MEMORY,
         IO,
@@ -124,6 +126,7 @@ pub mod data_type {
         PROCESS,
         COMMANDS,
         OTHER_PROCESSES,
+        PROCESSES_ENDED,
         CGROUP_MEMORY,
         CGROUP_CPU,
         OOM_KILL,
@@ -169,6 +172,8 @@ pub mod track {
     pub const LOAD: &str = "Load";
     pub const SWAP: &str = "Swap";
     pub const CPU_FREQUENCY: &str = "CPU Frequency";
+    /// The task's processes that ended, each second (every exit, from taskstats).
+    pub const PROCESSES: &str = "Processes";
     /// An instant marker: the cgroup's OOM-kill counter went up.
     pub const OOM_KILL: &str = "OOM kill";
     /// Per-disk tracks are named this prefix and the device: `IO sda`.
@@ -445,6 +450,18 @@ fn process_schemas() -> Vec<Value> {
 /// (its totals over the interval), and the processes not the task's, counted apart.
 fn exit_schemas() -> Vec<Value> {
     vec![
+        track_schema(
+            data_type::PROCESSES_ENDED,
+            &[
+                field("runs", "Processes of the task that ended", "integer"),
+                field(
+                    "failures",
+                    "Failed (non-zero status or a signal)",
+                    "integer",
+                ),
+            ],
+            &[graph("runs", "teal")],
+        ),
         json!({
             "name": data_type::COMMANDS,
             "tooltipLabel": "{marker.data.command} × {marker.data.runs}",

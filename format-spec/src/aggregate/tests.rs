@@ -55,6 +55,7 @@ fn no_series_is_named_like_a_recorder_track() {
         track::MEMORY_PRESSURE,
         track::IO_PRESSURE,
         track::LOAD,
+        track::PROCESSES,
         track::SWAP,
         track::CPU_FREQUENCY,
         track::OOM_KILL,

@@ -14,7 +14,7 @@ use crate::sources::taskstats::TaskExit;
 use crate::sources::Lines;
 use serde_json::json;
 use std::collections::{BTreeMap, HashMap};
-use tc_profile_format::schema::{category, data_type};
+use tc_profile_format::schema::{category, data_type, track};
 use tc_profile_format::Marker;
 
 /// How long an exit whose parent the tree does not know waits for that parent's exit.
@@ -249,6 +249,11 @@ impl Exits {
     fn write_totals(&mut self, now: f64, overruns: u64, out: &mut Lines) {
         let since = self.totals_since;
         let mut commands: Vec<_> = std::mem::take(&mut self.commands).into_iter().collect();
+        let mut all = CommandTotals::default();
+        for (_, totals) in &commands {
+            all.add(totals);
+        }
+        out.marker(processes_marker(since, now, &all));
         if commands.len() > COMMAND_MARKERS_PER_TOTALS {
             commands.sort_by(|(_, a), (_, b)| b.cpu_us.cmp(&a.cpu_us).then(b.runs.cmp(&a.runs)));
             let mut rest = CommandTotals::default();
@@ -277,6 +282,18 @@ impl Exits {
         self.overruns_written += overruns;
         self.totals_since = now;
     }
+}
+
+/// A sample of the "Processes" track: the task's processes that ended since the last, 0
+/// included, so that the track is drawn without a gap.
+fn processes_marker(since: f64, now: f64, all: &CommandTotals) -> Marker {
+    Marker::interval(track::PROCESSES.to_owned(), since, now)
+        .with_category(category::OTHER)
+        .with_data(json!({
+            "type": data_type::PROCESSES_ENDED,
+            "runs": all.runs,
+            "failures": all.failures,
+        }))
 }
 
 fn command_marker(command: String, since: f64, now: f64, totals: CommandTotals) -> Marker {
