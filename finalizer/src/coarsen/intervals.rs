@@ -14,9 +14,12 @@ use tc_profile_format::Marker;
 /// Merges the metric markers of one series (name) that start at the same time, each group
 /// into one; returns how many markers went into merged ones.
 pub(crate) fn merge_metric_intervals(markers: &mut Markers) -> usize {
+    // A series' name holds a dot (its prefix ends in one): most other markers are passed
+    // over without reading their payload.
     let is_metric = |position: usize| {
         let marker = markers.get(position);
         marker.end_time.is_some()
+            && marker.name.contains('.')
             && marker
                 .data_type()
                 .is_some_and(|kind| MetricKind::from_data_type(&kind).is_some())
@@ -36,7 +39,7 @@ pub(crate) fn merge_metric_intervals(markers: &mut Markers) -> usize {
     let mut others = Vec::with_capacity(markers.len());
     for (position, marker) in markers.iter().enumerate() {
         let key = (markers.name_id(position), marker.start_time.to_bits());
-        match is_metric(position) && batches.get(&key).is_some_and(|&count| count > 1) {
+        match batches.get(&key).is_some_and(|&count| count > 1) && is_metric(position) {
             true => groups.entry(key).or_default().push(marker.to_marker()),
             false => others.push(marker.owned()),
         }
@@ -54,4 +57,79 @@ pub(crate) fn merge_metric_intervals(markers: &mut Markers) -> usize {
     }
     *markers = others.into_iter().collect();
     merged
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{json, Value};
+
+    fn batch(name: &str, start: f64, end: f64, data: Value) -> ProfileMarker {
+        ProfileMarker::from(Marker::interval(name, start, end).with_data(data))
+    }
+
+    fn counter(start: f64, end: f64, value: u64) -> ProfileMarker {
+        let data = json!({"metric": "task.hits", "type": "Counter", "value": value});
+        batch("task.hits (sum)", start, end, data)
+    }
+
+    fn gauge(end: f64, value: u64) -> ProfileMarker {
+        let data = json!({"metric": "task.depth", "type": "Gauge", "value": value});
+        batch("task.depth", 100.0, end, data)
+    }
+
+    #[test]
+    fn a_series_batches_of_one_interval_are_one_marker() {
+        let step = || {
+            batch(
+                "build.sh",
+                100.0,
+                150.0,
+                json!({"type": "Text", "text": "a"}),
+            )
+        };
+        let mut markers: Markers = [
+            counter(100.0, 110.0, 1),
+            gauge(160.0, 9),
+            counter(100.0, 150.0, 2),
+            gauge(120.0, 4),
+            step(),
+            step(),
+            counter(200.0, 250.0, 4),
+        ]
+        .into_iter()
+        .collect();
+        assert_eq!(merge_metric_intervals(&mut markers), 4);
+        let rows: Vec<(String, f64, Option<f64>, Value)> = markers
+            .iter()
+            .map(|m| {
+                (
+                    m.name.to_owned(),
+                    m.start_time,
+                    m.end_time,
+                    m.data_value().unwrap(),
+                )
+            })
+            .collect();
+        let find = |name: &str, start: f64| {
+            let found: Vec<_> = rows
+                .iter()
+                .filter(|r| r.0 == name && r.1 == start)
+                .collect();
+            assert_eq!(found.len(), 1, "{name} at {start}: {rows:?}");
+            (found[0].2, found[0].3["value"].as_f64())
+        };
+        assert_eq!(find("task.hits (sum)", 100.0), (Some(150.0), Some(3.0)));
+        assert_eq!(
+            find("task.depth", 100.0),
+            (Some(160.0), Some(9.0)),
+            "the last value"
+        );
+        assert_eq!(find("task.hits (sum)", 200.0), (Some(250.0), Some(4.0)));
+        assert_eq!(
+            rows.iter().filter(|r| r.0 == "build.sh").count(),
+            2,
+            "no metric"
+        );
+    }
 }
