@@ -266,7 +266,8 @@ pub fn compact(mut recording: Recording) -> (Profile, Compaction) {
     }
     meta.insert("profilingEndTime".to_owned(), json!(end_time));
     add_schemas(&mut meta, recording.schemas);
-    merge_metric_intervals(&mut markers);
+    let interval_ms = meta.get("interval").and_then(Value::as_f64).unwrap_or(0.0);
+    merge_metric_intervals(&mut markers, interval_ms, end_time);
     let merged_samples = bound_tracks(&mut markers, &meta, &missing, MAX_SAMPLES_PER_TRACK);
     markers.sort_by_start();
     let mut thread = recording.thread;
