@@ -6,7 +6,10 @@
 //! task sent (counts add up), any other graph the time-weighted mean. A merged sample never
 //! reaches over time where nothing was measured (see [`Breaks`]).
 
+mod intervals;
 mod stretch;
+
+pub(crate) use intervals::merge_metric_intervals;
 
 use crate::marker_columns::Markers;
 use crate::profile_marker::ProfileMarker;

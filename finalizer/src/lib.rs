@@ -43,6 +43,7 @@ mod marker_columns;
 mod marker_table;
 mod markers;
 mod merge;
+mod metric_drops;
 mod number_text;
 mod output;
 mod problems;
@@ -68,6 +69,7 @@ pub use merge::{
     merge, merge_inputs, read_inputs, MergeError, MergeInput, MergeOptions, MergeReport,
     StepCompared,
 };
+pub use metric_drops::METRICS;
 pub use output::{remove_durably, write_atomically, write_profile};
 pub use problems::{ProblemCount, Problems};
 pub use profile::{

@@ -2,9 +2,10 @@
 //! profiler's JSON Lines importer would build from the log, with open intervals closed and
 //! flagged, notes about damage and an early end, and `meta.profilingEndTime`.
 
-use crate::coarsen::{bound_tracks, MAX_SAMPLES_PER_TRACK};
+use crate::coarsen::{bound_tracks, merge_metric_intervals, MAX_SAMPLES_PER_TRACK};
 use crate::marker_columns::Markers;
 use crate::marker_table::{ThreadOut, UniqueStrings};
+use crate::metric_drops::{metric_drops, METRICS};
 use crate::problems::Problems;
 use crate::profile_marker::{MarkerRef, ProfileMarker};
 use crate::reader::Recording;
@@ -268,8 +269,13 @@ pub fn compact(mut recording: Recording) -> (Profile, Compaction) {
         let text = recording.problems.summary();
         markers.push(note(MARKER_FILES, end_time, notes, text).as_ref());
     }
+    if let Some(text) = metric_drops(&markers) {
+        markers.push(note(METRICS, end_time, notes, text).as_ref());
+    }
     meta.insert("profilingEndTime".to_owned(), json!(end_time));
     add_schemas(&mut meta, recording.schemas);
+    let interval_ms = meta.get("interval").and_then(Value::as_f64).unwrap_or(0.0);
+    merge_metric_intervals(&mut markers, interval_ms, end_time);
     let merged_samples = bound_tracks(&mut markers, &meta, &missing, MAX_SAMPLES_PER_TRACK);
     markers.sort_by_start();
     let mut thread = recording.thread;

@@ -104,6 +104,15 @@ impl<'a> MarkerRef<'a> {
         (rest.as_bytes()[length] == b'"').then(|| &rest[..length])
     }
 
+    /// The payload's `type` wherever it is (a metric's payload has its keys sorted):
+    /// found without parsing when it leads.
+    pub fn data_type(self) -> Option<Cow<'a, str>> {
+        match self.leading_type() {
+            Some(kind) => Some(Cow::Borrowed(kind)),
+            None => self.figures().kind,
+        }
+    }
+
     /// The payload's `type` and numbers, read without building a tree.
     pub fn figures(self) -> Figures<'a> {
         self.data

@@ -5,7 +5,7 @@
 
 use crate::metric::{self, MetricKind};
 use crate::schema::category;
-use crate::scope::MetricScopes;
+use crate::scope::{MetricScopes, PUT_POINTS};
 use crate::Marker;
 use serde_json::{json, Map, Value};
 use std::collections::hash_map::{DefaultHasher, Entry};
@@ -15,13 +15,15 @@ use std::hash::{Hash, Hasher};
 mod names;
 use names::sanitize_tags;
 pub use names::{
-    sanitize_name, sanitize_tag, sorted_tags, MAX_NAME_BYTES, MAX_TAGS, MAX_TAG_BYTES,
+    sanitize_name, sanitize_tag, sorted_tags, track_name, MAX_NAME_BYTES, MAX_TAGS, MAX_TAG_BYTES,
 };
 
 /// Distinct set members kept per interval, over all sets: bounds the memory of sets.
 pub const MAX_SET_MEMBERS: usize = 100_000;
 /// Characters of a malformed line quoted in the "Metrics dropped" marker.
 const EXAMPLE_CHARS: usize = 100;
+/// Refused series named in a "Metrics dropped" marker (out of scope or over the cap).
+pub const REFUSED_NAMED: usize = 5;
 
 /// Limits of what the task may send.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -109,8 +111,16 @@ pub struct Drops {
     pub kernel_dropped: u64,
     /// Metrics of series outside the task's scopes.
     pub out_of_scope: u64,
+    /// Samples dated before the recording's start: taken, at the start (not dropped, but
+    /// drawn where they were not).
+    pub before_start: u64,
+    /// Metric lines of marker files with keys this version does not know (taken without them).
+    pub unknown_fields: u64,
     /// The first malformed line of the interval, cut to a hundred characters.
     pub example: Option<String>,
+    /// The first [`REFUSED_NAMED`] series refused in the interval (out of scope or over the
+    /// series cap), by name.
+    pub refused: Vec<String>,
 }
 
 impl Drops {
@@ -121,6 +131,8 @@ impl Drops {
             + self.over_set_cap
             + self.kernel_dropped
             + self.out_of_scope
+            + self.before_start
+            + self.unknown_fields
             == 0
     }
 
@@ -132,14 +144,24 @@ impl Drops {
             "overSeriesCap": self.over_series_cap,
             "overSetCap": self.over_set_cap,
             "kernelDropped": self.kernel_dropped,
+            "outOfScope": self.out_of_scope,
+            "beforeStart": self.before_start,
+            "unknownFields": self.unknown_fields,
         });
-        if self.out_of_scope > 0 {
-            data["outOfScope"] = json!(self.out_of_scope);
-        }
         if let Some(example) = &self.example {
             data["example"] = json!(example);
         }
+        if !self.refused.is_empty() {
+            data["refused"] = json!(self.refused.join(", "));
+        }
         data
+    }
+
+    /// Names a refused series, if it is among the first few of the interval.
+    fn refuse(&mut self, series: &str) {
+        if self.refused.len() < REFUSED_NAMED && !self.refused.iter().any(|s| s == series) {
+            self.refused.push(series.to_owned());
+        }
     }
 }
 
@@ -186,9 +208,8 @@ impl Aggregator {
     /// Takes a sample into its series, or counts why it was dropped.
     pub fn record(&mut self, sample: Sample) {
         let metric = match sanitize_name(&sample.name) {
-            Some(name) if self.limits.scopes.missing(&name).is_some() => {
-                self.drops.out_of_scope += 1;
-                return;
+            Some(name) if let Some(scope) = self.limits.scopes.missing(&name) => {
+                return self.out_of_scope(&scope);
             }
             Some(name) => format!("{}{name}", self.limits.prefix),
             None => return self.malformed(&sample.name, Malformed::Name),
@@ -196,16 +217,14 @@ impl Aggregator {
         let Some(tags) = sanitize_tags(&sample.tags) else {
             return self.malformed(&sample.name, Malformed::Tags);
         };
-        let marker_name = if tags.is_empty() {
-            metric.clone()
-        } else {
-            format!("{metric} #{tags}")
-        };
+        let marker_name = track_name(sample.kind, &metric, &tags);
         let series_count = self.series.len();
         let series = match self.series.entry((sample.kind, marker_name)) {
             Entry::Occupied(entry) => entry.into_mut(),
-            Entry::Vacant(_) if series_count >= self.limits.max_series => {
+            Entry::Vacant(entry) if series_count >= self.limits.max_series => {
                 self.drops.over_series_cap += 1;
+                self.drops
+                    .refuse(&format!("{} (over the series cap)", entry.key().1));
                 return;
             }
             Entry::Vacant(entry) => entry.insert(Series {
@@ -227,6 +246,14 @@ impl Aggregator {
             Err(Refused::OverSetCap) => self.drops.over_set_cap += 1,
             Err(Refused::NotFinite) => self.malformed(&sample.name, Malformed::NotFinite),
         }
+    }
+
+    /// Counts a metric refused for want of `scope`, naming its series among the first few.
+    pub fn out_of_scope(&mut self, scope: &str) {
+        self.drops.out_of_scope += 1;
+        let series = scope.strip_prefix(PUT_POINTS).unwrap_or(scope);
+        let name = format!("{}{series} (needs {scope})", self.limits.prefix);
+        self.drops.refuse(&name);
     }
 
     /// Counts a line that could not be parsed, keeping the first one as an example.
@@ -290,11 +317,17 @@ impl BatchAggregator {
     }
 
     /// One flush per interval that the samples (in time order) fall in. A marker ends at
-    /// its interval's last sample, never after the recording.
+    /// its interval's last sample, never after the recording. A sample dated before the
+    /// recording's start (log time 0) is taken at it, and counted as `before_start`: drawn
+    /// before the start, it would be drawn nowhere.
     pub fn aggregate(&mut self, samples: Vec<(f64, Sample)>) -> Vec<Marker> {
         let mut markers = Vec::new();
         let mut current: Option<(f64, f64)> = None;
         for (time, sample) in samples {
+            if time < 0.0 {
+                self.aggregator.drops.before_start += 1;
+            }
+            let time = time.max(0.0);
             let interval = (time / self.interval_ms).floor();
             if let Some((previous, last)) = current.filter(|(p, _)| *p != interval) {
                 markers.extend(self.flush(previous, last));

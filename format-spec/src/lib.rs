@@ -42,6 +42,7 @@ pub mod task_log;
 pub use aggregate::{
     sanitize_name, sanitize_tag, sorted_tags, Aggregator, BatchAggregator, Drops, Malformed,
     MetricLimits, Sample, SampleValue, MAX_NAME_BYTES, MAX_SET_MEMBERS, MAX_TAGS, MAX_TAG_BYTES,
+    REFUSED_NAMED,
 };
 pub use lines::{
     decode_line, decode_marker_raw, decode_marker_text, encode_line, encode_line_into,

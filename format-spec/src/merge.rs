@@ -240,6 +240,10 @@ impl Merger {
                     Ok(time) => samples.push((time, sample(metric))),
                     Err(problem) => dropped.add(file, problem, 1, 0),
                 }
+                if let Some(metrics) = self.metrics.as_mut().filter(|_| !metric.unknown.is_empty())
+                {
+                    metrics.aggregator.drops.unknown_fields += 1;
+                }
                 continue;
             }
             match self.take(file, line, now_epoch_ms) {
@@ -486,7 +490,16 @@ fn sample(metric: &Metric) -> Sample {
         name: metric.name.clone(),
         value,
         rate: 1.0,
-        tags: Vec::new(),
+        tags: metric
+            .tags
+            .iter()
+            .map(|(key, value)| {
+                let text = value
+                    .as_str()
+                    .map_or_else(|| value.to_string(), str::to_owned);
+                (key.clone(), text)
+            })
+            .collect(),
     }
 }
 

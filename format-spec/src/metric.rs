@@ -53,6 +53,18 @@ impl MetricKind {
             .find(|kind| kind.data_type() == data_type)
     }
 
+    /// What a track of this kind counts, in its name: a counter's sum in the interval, a
+    /// timer's milliseconds, a set's distinct members; a gauge's or a histogram's unit is
+    /// the task's to say, in the series name.
+    pub fn unit(self) -> Option<&'static str> {
+        match self {
+            MetricKind::Counter => Some("sum"),
+            MetricKind::Timer => Some("ms"),
+            MetricKind::Set => Some("distinct"),
+            MetricKind::Gauge | MetricKind::Histogram => None,
+        }
+    }
+
     /// The numeric keys of `data`: the schema's graph keys, every one always present.
     pub fn value_keys(self) -> &'static [&'static str] {
         match self {

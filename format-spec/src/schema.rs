@@ -103,6 +103,8 @@ pub mod data_type {
     pub const PROCESS: &str = "Process";
     pub const COMMANDS: &str = "Commands";
     pub const OTHER_PROCESSES: &str = "OtherProcesses";
+    /// The track of the task's processes that ended in each second.
+    pub const PROCESSES_ENDED: &str = "ProcessesEnded";
     pub const CGROUP_MEMORY: &str = "CgroupMem";
     pub const CGROUP_CPU: &str = "CgroupCPU";
     pub const OOM_KILL: &str = "OOMKill";
@@ -115,7 +117,7 @@ pub mod data_type {
     pub const COMPARE: &str = "Compare";
 
     /// The types above but [`TEXT`]: those of the recorder's own tracks and markers.
-    const OWN: [&str; 20] = [
+    const OWN: [&str; 21] = [
         CPU,
         MEMORY,
         IO,
@@ -128,6 +130,7 @@ pub mod data_type {
         PROCESS,
         COMMANDS,
         OTHER_PROCESSES,
+        PROCESSES_ENDED,
         CGROUP_MEMORY,
         CGROUP_CPU,
         OOM_KILL,
@@ -173,6 +176,8 @@ pub mod track {
     pub const LOAD: &str = "Load";
     pub const SWAP: &str = "Swap";
     pub const CPU_FREQUENCY: &str = "CPU Frequency";
+    /// The task's processes that ended, each second (every exit, from taskstats).
+    pub const PROCESSES: &str = "Processes";
     /// An instant marker: the cgroup's OOM-kill counter went up.
     pub const OOM_KILL: &str = "OOM kill";
     /// Per-disk tracks are named this prefix and the device: `IO sda`.
@@ -456,10 +461,22 @@ fn process_schemas() -> Vec<Value> {
 /// (its totals over the interval), and the processes not the task's, counted apart.
 fn exit_schemas() -> Vec<Value> {
     vec![
+        track_schema(
+            data_type::PROCESSES_ENDED,
+            &[
+                field("runs", "Processes of the task that ended", "integer"),
+                field(
+                    "failures",
+                    "Failed (non-zero status or a signal)",
+                    "integer",
+                ),
+            ],
+            &[graph("runs", "teal")],
+        ),
         json!({
             "name": data_type::COMMANDS,
-            "tooltipLabel": "{marker.data.command}: {marker.data.runs} runs",
-            "tableLabel": "{marker.data.command} — {marker.data.runs} runs, CPU {marker.data.cpuTime}, {marker.data.failures} failed",
+            "tooltipLabel": "{marker.data.command} × {marker.data.runs}",
+            "tableLabel": "{marker.data.command} × {marker.data.runs}, CPU {marker.data.cpuTime}, failed {marker.data.failures}",
             "chartLabel": "{marker.data.runs}",
             "display": ["marker-chart", "marker-table"],
             "description": "The task's processes of one command that exited in the interval, however short: every exit the kernel reported (taskstats).",
@@ -469,12 +486,14 @@ fn exit_schemas() -> Vec<Value> {
                 field("failures", "Failed (non-zero status or a signal)", "integer"),
                 field("cpuTime", "CPU time", "milliseconds"),
                 field("peakRss", "Highest peak RSS", "bytes"),
+                field("undrawn", "Process markers left out (over 200 a second)", "integer"),
+                field("commands", "Commands added up", "integer"),
             ],
         }),
         json!({
             "name": data_type::OTHER_PROCESSES,
-            "tooltipLabel": "{marker.data.runs} other processes",
-            "tableLabel": "{marker.data.runs} processes not the task's, CPU {marker.data.cpuTime}",
+            "tooltipLabel": "Other processes × {marker.data.runs}",
+            "tableLabel": "Processes not the task's × {marker.data.runs}, CPU {marker.data.cpuTime}",
             "display": ["marker-table"],
             "description": "Processes of the machine outside the task that exited in the interval, counted and never named; overruns: times the kernel's queue overflowed and exits were lost.",
             "data": [

@@ -117,7 +117,7 @@ fn assert_only_the_tasks_own(profile: &Value) {
     let names: Vec<&str> = markers.iter().map(|m| m.name.as_str()).collect();
     assert!(!names.iter().any(|n| n.contains("attack")), "{names:?}");
     assert!(!names.contains(&"Metrics dropped"), "not even counted");
-    let own = markers.iter().find(|m| m.name == "task.own.count");
+    let own = markers.iter().find(|m| m.series() == "task.own.count");
     assert_eq!(own.map(|m| m.data["value"].clone()), Some(json!(1.0)));
 }
 
@@ -154,7 +154,7 @@ fn another_users_packets_and_writes_to_a_runs_endpoints_are_refused() {
     assert_only_the_tasks_own(&profile);
     let own_write = profile_markers(&profile)
         .into_iter()
-        .find(|m| m.name == "task.own.v");
+        .find(|m| m.series() == "task.own.v");
     assert!(
         own_write.is_some(),
         "the task's write with its token is a track"

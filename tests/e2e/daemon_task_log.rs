@@ -75,7 +75,7 @@ fn the_workers_live_log_is_in_the_task_profile_once_across_a_daemon_kill_and_a_s
     );
     let objects: f64 = rows
         .iter()
-        .filter(|m| m.name == "task.build.objects")
+        .filter(|m| m.series() == "task.build.objects")
         .map(|m| m.data["value"].as_f64().unwrap())
         .sum();
     assert_eq!(

@@ -80,7 +80,7 @@ fn run_python(sandbox: &Sandbox, flags: &[&str], script: &str) -> Value {
 fn series<'a>(markers: &'a [MarkerRow], name: &str) -> Vec<&'a Value> {
     markers
         .iter()
-        .filter(|m| m.name == name)
+        .filter(|m| m.series() == name)
         .map(|m| &m.data)
         .collect()
 }

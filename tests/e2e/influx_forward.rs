@@ -249,7 +249,7 @@ raise SystemExit(3)
     let profile = read_json(&sandbox.path("profile_resource-usage.json"));
     let late = profile_markers(&profile)
         .iter()
-        .filter(|m| m.name == "task.late.v")
+        .filter(|m| m.series() == "task.late.v")
         .map(|m| m.data["count"].as_f64().unwrap())
         .sum::<f64>();
     assert_eq!(late, 2.0);
@@ -331,7 +331,7 @@ json.dump(spent(before), open("baseline", "w"))
     let profile: Value = read_json(&sandbox.path("profile_resource-usage.json"));
     let in_profile: f64 = profile_markers(&profile)
         .iter()
-        .filter(|m| m.name.starts_with("task.load.n #writer:"))
+        .filter(|m| m.series().starts_with("task.load.n #writer:"))
         .map(|m| m.data["count"].as_f64().unwrap())
         .sum();
     assert_eq!(in_profile, 100_000.0);

@@ -52,6 +52,7 @@ mod markers;
 /// `merge`: task profiles, logs, compressed and Mozilla's, as processes of one profile.
 mod merge;
 /// Metrics: the statsd listener, its aggregation into tracks, scoping under the prefix.
+mod metric_tracks;
 mod metrics;
 /// `open`: the served profile, fetched over HTTP as the profiler fetches it.
 mod open;

@@ -210,3 +210,78 @@ fn two_daemon_tasks_at_once_each_count_only_their_own_exits() {
     assert_eq!(b.get("true"), Some(&(100, 0)), "{b:?}");
     assert_eq!(b.get("sh"), Some(&(200, 200)), "{b:?}");
 }
+
+/// Writes a C project of `files` source files and main.c, built by a Makefile with gcc.
+pub(crate) fn c_project(dir: &Path, files: usize) {
+    std::fs::create_dir_all(dir).unwrap();
+    let mut main = String::new();
+    for i in 0..files {
+        let source = format!("int f{i}(int x) {{ int y = x; for (int k = 0; k < {i}; k++) y = y * 31 + k; return y; }}\n");
+        std::fs::write(dir.join(format!("f{i}.c")), source).unwrap();
+        main.push_str(&format!("int f{i}(int);\n"));
+    }
+    let calls: String = (0..files).map(|i| format!(" + f{i}(argc)")).collect();
+    main.push_str(&format!(
+        "int main(int argc, char **argv) {{ (void)argv; return (0{calls}) & 1; }}\n"
+    ));
+    std::fs::write(dir.join("main.c"), main).unwrap();
+    let makefile = "CC = gcc\n\
+        OBJS = $(patsubst %.c,%.o,$(wildcard *.c))\n\
+        app: $(OBJS)\n\t$(CC) -o $@ $^\n\
+        %.o: %.c\n\t$(CC) -O1 -c -o $@ $<\n";
+    std::fs::write(dir.join("Makefile"), makefile).unwrap();
+}
+
+/// A real parallel build (20 files and main.c, `make -j2`): `summary` counts every run of
+/// the compiler, the driver and the assembler, from the kernel's exit records.
+#[test]
+fn a_parallel_c_build_counts_every_compiler_run() {
+    let has = |tool: &str| Command::new(tool).arg("--version").output().is_ok();
+    if !is_root() || !has("gcc") || !has("make") {
+        eprintln!("note: skipped, needs root, gcc and make");
+        return;
+    }
+    let sandbox = Sandbox::new();
+    c_project(&sandbox.path("project"), 20);
+    let build = [
+        "run",
+        "-q",
+        "-o",
+        "build.json",
+        "--",
+        "make",
+        "-s",
+        "-j2",
+        "-C",
+        "project",
+    ];
+    sandbox.run_ok(&build);
+    assert!(sandbox.path("project/app").exists(), "the build linked");
+    let profile = read_json(&sandbox.path("build.json"));
+    assert_processed_profile(&profile);
+    let summary = sandbox.run_ok(&["summary", "--format", "json", "build.json"]);
+    let summary: Value = serde_json::from_slice(&summary.stdout).unwrap();
+    let runs: BTreeMap<&str, u64> = summary["topCommands"]
+        .as_array()
+        .expect("topCommands")
+        .iter()
+        .map(|c| (c["command"].as_str().unwrap(), c["runs"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(
+        runs.get("cc1"),
+        Some(&21),
+        "a compiler run a file: {runs:?}"
+    );
+    assert_eq!(
+        runs.get("gcc"),
+        Some(&22),
+        "21 compiles and the link: {runs:?}"
+    );
+    let text = sandbox.run_ok(&["summary", "build.json"]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.lines()
+            .any(|line| line.starts_with("cc1 ") && line.split_whitespace().nth(1) == Some("21")),
+        "{text}"
+    );
+}

@@ -164,7 +164,7 @@ fn run_passes_output_through_byte_for_byte_and_records_a_marker_per_line() {
 
     let stat = markers
         .iter()
-        .find(|m| m.name == "task.build.objects")
+        .find(|m| m.series() == "task.build.objects")
         .expect("the stat line's metric track");
     assert_eq!(stat.data["value"], 5.0);
     assert!(!logs

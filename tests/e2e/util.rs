@@ -82,6 +82,20 @@ pub struct MarkerRow {
     pub data: Value,
 }
 
+impl MarkerRow {
+    /// A metric marker's series, `METRIC #TAGS` as the task wrote it (SPEC.md, "Metric
+    /// tracks"), whatever its track is named; any other marker's name.
+    pub fn series(&self) -> String {
+        let Some(metric) = self.data["metric"].as_str() else {
+            return self.name.clone();
+        };
+        match self.data["tags"].as_str() {
+            Some(tags) => format!("{metric} #{tags}"),
+            None => metric.to_owned(),
+        }
+    }
+}
+
 pub fn profile_markers(profile: &Value) -> Vec<MarkerRow> {
     thread_markers(&profile["threads"][0])
 }
@@ -106,7 +120,7 @@ pub fn thread_markers(thread: &Value) -> Vec<MarkerRow> {
 }
 
 pub fn count_named(rows: &[MarkerRow], name: &str) -> usize {
-    rows.iter().filter(|m| m.name == name).count()
+    rows.iter().filter(|m| m.series() == name).count()
 }
 
 /// Asserts that no graph track of `profile` (all of them ours) draws anything from `from` to

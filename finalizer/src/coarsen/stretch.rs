@@ -37,7 +37,9 @@ pub(super) fn merge(group: &[Marker]) -> Marker {
                 .map_or(Value::Null, data_of)
         }
         _ if let Some(metric) = metric => merge_metric(group, metric),
-        Some(data_type::IO | data_type::NET_IO | data_type::SWAP) => sum(group),
+        Some(data_type::IO | data_type::NET_IO | data_type::SWAP | data_type::PROCESSES_ENDED) => {
+            sum(group)
+        }
         Some(data_type::CPU) => cpu_mean(group),
         Some(data_type::TASK_CPU | data_type::OTHER_CPU | data_type::CGROUP_CPU) => {
             share_mean(group)

@@ -1,7 +1,7 @@
 //! The names and tags of metric series, sanitized so that a task cannot leave its prefix
 //! or send a line InfluxDB refuses (SPEC.md, "Metric tracks").
 
-use crate::metric;
+use crate::metric::{self, MetricKind};
 use std::collections::BTreeMap;
 
 /// The longest series name, prefix excluded, after sanitizing.
@@ -72,4 +72,27 @@ pub fn sanitize_tag(key: &str, value: &str) -> (String, String) {
         .map(|c| if c.is_control() || c == '\\' { '_' } else { c })
         .collect();
     (key, value)
+}
+
+/// The name of a series' track (its markers' name): first what tells it from its siblings,
+/// the tag values (the front-end shows the first 18 characters or so of a track's name),
+/// then the series name and the unit of its figures, then the tags whole, which keep two
+/// series apart whose values are the same under other keys:
+/// `200 /a · task.requests (sum) #code:200,route:/a`. `tags` as [`metric::join_tags`]
+/// joins them.
+pub fn track_name(kind: MetricKind, metric: &str, tags: &str) -> String {
+    let unit = kind
+        .unit()
+        .map(|unit| format!(" ({unit})"))
+        .unwrap_or_default();
+    if tags.is_empty() {
+        return format!("{metric}{unit}");
+    }
+    let values: Vec<_> = metric::split_tags(tags)
+        .map(|(key, value)| match value.is_empty() {
+            true => key.to_owned(),
+            false => value.into_owned(),
+        })
+        .collect();
+    format!("{} · {metric}{unit} #{tags}", values.join(" "))
 }

@@ -55,6 +55,7 @@ fn no_series_is_named_like_a_recorder_track() {
         track::MEMORY_PRESSURE,
         track::IO_PRESSURE,
         track::LOAD,
+        track::PROCESSES,
         track::SWAP,
         track::CPU_FREQUENCY,
         track::OOM_KILL,
@@ -87,7 +88,7 @@ fn a_hundred_thousand_increments_are_one_line_per_interval() {
     }
     let markers = aggregator.flush(0.0, 100.0);
     assert_eq!(markers.len(), 1);
-    assert_eq!(markers[0].name, "task.hits");
+    assert_eq!(markers[0].name, "task.hits (sum)");
     assert_eq!(markers[0].data.as_ref().unwrap()["value"], 100_000.0);
     assert!(
         aggregator.flush(100.0, 200.0).is_empty(),
@@ -167,8 +168,14 @@ fn tags_are_sorted_and_name_their_own_series() {
     aggregator.record(tagged(&[]));
     let markers = aggregator.flush(0.0, 1.0);
     let names: Vec<&str> = markers.iter().map(|m| m.name.as_str()).collect();
-    assert_eq!(names, ["task.req", "task.req #code:200,route:/a b"]);
-    let data = markers[1].data.as_ref().unwrap();
+    assert_eq!(
+        names,
+        [
+            "200 /a b · task.req (sum) #code:200,route:/a b",
+            "task.req (sum)"
+        ]
+    );
+    let data = markers[0].data.as_ref().unwrap();
     assert_eq!(
         (&data["metric"], &data["value"]),
         (&json!("task.req"), &json!(2.0))
@@ -194,6 +201,59 @@ fn series_over_the_cap_are_dropped_and_counted() {
         (&json!(2), &json!(1))
     );
     assert_eq!(drops["example"], "garbage (not name:value|type)");
+    assert_eq!(
+        drops["refused"],
+        "task.c (sum) (over the series cap), task.d (sum) (over the series cap)"
+    );
+}
+
+#[test]
+fn a_track_leads_with_its_tag_values_and_names_its_unit() {
+    let name = |kind, tags| track_name(kind, "task.req", tags);
+    assert_eq!(name(MetricKind::Gauge, ""), "task.req");
+    assert_eq!(name(MetricKind::Timer, ""), "task.req (ms)");
+    assert_eq!(
+        name(MetricKind::Set, "fast"),
+        "fast · task.req (distinct) #fast"
+    );
+    // The same values under other keys are another series, and another track.
+    assert_ne!(
+        name(MetricKind::Counter, "a:x,b:y"),
+        name(MetricKind::Counter, "a:x,c:y")
+    );
+    assert!(name(MetricKind::Counter, "host:a\\,b").starts_with("a,b · "));
+}
+
+#[test]
+fn out_of_scope_series_are_counted_and_named() {
+    let mut aggregator = Aggregator::new(MetricLimits {
+        scopes: MetricScopes::new(vec!["stats:put-points:ok".to_owned()]),
+        ..MetricLimits::default()
+    });
+    for name in ["ok", "secret", "secret", "other"] {
+        aggregator.record(number(MetricKind::Counter, name, 1.0));
+    }
+    let markers = aggregator.flush(0.0, 1.0);
+    let drops = markers[1].data.as_ref().unwrap();
+    assert_eq!(drops["outOfScope"], 3);
+    assert_eq!(
+        drops["refused"],
+        "task.secret (needs stats:put-points:secret), task.other (needs stats:put-points:other)"
+    );
+}
+
+#[test]
+fn samples_dated_before_the_start_are_taken_at_it_and_counted() {
+    let mut batches = BatchAggregator::new(MetricLimits::default(), 100.0);
+    let markers = batches.aggregate(vec![
+        (-5_000.0, number(MetricKind::Counter, "early", 1.0)),
+        (-1.0, number(MetricKind::Counter, "early", 1.0)),
+        (30.0, number(MetricKind::Counter, "early", 1.0)),
+    ]);
+    let early = &markers[0];
+    assert_eq!((early.start_time, early.end_time), (0.0, Some(30.0)));
+    assert_eq!(early.data.as_ref().unwrap()["value"], 3.0);
+    assert_eq!(markers[1].data.as_ref().unwrap()["beforeStart"], 2);
 }
 
 /// Found by fuzz/fuzz_targets/statsd_packet.rs: `c:1e308|ms` made a marker whose figures
@@ -216,7 +276,7 @@ fn figures_stay_finite_numbers() {
     }
     let markers = aggregator.flush(1.0, 2.0);
     let names: Vec<&str> = markers.iter().map(|m| m.name.as_str()).collect();
-    assert_eq!(names, ["task.b", metric::DROPPED_MARKER]);
+    assert_eq!(names, ["task.b (sum)", metric::DROPPED_MARKER]);
     assert_eq!(markers[0].data.as_ref().unwrap()["value"], 1e308);
     let drops = markers[1].data.as_ref().unwrap();
     assert_eq!(drops["malformed"], 2);
@@ -243,11 +303,11 @@ fn utf8_and_comma_tag_values_are_kept_as_series_of_their_own() {
     assert_eq!(
         names,
         [
-            "task.req #host:a b",
-            "task.req #host:a\\,b",
-            "task.req #host:a_b",
-            "task.req #host:caf_",
-            "task.req #host:café"
+            "a b · task.req (sum) #host:a b",
+            "a,b · task.req (sum) #host:a\\,b",
+            "a_b · task.req (sum) #host:a_b",
+            "caf_ · task.req (sum) #host:caf_",
+            "café · task.req (sum) #host:café"
         ]
     );
 }

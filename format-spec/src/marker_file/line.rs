@@ -90,6 +90,14 @@ pub struct Metric {
     /// A number; for a set, a number or a string.
     pub value: Value,
     pub time: f64,
+    /// Tags, as a DogStatsD metric's: `{"key": "value"}` (a value that is not a string is
+    /// taken as its JSON text).
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub tags: Map<String, Value>,
+    /// Keys this version does not know: the metric is taken without them, and they are
+    /// counted (`unknownFields` of "Metrics dropped").
+    #[serde(flatten, skip_serializing)]
+    pub unknown: Map<String, Value>,
 }
 
 impl FileLine {

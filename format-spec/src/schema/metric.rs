@@ -74,7 +74,7 @@ fn metric_drops_schema() -> Value {
     json!({
         "name": metric::DROPPED_DATA_TYPE,
         "tooltipLabel": "{marker.name}",
-        "tableLabel": "{marker.name}: {marker.data.malformed} malformed, {marker.data.oversized} oversized, {marker.data.overSeriesCap} over the series cap",
+        "tableLabel": "{marker.name}: {marker.data.malformed} malformed, {marker.data.outOfScope} out of scope, {marker.data.overSeriesCap} over the series cap, {marker.data.oversized} oversized, {marker.data.beforeStart} before the start, {marker.data.unknownFields} with unknown keys",
         "display": ["marker-chart", "marker-table"],
         "data": [
             field("malformed", "Malformed lines", "integer"),
@@ -83,7 +83,10 @@ fn metric_drops_schema() -> Value {
             field("overSetCap", "Set members over the set cap", "integer"),
             field("kernelDropped", "Packets the kernel dropped (buffer full)", "integer"),
             field("outOfScope", "Metrics outside the task's scopes", "integer"),
+            field("beforeStart", "Samples dated before the start (drawn at it)", "integer"),
+            field("unknownFields", "Marker-file metric lines with unknown keys", "integer"),
             field("example", "First malformed line", "string"),
+            field("refused", "First series refused", "string"),
         ],
     })
 }

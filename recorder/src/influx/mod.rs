@@ -516,7 +516,7 @@ impl Endpoint {
         for line in &chunk.refused {
             match &line.why {
                 Why::Malformed(why) => batches.aggregator.malformed(&line.line, why),
-                Why::OutOfScope(_) => batches.aggregator.drops.out_of_scope += 1,
+                Why::OutOfScope(scope) => batches.aggregator.out_of_scope(scope),
             }
         }
         let over_cap_before = batches.over_series_cap;

@@ -92,6 +92,9 @@ pub struct Step {
     pub cpu_average: Option<f64>,
     pub cpu_peak: Option<f64>,
     pub peak_memory_bytes: Option<u64>,
+    /// The commands of the task that used the most CPU in the step (three at most), every
+    /// run counted, when the profile has `Commands` markers.
+    pub top_commands: Vec<CommandUse>,
 }
 
 /// CPU of all cores, as fractions of all cores, weighted by each sample's duration; and

@@ -12,6 +12,8 @@ pub(crate) const STEP_CATEGORIES: [&str; 3] = ["Worker", "Task", "Phases"];
 /// The types of the task's intervals that are no steps: its processes, and its commands'
 /// totals.
 const NOT_STEPS: [&str; 2] = [PROCESS, COMMANDS];
+/// Commands listed per step.
+const STEP_COMMANDS: usize = 3;
 
 /// An interval marker of a step's category, with what a step shows of it.
 pub(crate) struct StepMarker<'a> {
@@ -102,6 +104,7 @@ pub(super) fn steps(meta: &Map<String, Value>, markers: &Markers, tracks: &Track
                     .map(|(s, _)| s.peak)
                     .reduce(f64::max)
                     .map(|bytes| bytes as u64),
+                top_commands: tracks.top_commands_within(start, end, STEP_COMMANDS),
             }
         })
         .collect()

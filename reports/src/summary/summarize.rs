@@ -8,10 +8,12 @@ use crate::summary::steps::steps;
 use crate::summary::tracks::Tracks;
 use crate::summary::usage::{cpu_use, memory_use};
 use serde_json::Value;
-use tc_profile_finalizer::{Markers, Profile, DATA_MISSING, ENDED_EARLY, LOG_DAMAGE, MARKER_FILES};
+use tc_profile_finalizer::{
+    Markers, Profile, DATA_MISSING, ENDED_EARLY, LOG_DAMAGE, MARKER_FILES, METRICS,
+};
 
 /// Markers that say what was lost or dropped, and why.
-const DROP_NOTES: [&str; 3] = [DATA_MISSING, LOG_DAMAGE, MARKER_FILES];
+const DROP_NOTES: [&str; 4] = [DATA_MISSING, LOG_DAMAGE, MARKER_FILES, METRICS];
 
 /// Computes the summary of a profile.
 pub fn summarize(profile: &Profile) -> Summary {

@@ -205,7 +205,19 @@ fn steps(out: &mut String, steps: &[Step], cores: Option<u32>) {
             step.peak_memory_bytes.map_or("-".to_owned(), bytes),
             if step.cut_off { "  cut off" } else { "" }
         );
+        if !step.top_commands.is_empty() {
+            let _ = writeln!(out, "{:<8} {}", "", step_commands(&step.top_commands));
+        }
     }
+}
+
+/// A step's busiest commands on one line: `cc1 × 21 0.33s, as × 21 0.02s`.
+fn step_commands(commands: &[CommandUse]) -> String {
+    let each = commands.iter().map(|command| {
+        let name = escape_controls(&command.command);
+        format!("{name} × {} {}", command.runs, duration(command.cpu_ms))
+    });
+    format!("commands: {}", each.collect::<Vec<_>>().join(", "))
 }
 
 fn processes(out: &mut String, processes: &[ProcessUse]) {

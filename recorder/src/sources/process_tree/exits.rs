@@ -14,7 +14,7 @@ use crate::sources::taskstats::TaskExit;
 use crate::sources::Lines;
 use serde_json::json;
 use std::collections::{BTreeMap, HashMap};
-use tc_profile_format::schema::{category, data_type};
+use tc_profile_format::schema::{category, data_type, track};
 use tc_profile_format::Marker;
 
 /// How long an exit whose parent the tree does not know waits for that parent's exit.
@@ -25,6 +25,15 @@ const RECENT_MS: f64 = 5000.0;
 const TOTALS_EVERY_MS: f64 = 1000.0;
 /// Processes with threads that exited before the last, whose CPU is held until it does.
 const THREADED_MAX: usize = 65_536;
+/// "Process" markers of exits written between two writes of the totals (a second) at most:
+/// a fork bomb of long-lived processes cannot grow the log without bound. The rest are
+/// counted, each in its command's `undrawn`.
+pub(super) const PROCESS_MARKERS_PER_TOTALS: u64 = 200;
+/// "Commands" markers a write of the totals at most, the commands that used the most CPU;
+/// the rest are one marker, [`OTHER_COMMANDS`].
+pub(super) const COMMAND_MARKERS_PER_TOTALS: usize = 50;
+/// The marker of the commands past [`COMMAND_MARKERS_PER_TOTALS`], added up.
+pub(super) const OTHER_COMMANDS: &str = "(other commands)";
 
 /// What the tree knows at a tick: its processes, those that it found gone, and the parent of
 /// its roots (the recorder, when it started the command).
@@ -58,6 +67,21 @@ struct CommandTotals {
     failures: u64,
     cpu_us: u64,
     peak_rss: u64,
+    /// Runs long enough for a "Process" marker that got none (over the cap).
+    undrawn: u64,
+    /// Commands these totals add up (1 but for [`OTHER_COMMANDS`]).
+    commands: u64,
+}
+
+impl CommandTotals {
+    fn add(&mut self, other: &CommandTotals) {
+        self.runs += other.runs;
+        self.failures += other.failures;
+        self.cpu_us += other.cpu_us;
+        self.peak_rss = self.peak_rss.max(other.peak_rss);
+        self.undrawn += other.undrawn;
+        self.commands += other.commands;
+    }
 }
 
 /// The exits of the machine, sorted: the task's counted and the rest apart.
@@ -75,6 +99,8 @@ pub(super) struct Exits {
     others: (u64, u64),
     overruns_written: u64,
     totals_since: f64,
+    /// "Process" markers written since the totals were.
+    process_markers: u64,
 }
 
 impl Exits {
@@ -88,6 +114,7 @@ impl Exits {
             others: (0, 0),
             overruns_written: 0,
             totals_since: 0.0,
+            process_markers: 0,
         }
     }
 
@@ -165,15 +192,29 @@ impl Exits {
     fn count(&mut self, pending: &Pending, tree: &TreeView, out: &mut Lines) {
         let Pending { exit, cpu_us, read } = pending;
         let (cpu_us, read) = (*cpu_us, *read);
-        let totals = self.commands.entry(exit.comm.clone()).or_default();
-        totals.runs += 1;
-        totals.failures += u64::from(exit.status != 0);
-        totals.cpu_us += cpu_us;
-        totals.peak_rss = totals.peak_rss.max(exit.peak_rss);
+        let totals = self
+            .commands
+            .entry(exit.comm.clone())
+            .or_insert(CommandTotals {
+                commands: 1,
+                ..CommandTotals::default()
+            });
+        totals.add(&CommandTotals {
+            runs: 1,
+            failures: u64::from(exit.status != 0),
+            cpu_us,
+            peak_rss: exit.peak_rss,
+            ..CommandTotals::default()
+        });
         let elapsed_ms = exit.elapsed_us as f64 / 1000.0;
         if elapsed_ms < self.marker_min_ms {
             return;
         }
+        if self.process_markers >= PROCESS_MARKERS_PER_TOTALS {
+            totals.undrawn += 1;
+            return;
+        }
+        self.process_markers += 1;
         let known = tree.process(exit.pid);
         // The tree knows the start to the clock tick; otherwise the exit is placed when it
         // was read, at most one tick late.
@@ -202,13 +243,29 @@ impl Exits {
         out.marker(marker.marker());
     }
 
-    /// A "Commands" marker for each command that exited since the last, and an
-    /// "OtherProcesses" one when other processes did or exits were lost.
+    /// A "Commands" marker for each command that exited since the last (the fifty that
+    /// used the most CPU, the rest added up in one), and an "OtherProcesses" one when other
+    /// processes did or exits were lost.
     fn write_totals(&mut self, now: f64, overruns: u64, out: &mut Lines) {
         let since = self.totals_since;
-        for (command, totals) in std::mem::take(&mut self.commands) {
+        let mut commands: Vec<_> = std::mem::take(&mut self.commands).into_iter().collect();
+        let mut all = CommandTotals::default();
+        for (_, totals) in &commands {
+            all.add(totals);
+        }
+        out.marker(processes_marker(since, now, &all));
+        if commands.len() > COMMAND_MARKERS_PER_TOTALS {
+            commands.sort_by(|(_, a), (_, b)| b.cpu_us.cmp(&a.cpu_us).then(b.runs.cmp(&a.runs)));
+            let mut rest = CommandTotals::default();
+            for (_, totals) in commands.drain(COMMAND_MARKERS_PER_TOTALS..) {
+                rest.add(&totals);
+            }
+            commands.push((OTHER_COMMANDS.to_owned(), rest));
+        }
+        for (command, totals) in commands {
             out.marker(command_marker(command, since, now, totals));
         }
+        self.process_markers = 0;
         let overruns = overruns.saturating_sub(self.overruns_written);
         let (runs, cpu_us) = std::mem::take(&mut self.others);
         if runs > 0 || overruns > 0 {
@@ -227,8 +284,20 @@ impl Exits {
     }
 }
 
+/// A sample of the "Processes" track: the task's processes that ended since the last, 0
+/// included, so that the track is drawn without a gap.
+fn processes_marker(since: f64, now: f64, all: &CommandTotals) -> Marker {
+    Marker::interval(track::PROCESSES.to_owned(), since, now)
+        .with_category(category::OTHER)
+        .with_data(json!({
+            "type": data_type::PROCESSES_ENDED,
+            "runs": all.runs,
+            "failures": all.failures,
+        }))
+}
+
 fn command_marker(command: String, since: f64, now: f64, totals: CommandTotals) -> Marker {
-    let data = json!({
+    let mut data = json!({
         "type": data_type::COMMANDS,
         "command": command,
         "runs": totals.runs,
@@ -236,6 +305,13 @@ fn command_marker(command: String, since: f64, now: f64, totals: CommandTotals) 
         "cpuTime": totals.cpu_us as f64 / 1000.0,
         "peakRss": totals.peak_rss,
     });
+    // Only when they say something, to keep the log short.
+    if totals.undrawn > 0 {
+        data["undrawn"] = json!(totals.undrawn);
+    }
+    if totals.commands > 1 {
+        data["commands"] = json!(totals.commands);
+    }
     Marker::interval(command, since, now)
         .with_category(category::TASK)
         .with_data(data)
@@ -320,6 +396,36 @@ mod tests {
             totals_of(&markers, data_type::PROCESS).is_empty(),
             "all shorter than 100 ms"
         );
+    }
+
+    /// A fork bomb of long-lived processes of many names: the markers of a second stay
+    /// bounded, and what was not drawn is counted, the totals whole.
+    #[test]
+    fn a_fork_bomb_writes_a_bounded_number_of_markers_and_counts_the_rest() {
+        let fresh: Vec<_> = (0..10_000)
+            .map(|i| TaskExit {
+                elapsed_us: 500_000,
+                ..exit(&format!("bomb{}", i % 1000), 10_000 + i, RECORDER, 0)
+            })
+            .collect();
+        let markers = ticks(&mut Exits::new(100.0), vec![(1000.0, fresh, false)]);
+        let processes = totals_of(&markers, data_type::PROCESS).len() as u64;
+        assert_eq!(processes, PROCESS_MARKERS_PER_TOTALS);
+        let commands = totals_of(&markers, data_type::COMMANDS);
+        assert_eq!(commands.len(), COMMAND_MARKERS_PER_TOTALS + 1);
+        let sum = |key: &str| {
+            commands
+                .iter()
+                .map(|c| c[key].as_u64().unwrap_or(0))
+                .sum::<u64>()
+        };
+        assert_eq!(sum("runs"), 10_000, "every run counted");
+        assert_eq!(sum("undrawn"), 10_000 - PROCESS_MARKERS_PER_TOTALS);
+        let rest = commands
+            .iter()
+            .find(|c| c["command"] == OTHER_COMMANDS)
+            .unwrap();
+        assert_eq!(rest["commands"], 1000 - COMMAND_MARKERS_PER_TOTALS as u64);
     }
 
     #[test]
