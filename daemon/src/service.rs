@@ -299,8 +299,7 @@ impl Shared {
             }
         }
         let end_time = epoch_ms();
-        // The machine's sample that covers the end is written at the tick after it.
-        std::thread::sleep(self.config.interval + SAMPLE_LAG);
+        self.sample_machine_now();
         let written = tasks::task_profile(&open, &self.segments_dir(), end_time, ending.notes())
             .and_then(|profile| write_profile(&ending.output, &profile));
         let mut inner = self.lock();
@@ -339,6 +338,20 @@ impl Shared {
         }
         remove_task_files(&open);
         Ok(ending.output)
+    }
+
+    /// Takes the machine's sample that covers a task's end now, rather than at the next
+    /// tick, up to an interval later, and waits until it is in the segment: as long as an
+    /// interval at most, then the end goes on without it.
+    fn sample_machine_now(&self) {
+        let taken = self.lock().segments.as_ref().map(Segments::sample_now);
+        if let Some(taken) = taken {
+            if !taken.wait(self.config.interval + SAMPLE_LAG) {
+                eprintln!(
+                    "tc-profile daemon: warning: the machine's last sample of a task came late"
+                );
+            }
+        }
     }
 
     /// Ends the tasks open longer than `--task-timeout`, into

@@ -134,3 +134,33 @@ fn the_influx_endpoint_serves_from_its_first_connection_and_stops_with_statsd_on
 fn the_influx_endpoint_serves_from_its_first_connection_and_stops_with_statsd_off() {
     ping_the_endpoint_then_finish(false);
 }
+
+#[test]
+fn a_sample_asked_for_is_in_the_log_before_the_next_tick_is_due() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("log.jsonl");
+    let mut config = RecorderConfig::new(log.clone());
+    config.interval = Duration::from_secs(600);
+    config.statsd = None;
+    let recorder = Recorder::start(config).unwrap();
+    let memory_samples = || {
+        let text = std::fs::read_to_string(&log).unwrap();
+        text.matches("\"name\":\"Memory\"").count()
+    };
+    let wait = Duration::from_secs(20);
+    let asked = Instant::now();
+    // The first tick, at start, writes no sample: it has no interval behind it.
+    assert!(recorder.sample_now().wait(wait));
+    let before = memory_samples();
+    assert!(recorder.sample_now().wait(wait));
+    assert_eq!(memory_samples(), before + 1);
+    // Asked for together: one tick, or two when the first had already begun.
+    let (first, second) = (recorder.sample_now(), recorder.sample_now());
+    assert!(first.wait(wait) && second.wait(wait));
+    assert!((before + 2..=before + 3).contains(&memory_samples()));
+    assert!(
+        asked.elapsed() < wait,
+        "a tick due in 10 minutes waited for"
+    );
+    drop(recorder.finish(EndReason::Stopped).unwrap());
+}
