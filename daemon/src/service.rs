@@ -300,8 +300,10 @@ impl Shared {
         }
         let end_time = epoch_ms();
         self.sample_machine_now();
-        let written = tasks::task_profile(&open, &self.segments_dir(), end_time, ending.notes())
-            .and_then(|profile| write_profile(&ending.output, &profile));
+        let read = &self.board.segment_bytes_read;
+        let written =
+            tasks::task_profile(&open, &self.segments_dir(), end_time, ending.notes(), read)
+                .and_then(|profile| write_profile(&ending.output, &profile));
         let mut inner = self.lock();
         inner.ending.retain(|o| !o.is(task, run));
         // The task has ended once the state file says so, and only then is its profile kept:
@@ -405,7 +407,8 @@ impl Shared {
             until,
             max: max_span,
         };
-        worker::worker_profile(&self.segments_dir(), &history, &open, span)
+        let read = &self.board.segment_bytes_read;
+        worker::worker_profile(&self.segments_dir(), &history, &open, span, read)
     }
 
     /// The open task whose live URLs carry `token` (and of `run`, if asked for): without
@@ -425,7 +428,8 @@ impl Shared {
 
     /// A running task's profile so far, from its logs as they are (left untouched).
     pub fn live_task_profile(&self, open: &OpenTask) -> Result<Profile, DaemonError> {
-        tasks::task_profile(open, &self.segments_dir(), epoch_ms(), Map::new())
+        let read = &self.board.segment_bytes_read;
+        tasks::task_profile(open, &self.segments_dir(), epoch_ms(), Map::new(), read)
     }
 
     /// The log a running task's part is being written to, opened, and the length of its

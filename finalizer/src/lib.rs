@@ -71,5 +71,5 @@ pub use profile::{
 pub use profile_marker::{busy_share, Figures, MarkerRef, Number, ProfileMarker};
 pub use reader::{read_log, Damage, DropReason, Read, ReadError, Recording};
 pub use recover::{recover, Recovery};
-pub use span::{compact_span, uncovered, Span, SpanLogs};
+pub use span::{compact_span, read_log_within, uncovered, Span, SpanLogs, SpanRead};
 pub use task_log::{add_log, merge_task_log, task_log_of, AddLogError};
