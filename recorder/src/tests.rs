@@ -164,3 +164,41 @@ fn a_sample_asked_for_is_in_the_log_before_the_next_tick_is_due() {
     );
     drop(recorder.finish(EndReason::Stopped).unwrap());
 }
+
+#[test]
+fn markers_written_one_at_a_time_come_a_batch_a_scan_gap() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("log.jsonl");
+    let mut config = RecorderConfig::new(log.clone());
+    config.sample_system = false;
+    config.statsd = None;
+    let mut profile_dir = ProfileDirConfig::new(dir.path().join("markers"));
+    profile_dir.scan_gap = Duration::from_secs(600);
+    config.profile_dir = Some(profile_dir);
+    let recorder = Recorder::start(config).unwrap();
+    let file = dir.path().join("markers/1.jsonl");
+    for n in 0..20 {
+        let line = format!(
+            "{{\"type\":\"marker\",\"name\":\"m{n}\",\"startTime\":{}}}\n",
+            now_epoch_ms()
+        );
+        append(&file, &line);
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    drop(recorder.finish(EndReason::Stopped).unwrap());
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(text.matches("\"name\":\"m").count(), 20);
+    // The first write's scan, and the stop's; a scan a write at the default gap.
+    let batches = text.matches("{\"type\":\"checkpoint\"").count();
+    assert!(batches <= 2, "{batches} batches:\n{text}");
+}
+
+fn append(path: &std::path::Path, line: &str) {
+    use std::io::Write;
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .unwrap();
+    file.write_all(line.as_bytes()).unwrap();
+}
