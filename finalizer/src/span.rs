@@ -3,10 +3,6 @@
 //! machine's markers cut to the span, and every stretch of the span that no machine log
 //! covers drawn as "Data missing" (the machine was not being recorded).
 
-mod seek;
-
-pub use seek::{read_log_within, SpanRead};
-
 use crate::marker_columns::Markers;
 use crate::profile::{compact, match_closes, Profile, DATA_MISSING, ENDED_EARLY};
 use crate::profile_marker::{MarkerRef, ProfileMarker};

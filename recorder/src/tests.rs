@@ -5,14 +5,20 @@ use crate::profile_dir::now_epoch_ms;
 use std::time::{Duration, Instant};
 use tc_profile_format::EndReason;
 
-/// Records with only the profile-directory source, inotify on or off.
-fn record_markers(watch: bool) {
-    let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("log.jsonl");
+/// A recording's log in `dir` and its configuration with only the profile-directory source
+/// (`dir/markers`), that source's configuration apart.
+fn markers_only(dir: &Path) -> (PathBuf, RecorderConfig, ProfileDirConfig) {
+    let log = dir.join("log.jsonl");
     let mut config = RecorderConfig::new(log.clone());
     config.sample_system = false;
     config.statsd = None;
-    let mut profile_dir = ProfileDirConfig::new(dir.path().join("markers"));
+    (log, config, ProfileDirConfig::new(dir.join("markers")))
+}
+
+/// Records with only the profile-directory source, inotify on or off.
+fn record_markers(watch: bool) {
+    let dir = tempfile::tempdir().unwrap();
+    let (log, mut config, mut profile_dir) = markers_only(dir.path());
     profile_dir.watch = watch;
     profile_dir.poll_interval = Duration::from_millis(20);
     config.profile_dir = Some(profile_dir);
@@ -168,11 +174,7 @@ fn a_sample_asked_for_is_in_the_log_before_the_next_tick_is_due() {
 #[test]
 fn markers_written_one_at_a_time_come_a_batch_a_scan_gap() {
     let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("log.jsonl");
-    let mut config = RecorderConfig::new(log.clone());
-    config.sample_system = false;
-    config.statsd = None;
-    let mut profile_dir = ProfileDirConfig::new(dir.path().join("markers"));
+    let (log, mut config, mut profile_dir) = markers_only(dir.path());
     profile_dir.scan_gap = Duration::from_secs(600);
     config.profile_dir = Some(profile_dir);
     let recorder = Recorder::start(config).unwrap();

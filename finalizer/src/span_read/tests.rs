@@ -82,10 +82,7 @@ fn a_span_at_either_end_of_the_log_reads_to_that_end() {
             end: at(9000.0),
         },
     ] {
-        let read = read_within(&log, span);
-        let whole = read_log(&log[..]).unwrap();
-        assert_eq!(ticks_in(&read.recording, span), ticks_in(&whole, span));
-        assert!(!ticks_in(&whole, span).is_empty());
+        reads_every_tick_of(&log, span);
     }
 }
 
@@ -99,12 +96,19 @@ fn probes_that_find_damage_read_more_never_less() {
             *byte = b'#';
         }
     }
-    let span = Span {
-        start: at(500.0),
-        end: at(560.0),
-    };
-    let read = read_within(&log, span);
-    let whole = read_log(&log[..]).unwrap();
+    reads_every_tick_of(
+        &log,
+        Span {
+            start: at(500.0),
+            end: at(560.0),
+        },
+    );
+}
+
+/// Reading `log` for `span` takes every sample of it a whole read takes, and some.
+fn reads_every_tick_of(log: &[u8], span: Span) {
+    let read = read_within(log, span);
+    let whole = read_log(log).unwrap();
     assert_eq!(ticks_in(&read.recording, span), ticks_in(&whole, span));
     assert!(!ticks_in(&whole, span).is_empty());
 }

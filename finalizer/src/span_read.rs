@@ -6,8 +6,8 @@
 //! search reads more rather than less; a log whose header cannot be read is read whole,
 //! for the reader to say why.
 
-use super::Span;
 use crate::reader::{read_log, ReadError, Recording};
+use crate::span::Span;
 use std::io::{self, BufReader, Cursor, Read, Seek, SeekFrom};
 use tc_profile_format::{decode_line, Line};
 
@@ -48,8 +48,10 @@ pub fn read_log_within(
         Some((header, origin, interval)) => {
             let slack = SLACK_INTERVALS * interval + SLACK_MS;
             let body = header.len() as u64;
-            let from = last_line_before(&mut file, body, length, span.start - origin - slack)?;
-            let to = first_line_after(&mut file, from, length, span.end - origin + slack)?;
+            let from = span.start - origin - slack;
+            let from = search(&mut file, (body, length), from, Keep::Before)?;
+            let to = span.end - origin + slack;
+            let to = search(&mut file, (from, length), to, Keep::After)?;
             file.seek(SeekFrom::Start(from))?;
             let lines = Cursor::new(header).chain((&mut file).take(to - from));
             read_log(BufReader::new(lines))?
@@ -106,40 +108,33 @@ fn read_header(
     }
 }
 
-/// The start of the last marker line the search finds in `lo..hi` that begins at or
-/// before `time` (log ms), or `lo`, the start of the body.
-fn last_line_before(
+/// Which side of the boundary a search keeps, and so which way a probe that finds no
+/// marker line moves it: always towards reading more.
+#[derive(Clone, Copy, PartialEq)]
+enum Keep {
+    /// The start of the last line found that begins at or before the time (or `lo`).
+    Before,
+    /// The start of the first line found that begins after the time (or `hi`).
+    After,
+}
+
+/// A binary search of `lo..hi` for the marker lines on either side of `time` (log ms).
+fn search(
     file: &mut Counted<impl Read + Seek>,
-    mut lo: u64,
-    mut hi: u64,
+    (mut lo, mut hi): (u64, u64),
     time: f64,
+    keep: Keep,
 ) -> io::Result<u64> {
     while hi - lo > SEARCH_BELOW {
         let mid = lo + (hi - lo) / 2;
         match probe(file, mid, hi)? {
             Some((start, begins)) if begins <= time => lo = start,
-            _ => hi = mid,
+            Some((start, _)) => hi = start,
+            None if keep == Keep::Before => hi = mid,
+            None => lo = mid,
         }
     }
-    Ok(lo)
-}
-
-/// The start of the first marker line the search finds in `lo..hi` that begins after
-/// `time` (log ms), or `hi`, the end of the log.
-fn first_line_after(
-    file: &mut Counted<impl Read + Seek>,
-    mut lo: u64,
-    mut hi: u64,
-    time: f64,
-) -> io::Result<u64> {
-    while hi - lo > SEARCH_BELOW {
-        let mid = lo + (hi - lo) / 2;
-        match probe(file, mid, hi)? {
-            Some((start, begins)) if begins > time => hi = start,
-            _ => lo = mid,
-        }
-    }
-    Ok(hi)
+    Ok(if keep == Keep::Before { lo } else { hi })
 }
 
 /// The first whole line after `at` and before `hi`, when it is a marker line: where it
