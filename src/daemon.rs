@@ -3,7 +3,7 @@
 //! socket and print what it did.
 
 use crate::cli::{DaemonArgs, DaemonCommand, TaskArgs, TaskCommand, WorkerProfileArgs};
-use crate::malloc::share_malloc_arenas;
+use crate::malloc::{give_large_allocations_their_own_pages, share_malloc_arenas};
 use anyhow::{Context, Result};
 use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
@@ -19,6 +19,7 @@ pub fn daemon(args: DaemonArgs) -> Result<u8> {
         (None, None) => anyhow::bail!("give --state-dir"),
     };
     share_malloc_arenas();
+    give_large_allocations_their_own_pages();
     // Installed first, so that a SIGTERM sent as soon as we are ready is never fatal.
     let mut signals =
         Signals::new([SIGINT, SIGTERM]).context("installing the SIGINT and SIGTERM handlers")?;

@@ -6,7 +6,7 @@ use std::fs::File;
 use std::io::{self, BufReader, Read, Seek, SeekFrom};
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
-use tc_profile_finalizer::{read_log, Recording};
+use tc_profile_finalizer::{read_log, read_log_within, Recording, Span, SpanRead};
 
 /// Now, in epoch milliseconds.
 pub fn epoch_ms() -> f64 {
@@ -52,10 +52,20 @@ fn complete_length(file: &mut File) -> io::Result<u64> {
 /// The recording of a log's complete lines, read as a stream.
 pub fn read_complete(path: &Path) -> Result<Recording, DaemonError> {
     let (file, length) = open_complete(path)?;
-    read_log(BufReader::new(file.take(length))).map_err(|error| DaemonError::Log {
+    read_log(BufReader::new(file.take(length))).map_err(unreadable(path))
+}
+
+/// A machine segment's complete lines over `span` only (see [`read_log_within`]).
+pub fn read_complete_within(path: &Path, span: Span) -> Result<SpanRead, DaemonError> {
+    let (file, length) = open_complete(path)?;
+    read_log_within(file, length, span).map_err(unreadable(path))
+}
+
+fn unreadable(path: &Path) -> impl Fn(tc_profile_finalizer::ReadError) -> DaemonError + '_ {
+    move |error| DaemonError::Log {
         path: path.to_owned(),
         source: io::Error::new(io::ErrorKind::InvalidData, error.to_string()),
-    })
+    }
 }
 
 #[cfg(test)]

@@ -108,6 +108,10 @@ pub struct Status {
     /// The machine's segments, the one being written included, and their bytes.
     pub segments: usize,
     pub segment_bytes: u64,
+    /// Bytes of the segments read for profiles since the daemon started: a task's end
+    /// reads only the part of a segment its span needs.
+    #[serde(default)]
+    pub segment_bytes_read: u64,
     /// The last housekeeping run (rotation and retention), if any yet.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub housekeeping: Option<Housekeeping>,

@@ -11,7 +11,7 @@ use crate::logs::epoch_ms;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use tc_profile_format::{EndReason, TaskInfo};
-use tc_profile_recorder::{Recorder, RecorderConfig, SyncPolicy};
+use tc_profile_recorder::{Recorder, RecorderConfig, SampleTaken, SyncPolicy};
 
 /// A segment lasts until it is this large, or [`crate::DaemonConfig::segment_age`] old.
 const SEGMENT_BYTES: u64 = 64 << 20;
@@ -74,6 +74,11 @@ impl Segments {
         self.finished.push(Finished::of(old_segment));
         drop(result?);
         Ok(())
+    }
+
+    /// Asks for a machine sample now: see [`Recorder::sample_now`].
+    pub fn sample_now(&self) -> SampleTaken {
+        self.recorder.sample_now()
     }
 
     /// Deletes the oldest finished segments beyond `retain` (see [`apply_retention`]).

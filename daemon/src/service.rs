@@ -299,10 +299,11 @@ impl Shared {
             }
         }
         let end_time = epoch_ms();
-        // The machine's sample that covers the end is written at the tick after it.
-        std::thread::sleep(self.config.interval + SAMPLE_LAG);
-        let written = tasks::task_profile(&open, &self.segments_dir(), end_time, ending.notes())
-            .and_then(|profile| write_profile(&ending.output, &profile));
+        self.sample_machine_now();
+        let read = &self.board.segment_bytes_read;
+        let written =
+            tasks::task_profile(&open, &self.segments_dir(), end_time, ending.notes(), read)
+                .and_then(|profile| write_profile(&ending.output, &profile));
         let mut inner = self.lock();
         inner.ending.retain(|o| !o.is(task, run));
         // The task has ended once the state file says so, and only then is its profile kept:
@@ -339,6 +340,20 @@ impl Shared {
         }
         remove_task_files(&open);
         Ok(ending.output)
+    }
+
+    /// Takes the machine's sample that covers a task's end now, rather than at the next
+    /// tick, up to an interval later, and waits until it is in the segment: as long as an
+    /// interval at most, then the end goes on without it.
+    fn sample_machine_now(&self) {
+        let taken = self.lock().segments.as_ref().map(Segments::sample_now);
+        if let Some(taken) = taken {
+            if !taken.wait(self.config.interval + SAMPLE_LAG) {
+                eprintln!(
+                    "tc-profile daemon: warning: the machine's last sample of a task came late"
+                );
+            }
+        }
     }
 
     /// Ends the tasks open longer than `--task-timeout`, into
@@ -392,7 +407,8 @@ impl Shared {
             until,
             max: max_span,
         };
-        worker::worker_profile(&self.segments_dir(), &history, &open, span)
+        let read = &self.board.segment_bytes_read;
+        worker::worker_profile(&self.segments_dir(), &history, &open, span, read)
     }
 
     /// The open task whose live URLs carry `token` (and of `run`, if asked for): without
@@ -412,7 +428,8 @@ impl Shared {
 
     /// A running task's profile so far, from its logs as they are (left untouched).
     pub fn live_task_profile(&self, open: &OpenTask) -> Result<Profile, DaemonError> {
-        tasks::task_profile(open, &self.segments_dir(), epoch_ms(), Map::new())
+        let read = &self.board.segment_bytes_read;
+        tasks::task_profile(open, &self.segments_dir(), epoch_ms(), Map::new(), read)
     }
 
     /// The log a running task's part is being written to, opened, and the length of its

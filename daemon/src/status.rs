@@ -6,6 +6,7 @@ use crate::protocol::{Housekeeping, Status, TaskStarted, TaskStatus};
 use crate::segments::Segments;
 use crate::state::OpenTask;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 use tc_profile_recorder::Recorder;
 
@@ -16,6 +17,8 @@ pub struct Board {
     housekeeping: Mutex<Option<Housekeeping>>,
     /// The live server's base URL (`http://ADDR`), once it listens.
     http_base: OnceLock<String>,
+    /// Bytes of machine segments read for profiles (task ends, live and worker profiles).
+    pub segment_bytes_read: AtomicU64,
 }
 
 impl Board {
@@ -24,6 +27,7 @@ impl Board {
             started: epoch_ms(),
             housekeeping: Mutex::new(None),
             http_base: OnceLock::new(),
+            segment_bytes_read: AtomicU64::new(0),
         }
     }
 
@@ -91,6 +95,7 @@ pub fn status<'a>(
         tasks,
         segments,
         segment_bytes,
+        segment_bytes_read: board.segment_bytes_read.load(Ordering::Relaxed),
         housekeeping: housekeeping.clone(),
     }
 }

@@ -9,6 +9,7 @@ use crate::state::{EndedTask, OpenTask};
 use crate::tasks::machine_logs;
 use serde_json::{json, Map};
 use std::path::Path;
+use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 use tc_profile_finalizer::{compact_span, uncovered, Profile, SpanLogs};
 use tc_profile_format::schema::{category, data_type};
@@ -29,6 +30,7 @@ pub fn worker_profile(
     history: &[EndedTask],
     open: &[OpenTask],
     span: Span,
+    segment_bytes_read: &AtomicU64,
 ) -> Result<Profile, DaemonError> {
     let end = span.until.unwrap_or_else(epoch_ms);
     let max_ms = span.max.map(|max| max.as_secs_f64() * 1000.0);
@@ -97,17 +99,15 @@ pub fn worker_profile(
                 .with_data(json!({"type": data_type::TEXT, "text": "no task open"})),
         );
     }
+    let span = tc_profile_finalizer::Span { start, end };
     let logs = SpanLogs {
         own: Vec::new(),
-        machine: machine_logs(segments_dir, start, end)?,
+        machine: machine_logs(segments_dir, span, segment_bytes_read)?,
         extra,
         tc_profile: Map::from_iter([
             ("idleMs".to_owned(), json!(idle_ms)),
             ("tasks".to_owned(), json!(task_count)),
         ]),
     };
-    Ok(compact_span(
-        logs,
-        tc_profile_finalizer::Span { start, end },
-    ))
+    Ok(compact_span(logs, span))
 }

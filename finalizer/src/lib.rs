@@ -52,6 +52,7 @@ mod profile_marker;
 mod reader;
 mod recover;
 mod span;
+mod span_read;
 mod task_log;
 
 pub use coarsen::MAX_SAMPLES_PER_TRACK;
@@ -79,4 +80,5 @@ pub use profile_marker::{busy_share, Figures, MarkerRef, Number, ProfileMarker};
 pub use reader::{read_log, Damage, DropReason, Read, ReadError, Recording};
 pub use recover::{recover, Recovery};
 pub use span::{compact_span, uncovered, Span, SpanLogs};
+pub use span_read::{read_log_within, SpanRead};
 pub use task_log::{add_log, merge_task_log, task_log_of, AddLogError};

@@ -5,7 +5,7 @@
 
 use crate::marker_columns::Markers;
 use crate::profile::{compact, match_closes, Profile, DATA_MISSING, ENDED_EARLY};
-use crate::profile_marker::ProfileMarker;
+use crate::profile_marker::{MarkerRef, ProfileMarker};
 use crate::reader::Recording;
 use serde_json::{json, Map, Value};
 use tc_profile_format::schema::{data_type, declare_notes};
@@ -46,23 +46,30 @@ pub fn compact_span(mut logs: SpanLogs, span: Span) -> Profile {
     let mut covered = Vec::new();
     let mut shortest_gap = MISSING_AFTER_MS;
     let mut base: Option<Profile> = None;
-    let mut markers = Vec::new();
+    // Every input's markers go straight into one set of columns: owned markers, one
+    // allocation each, cost a 1-hour span at 0.1 s over 100 MB of resident memory.
+    let mut markers = Markers::default();
     let inputs = logs.own.into_iter().map(|r| (r, false));
     for (recording, is_machine) in inputs.chain(logs.machine.into_iter().map(|r| (r, true))) {
         let origin = start_time(&recording.meta);
         let interval = number(&recording.meta, "interval").unwrap_or(100.0);
-        let (profile, compaction) = compact(recording);
+        let (mut profile, compaction) = compact(recording);
         let offset = origin - span.start;
         if is_machine {
             shortest_gap = shortest_gap.max(2.5 * interval);
             covered.push((offset, offset + compaction.end_time));
         }
-        for mut marker in profile.markers.to_vec() {
+        for marker in &std::mem::take(&mut profile.markers) {
             if marker.name == ENDED_EARLY {
                 continue;
             }
-            shift(&mut marker, offset);
-            if !is_machine || cut(&mut marker, length) {
+            let marker = shift(marker, offset);
+            let kept = if is_machine {
+                cut(marker, length)
+            } else {
+                Some(marker)
+            };
+            if let Some(marker) = kept {
                 markers.push(marker);
             }
         }
@@ -79,15 +86,13 @@ pub fn compact_span(mut logs: SpanLogs, span: Span) -> Profile {
         let missing = Marker::interval(DATA_MISSING, start, end)
             .with_category(notes)
             .with_data(json!({"type": data_type::TEXT, "text": text}));
-        markers.push(missing.into());
+        markers.push(ProfileMarker::from(missing).as_ref());
     }
     for extra in logs.extra {
-        let mut marker = ProfileMarker::from(extra);
-        shift(&mut marker, -span.start);
-        markers.push(marker);
+        let marker = ProfileMarker::from(extra);
+        markers.push(shift(marker.as_ref(), -span.start));
     }
-    markers.sort_by(|a, b| a.start_time.total_cmp(&b.start_time));
-    let markers = markers.into_iter().collect();
+    markers.sort_by_start();
     profile
         .meta
         .insert("startTime".to_owned(), json!(span.start));
@@ -142,24 +147,21 @@ fn number(meta: &Map<String, Value>, key: &str) -> Option<f64> {
     meta.get(key).and_then(Value::as_f64)
 }
 
-fn shift(marker: &mut ProfileMarker, offset: f64) {
+fn shift(mut marker: MarkerRef<'_>, offset: f64) -> MarkerRef<'_> {
     marker.start_time += offset;
-    if let Some(end) = &mut marker.end_time {
-        *end += offset;
-    }
+    marker.end_time = marker.end_time.map(|end| end + offset);
+    marker
 }
 
-/// Cuts a marker to `[0, length]`; false when none of it is inside.
-fn cut(marker: &mut ProfileMarker, length: f64) -> bool {
+/// A marker cut to `[0, length]`; None when none of it is inside.
+fn cut(mut marker: MarkerRef<'_>, length: f64) -> Option<MarkerRef<'_>> {
     let end = marker.end_time.unwrap_or(marker.start_time);
     if end < 0.0 || marker.start_time > length {
-        return false;
+        return None;
     }
     marker.start_time = marker.start_time.max(0.0);
-    if let Some(end) = &mut marker.end_time {
-        *end = end.min(length);
-    }
-    true
+    marker.end_time = marker.end_time.map(|end| end.min(length));
+    Some(marker)
 }
 
 /// The stretches of `[0, length]` that no `(start, end)` covers.

@@ -143,29 +143,30 @@ impl MarkerSink {
     /// Sends `count` encoded lines for one write, or drops them (counted) when the writer
     /// is that far behind; whether they were sent.
     pub(crate) fn send_lines(&self, bytes: Vec<u8>, count: u64, urgent: bool) -> bool {
-        self.send_acknowledged(bytes, count, urgent, None)
+        self.send_acknowledged(bytes, count, urgent, Vec::new())
     }
 
-    /// [`MarkerSink::send_lines`], with `ack` for the writer to wake once they are durable.
-    fn send_acknowledged(
+    /// [`MarkerSink::send_lines`], with `acks` for the writer to wake once they are written
+    /// (and, `urgent`, durable).
+    pub(crate) fn send_acknowledged(
         &self,
         bytes: Vec<u8>,
         count: u64,
         urgent: bool,
-        ack: Option<Sender<()>>,
+        acks: Vec<Sender<()>>,
     ) -> bool {
         if self.sender.len() >= BACKLOG_LINES {
             self.dropped.fetch_add(count, Ordering::Relaxed);
             return false;
         }
-        self.enqueue(bytes, count, urgent, ack, false)
+        self.enqueue(bytes, count, urgent, acks, false)
     }
 
     /// Sends `count` encoded lines for one write, however far behind the writer is: a
     /// batch of marker-file lines ending in its checkpoint is never dropped, and the writer
     /// holds it through a failing disk, or a later checkpoint would claim it.
     pub(crate) fn send_batch(&self, bytes: Vec<u8>, count: u64, urgent: bool) -> bool {
-        self.enqueue(bytes, count, urgent, None, true)
+        self.enqueue(bytes, count, urgent, Vec::new(), true)
     }
 
     fn enqueue(
@@ -173,14 +174,14 @@ impl MarkerSink {
         bytes: Vec<u8>,
         count: u64,
         urgent: bool,
-        ack: Option<Sender<()>>,
+        acks: Vec<Sender<()>>,
         checkpointed: bool,
     ) -> bool {
         let message = Message::Line {
             bytes,
             count,
             urgent,
-            ack,
+            acks,
             checkpointed,
         };
         let sent = self.sender.send(message);
@@ -203,7 +204,7 @@ impl MarkerSink {
             return;
         };
         let (ack, durable) = bounded(1);
-        if self.send_acknowledged(bytes, 1, true, Some(ack)) {
+        if self.send_acknowledged(bytes, 1, true, vec![ack]) {
             let _ = durable.recv_timeout(wait);
         }
     }

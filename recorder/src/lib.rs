@@ -80,12 +80,12 @@ use error::spawn;
 use header::MetricEndpoints;
 use influx::{Forwarder, Forwarding, InfluxThreads, Unserved};
 use profile_dir::{DirWatch, Ingester};
+use sampler::Steering;
 use statsd::SocketFile;
 use std::fs::File;
 use std::io::{PipeWriter, Read, Write};
 use std::net::{SocketAddr, UdpSocket};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -115,13 +115,33 @@ pub struct Finished {
     pub forwarded: Option<ForwardStats>,
 }
 
+/// A sample asked for by [`Recorder::sample_now`].
+#[must_use = "wait() tells when the sample is in the log"]
+pub struct SampleTaken {
+    /// None when the recording samples nothing.
+    written: Option<crossbeam_channel::Receiver<()>>,
+}
+
+impl SampleTaken {
+    /// Waits until the sample's lines are in the log (readable, not yet durable), or there
+    /// are none to wait for, `timeout` at most; whether they came in time.
+    pub fn wait(self, timeout: Duration) -> bool {
+        self.written.is_none_or(|written| {
+            !matches!(
+                written.recv_timeout(timeout),
+                Err(RecvTimeoutError::Timeout)
+            )
+        })
+    }
+}
+
 /// A running recording. Call [`Recorder::finish`] to end it with a clean-end footer.
 #[must_use = "a recorder ends cleanly only through finish()"]
 pub struct Recorder {
     markers: MarkerSink,
     log_path: PathBuf,
     writer: Option<WriterThread<LogFile>>,
-    sampler: Option<(Arc<AtomicBool>, JoinHandle<()>)>,
+    sampler: Option<(Arc<Steering>, JoinHandle<()>)>,
     statsd: Option<StatsdThread>,
     influx: Option<InfluxThreads>,
     forwarder: Option<Forwarder>,
@@ -293,13 +313,13 @@ impl Recorder {
             unserved.serve()?;
         }
         if !sampler.is_empty() {
-            let stop = Arc::new(AtomicBool::new(false));
+            let steering = Arc::new(Steering::default());
             let interval = config.interval;
             let handle = spawn("tc-profile-sampler", {
-                let stop = Arc::clone(&stop);
-                move || sampler::run_sampler(sampler, markers, interval, &stop)
+                let steering = Arc::clone(&steering);
+                move || sampler::run_sampler(sampler, markers, interval, &steering)
             })?;
-            recorder.sampler = Some((stop, handle));
+            recorder.sampler = Some((steering, handle));
         }
         Ok(recorder)
     }
@@ -341,6 +361,19 @@ impl Recorder {
     /// takes only its whole lines, and does not say the file is done.
     pub fn leave_task_log_open(&mut self) {
         self.task_log_goes_on = true;
+    }
+
+    /// Takes a sample now, besides those due every interval (the daemon's machine sample
+    /// at a task's end, rather than one up to an interval later); the returned
+    /// [`SampleTaken`] says when its lines are in the log. Requests that come together
+    /// share one tick.
+    pub fn sample_now(&self) -> SampleTaken {
+        let written = self.sampler.as_ref().map(|(steering, handle)| {
+            let written = steering.ask_tick();
+            handle.thread().unpark();
+            written
+        });
+        SampleTaken { written }
     }
 
     /// A handle that adds markers to this recording from any thread.
@@ -391,8 +424,8 @@ impl Recorder {
         if let Some(task_log) = self.task_log.take() {
             task_log.stop(deadline, end_task_log);
         }
-        if let Some((stop, handle)) = self.sampler.take() {
-            stop.store(true, Ordering::Release);
+        if let Some((steering, handle)) = self.sampler.take() {
+            steering.stop();
             handle.thread().unpark();
             let _ = handle.join();
         }

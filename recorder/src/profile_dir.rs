@@ -47,6 +47,10 @@ pub struct ProfileDirConfig {
     /// Use inotify; without it, or where it fails, rescan every `poll_interval`.
     pub watch: bool,
     pub poll_interval: Duration,
+    /// The least time from one scan's start to the next one's with inotify (by default
+    /// a millisecond): longer, a task's markers written one at a time are
+    /// taken a batch of many a scan, for as much more time before they are in the log.
+    pub scan_gap: Duration,
     /// How far an earlier log of the same directory took each file (its checkpoints): read
     /// on from there, so that a line is in one log only (the daemon's task logs in parts).
     pub resume: Vec<FileProgress>,
@@ -62,6 +66,7 @@ impl ProfileDirConfig {
             limits: Limits::default(),
             watch: true,
             poll_interval: Duration::from_millis(100),
+            scan_gap: SCAN_GAP,
             resume: Vec::new(),
             resume_schemas: Vec::new(),
         }
@@ -153,10 +158,10 @@ impl Ingester {
             stopped,
             deadline: None,
         };
-        let poll_interval = config.poll_interval;
+        let (poll_interval, scan_gap) = (config.poll_interval, config.scan_gap);
         spawn("tc-profile-markers", move || {
             let _end = end;
-            source.run(watcher, poll_interval);
+            source.run(watcher, poll_interval, scan_gap);
         })?;
         Ok(Ingester {
             stop,
@@ -260,13 +265,14 @@ struct Source {
 
 impl Source {
     /// Scans when `watcher` reports events (a rescan every [`RESCAN_WITH_EVENTS`] all the
-    /// same), or every `poll_interval` without a watch, until the stop.
-    fn run(&mut self, mut watcher: Option<Watcher>, poll_interval: Duration) {
+    /// same; at most one scan a `scan_gap`), or every `poll_interval` without a watch,
+    /// until the stop.
+    fn run(&mut self, mut watcher: Option<Watcher>, poll_interval: Duration, scan_gap: Duration) {
         while self.deadline.is_none() {
             let scanned = Instant::now();
             let took = self.take_all();
             let woken = match &mut watcher {
-                // While scans find lines, the next one comes a SCAN_GAP later without the
+                // While scans find lines, the next one comes a scan gap later without the
                 // events being read: a burst's thousands of them (one a write) stay in the
                 // kernel's queue, which drops what overflows, until the files are quiet.
                 Some(_) if took => Woken::Events,
@@ -283,8 +289,8 @@ impl Source {
                 watcher = None;
             }
             self.deadline = match woken {
-                // At most one scan a SCAN_GAP: a burst's events gather meanwhile.
-                Woken::Events => self.stopped.recv_deadline(scanned + SCAN_GAP).ok(),
+                // At most one scan a scan gap: a burst's events gather meanwhile.
+                Woken::Events => self.stopped.recv_deadline(scanned + scan_gap).ok(),
                 Woken::Timeout | Woken::Removed => self.stopped.try_recv().ok(),
             };
         }

@@ -15,8 +15,10 @@ use crate::sources::process_tree::ProcessTree;
 use crate::sources::swap::Swap;
 use crate::sources::system::SystemSampler;
 use crate::sources::{Lines, Source};
+use crossbeam_channel::{bounded, Receiver, Sender};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 use tc_profile_format::CgroupInfo;
 
@@ -169,52 +171,112 @@ pub fn sampling_interval(base: Duration, elapsed: Duration) -> Duration {
     }
 }
 
-/// Samples every `interval` (see [`sampling_interval`]) until `stop` is set, then once
-/// more, the last time. The clock is read once a tick, as the thread wakes: that instant is
-/// the tick's time and the next sleep's start (a tick's work, some 0.1 ms, makes the sleep
+/// How other threads steer the sampler thread: stop it, or ask for a tick now.
+#[derive(Default)]
+pub(crate) struct Steering {
+    stop: AtomicBool,
+    /// Whether `asked` holds any request, read at every wake-up without the lock.
+    asked_any: AtomicBool,
+    /// Those waiting for a tick now: each is woken once that tick's lines are written.
+    asked: Mutex<Vec<Sender<()>>>,
+}
+
+impl Steering {
+    /// The next tick is the last; the thread must be unparked to see it at once.
+    pub(crate) fn stop(&self) {
+        self.stop.store(true, Ordering::Release);
+    }
+
+    /// Asks for a tick now; the thread must be unparked to see it at once. The returned
+    /// receiver gets `()` once the tick's lines are written, or is disconnected when they
+    /// are not (nothing to sample, lines dropped, the recording over).
+    pub(crate) fn ask_tick(&self) -> Receiver<()> {
+        let (written, taken) = bounded(1);
+        self.asked
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(written);
+        self.asked_any.store(true, Ordering::Release);
+        taken
+    }
+
+    fn is_stopped(&self) -> bool {
+        self.stop.load(Ordering::Acquire)
+    }
+
+    fn is_woken(&self) -> bool {
+        self.is_stopped() || self.asked_any.load(Ordering::Acquire)
+    }
+
+    /// The requests for this tick, taken.
+    fn take_asked(&self) -> Vec<Sender<()>> {
+        if !self.asked_any.swap(false, Ordering::AcqRel) {
+            return Vec::new();
+        }
+        std::mem::take(&mut *self.asked.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}
+
+/// Samples every `interval` (see [`sampling_interval`]) until `steering` stops it, then
+/// once more, the last time; a tick asked for comes at once, and the ticks due go on at
+/// their times. The clock is read once a tick, as the thread wakes: that instant is the
+/// tick's time and the next sleep's start (a tick's work, some 0.1 ms, makes the sleep
 /// that much longer; the deadlines stay on the interval).
 pub(crate) fn run_sampler(
     mut sampler: Sampler,
     markers: MarkerSink,
     interval: Duration,
-    stop: &AtomicBool,
+    steering: &Steering,
 ) {
     let clock = markers.clock();
     let started = Instant::now();
     let (mut next, mut woke) = (started, started);
     loop {
-        let last = stop.load(Ordering::Acquire);
-        // Room for a tick's lines with the paced sources' (some 2 KiB at most on a machine of
-        // one disk): one allocation, never grown.
-        let mut lines = Vec::with_capacity(4096);
-        let now = clock.ms_at(woke);
-        let count = if last {
-            sampler.last_tick(now, &mut lines)
-        } else {
-            sampler.tick(now, &mut lines)
-        };
-        if count > 0 {
-            markers.send_lines(lines, count, false);
-        }
+        let last = steering.is_stopped();
+        tick(
+            &mut sampler,
+            &markers,
+            clock.ms_at(woke),
+            last,
+            steering.take_asked(),
+        );
         if last {
             return;
         }
-        let interval = sampling_interval(interval, next - started);
-        next += interval;
-        // After a stall (a suspended VM, an overloaded host) skip the missed ticks.
-        if next < woke {
-            next = woke + interval;
+        if woke >= next {
+            let interval = sampling_interval(interval, next - started);
+            next += interval;
+            // After a stall (a suspended VM, an overloaded host) skip the missed ticks.
+            if next < woke {
+                next = woke + interval;
+            }
         }
-        woke = sleep_until(next, woke, stop);
+        woke = sleep_until(next, woke, steering);
     }
 }
 
-/// Sleeps from `now` until `deadline`, or until `stop` is set and the thread unparked;
-/// returns when it woke. Parking is one futex wait; a channel's receive with a deadline
-/// spins and yields a dozen times first, which at ten ticks a second cost more than the
-/// sampling.
-fn sleep_until(deadline: Instant, mut now: Instant, stop: &AtomicBool) -> Instant {
-    while now < deadline && !stop.load(Ordering::Acquire) {
+/// One tick at `now`, the last one if `last`; `asked`, waiting for it, are woken once its
+/// lines are written (or, when there are none, dropped at once).
+fn tick(sampler: &mut Sampler, markers: &MarkerSink, now: f64, last: bool, asked: Vec<Sender<()>>) {
+    // Room for a tick's lines with the paced sources' (some 2 KiB at most on a machine of
+    // one disk): one allocation, never grown.
+    let mut lines = Vec::with_capacity(4096);
+    let count = if last {
+        sampler.last_tick(now, &mut lines)
+    } else {
+        sampler.tick(now, &mut lines)
+    };
+    if count > 0 {
+        markers.send_acknowledged(lines, count, false, asked);
+    }
+}
+
+/// Sleeps from `now` until `deadline`, or until `steering` stops the thread or asks for a
+/// tick and unparks it; returns when it woke. Parking is one futex wait; a channel's
+/// receive with a deadline spins and yields a dozen times first, which at ten ticks a
+/// second cost more than the sampling.
+fn sleep_until(deadline: Instant, mut now: Instant, steering: &Steering) -> Instant {
+    while now < deadline && !steering.is_woken() {
         std::thread::park_timeout(deadline - now);
         now = Instant::now();
     }

@@ -5,14 +5,20 @@ use crate::profile_dir::now_epoch_ms;
 use std::time::{Duration, Instant};
 use tc_profile_format::EndReason;
 
-/// Records with only the profile-directory source, inotify on or off.
-fn record_markers(watch: bool) {
-    let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("log.jsonl");
+/// A recording's log in `dir` and its configuration with only the profile-directory source
+/// (`dir/markers`), that source's configuration apart.
+fn markers_only(dir: &Path) -> (PathBuf, RecorderConfig, ProfileDirConfig) {
+    let log = dir.join("log.jsonl");
     let mut config = RecorderConfig::new(log.clone());
     config.sample_system = false;
     config.statsd = None;
-    let mut profile_dir = ProfileDirConfig::new(dir.path().join("markers"));
+    (log, config, ProfileDirConfig::new(dir.join("markers")))
+}
+
+/// Records with only the profile-directory source, inotify on or off.
+fn record_markers(watch: bool) {
+    let dir = tempfile::tempdir().unwrap();
+    let (log, mut config, mut profile_dir) = markers_only(dir.path());
     profile_dir.watch = watch;
     profile_dir.poll_interval = Duration::from_millis(20);
     config.profile_dir = Some(profile_dir);
@@ -133,4 +139,68 @@ fn the_influx_endpoint_serves_from_its_first_connection_and_stops_with_statsd_on
 #[test]
 fn the_influx_endpoint_serves_from_its_first_connection_and_stops_with_statsd_off() {
     ping_the_endpoint_then_finish(false);
+}
+
+#[test]
+fn a_sample_asked_for_is_in_the_log_before_the_next_tick_is_due() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("log.jsonl");
+    let mut config = RecorderConfig::new(log.clone());
+    config.interval = Duration::from_secs(600);
+    config.statsd = None;
+    let recorder = Recorder::start(config).unwrap();
+    let memory_samples = || {
+        let text = std::fs::read_to_string(&log).unwrap();
+        text.matches("\"name\":\"Memory\"").count()
+    };
+    let wait = Duration::from_secs(20);
+    let asked = Instant::now();
+    // The first tick, at start, writes no sample: it has no interval behind it.
+    assert!(recorder.sample_now().wait(wait));
+    let before = memory_samples();
+    assert!(recorder.sample_now().wait(wait));
+    assert_eq!(memory_samples(), before + 1);
+    // Asked for together: one tick, or two when the first had already begun.
+    let (first, second) = (recorder.sample_now(), recorder.sample_now());
+    assert!(first.wait(wait) && second.wait(wait));
+    assert!((before + 2..=before + 3).contains(&memory_samples()));
+    assert!(
+        asked.elapsed() < wait,
+        "a tick due in 10 minutes waited for"
+    );
+    drop(recorder.finish(EndReason::Stopped).unwrap());
+}
+
+#[test]
+fn markers_written_one_at_a_time_come_a_batch_a_scan_gap() {
+    let dir = tempfile::tempdir().unwrap();
+    let (log, mut config, mut profile_dir) = markers_only(dir.path());
+    profile_dir.scan_gap = Duration::from_secs(600);
+    config.profile_dir = Some(profile_dir);
+    let recorder = Recorder::start(config).unwrap();
+    let file = dir.path().join("markers/1.jsonl");
+    for n in 0..20 {
+        let line = format!(
+            "{{\"type\":\"marker\",\"name\":\"m{n}\",\"startTime\":{}}}\n",
+            now_epoch_ms()
+        );
+        append(&file, &line);
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    drop(recorder.finish(EndReason::Stopped).unwrap());
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(text.matches("\"name\":\"m").count(), 20);
+    // The first write's scan, and the stop's; a scan a write at the default gap.
+    let batches = text.matches("{\"type\":\"checkpoint\"").count();
+    assert!(batches <= 2, "{batches} batches:\n{text}");
+}
+
+fn append(path: &std::path::Path, line: &str) {
+    use std::io::Write;
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .unwrap();
+    file.write_all(line.as_bytes()).unwrap();
 }

@@ -21,6 +21,9 @@ mod compression;
 /// The worker-wide daemon: overlapping tasks' own profiles, the worker's profile with its
 /// idle time, a SIGKILLed daemon restarted, the task timeout.
 mod daemon;
+/// The daemon at a worker's scale: a task's end reads only its span's bytes of a long
+/// machine segment.
+mod daemon_scale;
 /// The worker's live task log followed by the daemon: its lines and stat metrics in the
 /// task's profile, each once across a daemon kill and a stop.
 mod daemon_task_log;

@@ -121,6 +121,9 @@ type Status struct {
 	// Segments are the machine's logs, the one being written included.
 	Segments     int    `json:"segments"`
 	SegmentBytes uint64 `json:"segmentBytes"`
+	// SegmentBytesRead are the bytes of the segments read for profiles since the daemon
+	// started: each read for its profile's span only.
+	SegmentBytesRead uint64 `json:"segmentBytesRead"`
 	// Housekeeping is the last rotation and retention run; nil before the first.
 	Housekeeping *Housekeeping `json:"housekeeping,omitempty"`
 }

@@ -63,15 +63,15 @@ impl SyncPolicy {
 /// What travels from the sources to the writer.
 pub(crate) enum Message {
     /// `count` encoded lines (a batch of marker-file lines, or one line), written with one
-    /// write; `urgent` ones are made durable at once (lifecycle markers). `ack`, when
-    /// there is one, is sent `()` once they are durable, or could not be made so (the sync
-    /// failed, the lines could not be written). `checkpointed` lines end in a checkpoint
+    /// write; `urgent` ones are made durable at once (lifecycle markers). Each of `acks`
+    /// is sent `()` once they are written and, urgent, durable, or could not be made so
+    /// (the sync failed, the lines could not be written). `checkpointed` lines end in a checkpoint
     /// past them: a failed write holds them for later rather than losing them.
     Line {
         bytes: Vec<u8>,
         count: u64,
         urgent: bool,
-        ack: Option<Sender<()>>,
+        acks: Vec<Sender<()>>,
         checkpointed: bool,
     },
     /// Make everything durable and stop. Sent after the footer.
@@ -167,12 +167,12 @@ impl<S: LogSink> Writer<S> {
                         bytes,
                         count,
                         urgent: u,
-                        ack,
+                        acks,
                         checkpointed,
                     } => {
                         self.append(Batch { bytes, count }, checkpointed);
                         urgent |= u;
-                        self.waiting.extend(ack);
+                        self.waiting.extend(acks);
                     }
                     Message::Shutdown => {
                         shutdown = true;
@@ -205,8 +205,8 @@ impl<S: LogSink> Writer<S> {
         (self.stats, self.sink)
     }
 
-    /// Wakes those waiting for durability, after the sync that covered their lines (or, under
-    /// the never policy, which has none, at once).
+    /// Wakes those waiting for their lines, after the sync that covered them when it was
+    /// due or they were urgent (or, under the never policy, which has none, at once).
     fn wake_waiting(&mut self) {
         for waiter in self.waiting.drain(..) {
             let _ = waiter.send(());

@@ -12,7 +12,7 @@ fn line(text: &str, urgent: bool) -> Message {
         bytes: format!("{text}\n").into_bytes(),
         count: 1,
         urgent,
-        ack: None,
+        acks: Vec::new(),
         checkpointed: false,
     }
 }
@@ -26,7 +26,7 @@ fn named(name: &str, checkpointed: bool) -> (Message, crossbeam_channel::Receive
         bytes: encode_line(&Line::Marker(marker)),
         count: 1,
         urgent: false,
-        ack: Some(ack),
+        acks: vec![ack],
         checkpointed,
     };
     (message, taken)
@@ -53,7 +53,7 @@ fn write_markers(disk: &MemoryDisk, count: u32, policy: SyncPolicy) -> WriterSta
             bytes,
             count: 1,
             urgent: false,
-            ack: None,
+            acks: Vec::new(),
             checkpointed: false,
         }));
     }
@@ -296,7 +296,7 @@ fn batches_past_the_held_bound_are_lost_and_counted() {
             bytes,
             count: 1,
             urgent: false,
-            ack: Some(ack),
+            acks: vec![ack],
             checkpointed: true,
         }));
         taken.recv_timeout(Duration::from_secs(60)).unwrap();
