@@ -48,6 +48,8 @@ pub fn remove_created_tree(path: &std::path::Path, created: Identity) -> std::io
     parent.remove_tree(name, created)
 }
 
+#[cfg(test)]
+mod reading_tests;
 // Of the unix calls: Windows has the reading half of them so far.
 #[cfg(all(test, unix))]
 mod tests;
