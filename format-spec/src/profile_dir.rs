@@ -9,24 +9,18 @@
 //! the directory holds: every problem is handed to the caller as an [`Item::Problem`].
 
 mod followed;
-mod fs;
 
 pub use followed::Item;
 
 use crate::marker_file::{Limits, Problem};
 use crate::FileProgress;
-use followed::{finish, FileId, Followed, Reading, SCAN_BYTES};
-pub(crate) use fs::handle_of;
-use fs::{fstat, handle_of_entry, open_entry, stat_entry, OwnerIdentity};
+use followed::{finish, Followed, Reading, SCAN_BYTES};
 use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
-use std::fs::{File, OpenOptions};
 use std::io;
-use std::os::fd::AsRawFd;
-use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
+use tc_profile_fs::{Dir, DirStatus, Identity as FileId, Kind, ReadingAs};
 
 /// The read buffer, unless the line cap needs a larger one.
 const CHUNK_BYTES: usize = 256 << 10;
@@ -51,7 +45,7 @@ pub struct Scan {
 /// Follows the marker files of one directory.
 pub struct DirReader {
     path: PathBuf,
-    dir: File,
+    dir: Dir,
     limits: Limits,
     files: HashMap<FileId, Followed>,
     names: HashMap<OsString, FileId>,
@@ -59,18 +53,17 @@ pub struct DirReader {
     cursor: usize,
     excess_reported: u64,
     listing: Option<Listing>,
-    /// Whether this process runs as root, and so opens files as the directory's owner.
-    root: bool,
 }
 
 /// The last listing of the directory ([`DirReader::read_names`]), and the directory's
 /// change time then. Adding, removing or renaming an entry changes it (and no call sets
 /// it back), so while it stays the same, once settled, the names hold and each names the
-/// file it named: a scan costs a stat a file, no listing and no file handle.
+/// file it named: a scan costs a stat a file, no listing and no file handle. Where the OS
+/// gives no change time to trust (Windows), every scan lists the directory.
 struct Listing {
     names: Vec<OsString>,
     excess: u64,
-    changed: (i64, i64),
+    changed: Option<(i64, i64)>,
     settled: bool,
     listed_at: Instant,
 }
@@ -78,10 +71,7 @@ struct Listing {
 impl DirReader {
     /// Opens the directory itself (never through a symbolic link).
     pub fn open(path: &Path, limits: Limits) -> io::Result<DirReader> {
-        let dir = OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW)
-            .open(path)?;
+        let dir = Dir::open(path)?;
         Ok(DirReader {
             path: path.to_owned(),
             dir,
@@ -92,8 +82,6 @@ impl DirReader {
             cursor: 0,
             excess_reported: 0,
             listing: None,
-            // SAFETY: geteuid has no preconditions.
-            root: unsafe { libc::geteuid() } == 0,
         })
     }
 
@@ -104,8 +92,8 @@ impl DirReader {
     /// Continues from a checkpoint of an earlier reader.
     pub fn resume(&mut self, progress: &FileProgress) {
         let id = FileId {
-            dev: progress.dev,
-            ino: progress.ino,
+            device: progress.dev,
+            inode: progress.ino,
         };
         self.names.insert(OsString::from(&progress.name), id);
         self.files.insert(
@@ -134,9 +122,9 @@ impl DirReader {
         visit: &mut dyn FnMut(Item<'_>),
     ) -> io::Result<Scan> {
         // The owner of now: a worker may hand the directory to the task's user at any time.
-        let owner = fstat(&self.dir)?;
-        let _identity = OwnerIdentity::assume((owner.st_uid, owner.st_gid), self.root);
-        let (listing, unchanged) = self.list(&owner)?;
+        let status = self.dir.status()?;
+        let _identity = ReadingAs::owner_of(&status);
+        let (listing, unchanged) = self.list(&status)?;
         let (names, excess) = (&listing.names, listing.excess);
         let mut scan = Scan::default();
         let count = names.len();
@@ -173,8 +161,8 @@ impl DirReader {
             if std::mem::take(&mut file.changed) {
                 progress.push(FileProgress {
                     name: file.name.clone(),
-                    dev: id.dev,
-                    ino: id.ino,
+                    dev: id.device,
+                    ino: id.inode,
                     handle: file.handle.clone(),
                     offset: file.offset,
                     done: file.done,
@@ -186,8 +174,8 @@ impl DirReader {
 
     /// The last listing, taken out while its files are followed, when it still holds (see
     /// [`Listing`]; then true); else the directory listed anew.
-    fn list(&mut self, dir: &libc::stat) -> io::Result<(Listing, bool)> {
-        let changed = (dir.st_ctime, dir.st_ctime_nsec);
+    fn list(&mut self, dir: &DirStatus) -> io::Result<(Listing, bool)> {
+        let changed = dir.changed;
         let holds = |listing: &mut Listing| {
             listing.settled
                 && listing.changed == changed
@@ -196,13 +184,15 @@ impl DirReader {
         if let Some(listing) = self.listing.take_if(holds) {
             return Ok((listing, true));
         }
-        let settled = SystemTime::UNIX_EPOCH
-            + Duration::new(
-                changed.0.max(0) as u64,
-                changed.1.clamp(0, 999_999_999) as u32,
-            )
-            + SETTLED
-            <= SystemTime::now();
+        let settled = changed.is_some_and(|(seconds, nanoseconds)| {
+            SystemTime::UNIX_EPOCH
+                + Duration::new(
+                    seconds.max(0) as u64,
+                    nanoseconds.clamp(0, 999_999_999) as u32,
+                )
+                + SETTLED
+                <= SystemTime::now()
+        });
         let (names, excess) = self.read_names()?;
         let listing = Listing {
             names,
@@ -218,25 +208,22 @@ impl DirReader {
     /// many more new ones there are than the file cap lets in: those are not even looked at,
     /// so that a flood of files costs a directory listing and nothing more.
     fn read_names(&self) -> io::Result<(Vec<OsString>, u64)> {
-        let through_fd = format!("/proc/self/fd/{}", self.dir.as_raw_fd());
-        let entries = std::fs::read_dir(&through_fd).or_else(|_| std::fs::read_dir(&self.path))?;
         let mut room = self.limits.files.saturating_sub(self.files.len());
         let mut names = Vec::new();
         let mut excess = 0;
-        let jsonl = entries
-            .filter_map(Result::ok)
-            .map(|entry| entry.file_name())
-            .filter(|name| name.as_bytes().ends_with(b".jsonl"));
-        for name in jsonl {
-            if self.names.contains_key(&name) {
-                names.push(name);
+        self.dir.list(&mut |name| {
+            if !name.as_encoded_bytes().ends_with(b".jsonl") {
+                return;
+            }
+            if self.names.contains_key(name) {
+                names.push(name.to_owned());
             } else if room > 0 {
                 room -= 1;
-                names.push(name);
+                names.push(name.to_owned());
             } else {
                 excess += 1;
             }
-        }
+        })?;
         Ok((names, excess))
     }
 
@@ -249,23 +236,20 @@ impl DirReader {
         unchanged: bool,
         visit: &mut dyn FnMut(Item<'_>),
     ) -> Option<(FileId, u64)> {
-        let stat = stat_entry(&self.dir, name).ok()?;
-        let id = FileId {
-            dev: stat.st_dev,
-            ino: stat.st_ino,
-        };
+        let entry = self.dir.entry(name).ok()?;
+        let id = entry.identity;
         let same_entry = unchanged && self.names.get(name) == Some(&id);
         let handle = match same_entry {
             true => None,
-            false => handle_of_entry(&self.dir, name),
+            false => self.dir.handle(name),
         };
         if let Some(followed) = self.files.get_mut(&id) {
             if same_entry || followed.is_same_file(handle.as_deref()) {
-                if followed.name.as_bytes() != name.as_bytes() {
+                if OsStr::new(&followed.name) != name {
                     followed.name = name.to_string_lossy().into_owned();
                 }
                 self.names.insert(name.to_owned(), id);
-                return Some((id, stat.st_size as u64));
+                return Some((id, entry.size));
             }
             // Another file got that one's inode number once it was deleted: it takes the
             // gone file's place, within the cap.
@@ -273,14 +257,13 @@ impl DirReader {
             return None;
         }
         let replaced = self.names.insert(name.to_owned(), id).is_some();
-        let file_type = stat.st_mode & libc::S_IFMT;
         let problem = if replaced {
             Some(Problem::Replaced)
-        } else if file_type == libc::S_IFLNK {
+        } else if entry.kind == Kind::SymbolicLink {
             Some(Problem::Symlink)
-        } else if file_type != libc::S_IFREG {
+        } else if entry.kind != Kind::File {
             Some(Problem::NotRegular)
-        } else if stat.st_nlink > 1 {
+        } else if entry.links > 1 {
             Some(Problem::HardLink)
         } else {
             None
@@ -305,7 +288,7 @@ impl DirReader {
                 changed: true,
             },
         );
-        Some((id, stat.st_size as u64))
+        Some((id, entry.size))
     }
 
     /// Reads the new whole lines of one followed file; returns the bytes taken.
@@ -324,29 +307,29 @@ impl DirReader {
         if followed.done || listed_size == followed.offset {
             return 0;
         }
-        let file = match open_entry(&self.dir, name) {
+        let file = match self.dir.open_file(name) {
             Ok(file) => file,
-            Err(error) if error.raw_os_error() == Some(libc::ENOENT) => return 0,
+            Err(error) if error.kind() == io::ErrorKind::NotFound => return 0,
             Err(error) => {
-                let problem = match error.raw_os_error() {
-                    Some(libc::ELOOP) => Problem::Symlink,
-                    _ => Problem::Unreadable,
+                let problem = match tc_profile_fs::is_symbolic_link_refused(&error) {
+                    true => Problem::Symlink,
+                    false => Problem::Unreadable,
                 };
                 return finish(followed, problem, visit);
             }
         };
-        let Ok(stat) = fstat(&file) else {
+        let Ok(opened) = tc_profile_fs::entry_of(&file) else {
             return 0;
         };
-        let same_file = (stat.st_dev, stat.st_ino) == (id.dev, id.ino)
-            && followed.is_same_file(handle_of(&file).as_deref());
+        let same_file =
+            opened.identity == id && followed.is_same_file(tc_profile_fs::handle(&file).as_deref());
         if !same_file {
             return 0; // Replaced since it was listed: judged at the next scan.
         }
-        if stat.st_mode & libc::S_IFMT != libc::S_IFREG {
+        if opened.kind != Kind::File {
             return finish(followed, Problem::NotRegular, visit);
         }
-        let size = stat.st_size as u64;
+        let size = opened.size;
         if size < followed.offset {
             return finish(followed, Problem::Truncated, visit);
         }

@@ -5,17 +5,38 @@
 //! component), and everything in it is done by name relative to that descriptor, never
 //! following a symbolic link. Modes are set exactly, whatever the umask.
 //!
-//! The calls of one OS live in one module (`unix.rs`); the API here is the same for all.
+//! The calls of one OS live in one module (`unix.rs`, `linux.rs` for what Linux alone has,
+//! `windows.rs`); the API here is the same for all.
 
 mod entry;
+#[cfg(target_os = "linux")]
+mod linux;
 mod modes;
 #[cfg(unix)]
 mod unix;
+#[cfg(windows)]
+mod windows;
 
-pub use entry::{Entry, Identity, Kind, Owner};
+pub use entry::{DirStatus, Entry, Identity, Kind, Owner};
+#[cfg(target_os = "linux")]
+pub use linux::ReadingAs;
 pub use modes::{PASSAGE_DIR, PRIVATE_DIR, PRIVATE_FILE, SHARED_DIR, SHARED_FILE};
 #[cfg(unix)]
-pub use unix::{identity, Dir};
+pub use unix::{entry_of, handle, identity, is_symbolic_link_refused, open_file, read_at, Dir};
+#[cfg(windows)]
+pub use windows::{entry_of, handle, identity, is_symbolic_link_refused, open_file, read_at, Dir};
+
+/// Where a thread cannot take another user's file-system identity (all but Linux), it
+/// reads as itself: [`ReadingAs`] does nothing.
+#[cfg(not(target_os = "linux"))]
+pub struct ReadingAs;
+
+#[cfg(not(target_os = "linux"))]
+impl ReadingAs {
+    pub fn owner_of(_dir: &DirStatus) -> ReadingAs {
+        ReadingAs
+    }
+}
 
 /// Removes the directory at `path` and everything in it, provided it is still the one
 /// created there (`created`, its identity then): see [`Dir::remove_tree`]. Its parent is
@@ -28,4 +49,7 @@ pub fn remove_created_tree(path: &std::path::Path, created: Identity) -> std::io
 }
 
 #[cfg(test)]
+mod reading_tests;
+// Of the unix calls: Windows has the reading half of them so far.
+#[cfg(all(test, unix))]
 mod tests;

@@ -1,19 +1,28 @@
 //! The unix calls: `openat`, `mkdirat`, `renameat`, `unlinkat` and `fstatat` relative to a
-//! directory's descriptor, through rustix.
+//! directory's descriptor, through rustix; Linux's file handles (`linux.rs`).
 
-use crate::{Entry, Identity, Kind, Owner, SHARED_DIR};
+use crate::{DirStatus, Entry, Identity, Kind, Owner, SHARED_DIR};
 use rustix::fs::{self as sys, AtFlags, FileType, Gid, Mode, OFlags, Stat, Uid, CWD};
 use rustix::io::Errno;
-use std::ffi::{CStr, OsStr};
+use std::ffi::{CStr, CString, OsStr};
 use std::fs::File;
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
 /// How a directory is opened: never through a symbolic link at the name opened.
 const DIRECTORY: OFlags = OFlags::RDONLY
     .union(OFlags::DIRECTORY)
     .union(OFlags::NOFOLLOW)
+    .union(OFlags::CLOEXEC);
+
+/// How an entry is opened to be read: never through a symbolic link (an error), never
+/// waiting on a FIFO, never taking a terminal.
+const READ_ENTRY: OFlags = OFlags::RDONLY
+    .union(OFlags::NOFOLLOW)
+    .union(OFlags::NONBLOCK)
+    .union(OFlags::NOCTTY)
     .union(OFlags::CLOEXEC);
 
 /// How deep [`Dir::remove_tree`] goes: a descriptor is held open at each level.
@@ -126,7 +135,7 @@ impl Dir {
             | OFlags::NOFOLLOW
             | OFlags::CLOEXEC;
         let fd = sys::openat(&self.fd, name, flags, Mode::RUSR | Mode::WUSR)?;
-        sys::fchmod(&fd, Mode::from_raw_mode(mode))?;
+        sys::fchmod(&fd, exactly(mode))?;
         Ok(File::from(fd))
     }
 
@@ -136,41 +145,62 @@ impl Dir {
         let flags =
             OFlags::WRONLY | OFlags::APPEND | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::CLOEXEC;
         let fd = sys::openat(&self.fd, name, flags, Mode::RUSR | Mode::WUSR)?;
-        sys::fchmod(&fd, Mode::from_raw_mode(mode))?;
+        sys::fchmod(&fd, exactly(mode))?;
         Ok(File::from(fd))
     }
 
     /// Opens the existing entry `name` for reading, to look at it: never through a
     /// symbolic link (an error), never waiting on a FIFO, never taking a terminal.
     pub fn open_file(&self, name: &OsStr) -> io::Result<File> {
-        let flags =
-            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
         Ok(File::from(sys::openat(
             &self.fd,
             name,
-            flags,
+            READ_ENTRY,
             Mode::empty(),
         )?))
     }
 
     /// The entry `name` itself (a symbolic link's own, never followed).
     pub fn entry(&self, name: &OsStr) -> io::Result<Entry> {
-        let stat = sys::statat(&self.fd, name, AtFlags::SYMLINK_NOFOLLOW)?;
-        let kind = match FileType::from_raw_mode(stat.st_mode) {
-            FileType::RegularFile => Kind::File,
-            FileType::Directory => Kind::Directory,
-            FileType::Symlink => Kind::SymbolicLink,
-            _ => Kind::Other,
-        };
-        Ok(Entry {
-            identity: identity_of_stat(&stat),
-            kind,
-        })
+        Ok(entry_of_stat(&sys::statat(
+            &self.fd,
+            name,
+            AtFlags::SYMLINK_NOFOLLOW,
+        )?))
+    }
+
+    /// The handle of the entry `name` itself (see [`handle`]).
+    pub fn handle(&self, name: &OsStr) -> Option<String> {
+        let name = CString::new(name.as_bytes()).ok()?;
+        file_handle(self.fd.as_fd(), &name, false)
     }
 
     /// This directory's identity.
     pub fn identity(&self) -> io::Result<Identity> {
         Ok(identity_of_stat(&sys::fstat(&self.fd)?))
+    }
+
+    /// This directory's owner and when its entries last changed (its change time).
+    // The fields' types differ between targets.
+    #[allow(clippy::unnecessary_cast)]
+    pub fn status(&self) -> io::Result<DirStatus> {
+        let stat = sys::fstat(&self.fd)?;
+        Ok(DirStatus {
+            owner: Some((stat.st_uid, stat.st_gid)),
+            changed: Some((stat.st_ctime as i64, stat.st_ctime_nsec as i64)),
+        })
+    }
+
+    /// Hands each name in this directory (but `.` and `..`) to `visit`, read through the
+    /// open directory itself; an entry that cannot be read is left out.
+    pub fn list(&self, visit: &mut dyn FnMut(&OsStr)) -> io::Result<()> {
+        for entry in sys::Dir::read_from(&self.fd)?.flatten() {
+            let name = entry.file_name();
+            if name != c"." && name != c".." {
+                visit(OsStr::from_bytes(name.to_bytes()));
+            }
+        }
+        Ok(())
     }
 
     /// Renames `from` to `to`, both in this directory; `to` is replaced (a symbolic link
@@ -191,7 +221,7 @@ impl Dir {
 
     /// Sets this directory's mode to exactly `mode`.
     pub fn set_mode(&self, mode: u32) -> io::Result<()> {
-        Ok(sys::fchmod(&self.fd, Mode::from_raw_mode(mode))?)
+        Ok(sys::fchmod(&self.fd, exactly(mode))?)
     }
 
     /// Gives this directory to `owner`.
@@ -265,9 +295,55 @@ impl Dir {
     }
 }
 
+/// `mode` as the calls take it (16 bits on macOS; every mode here fits).
+fn exactly(mode: u32) -> Mode {
+    Mode::from_raw_mode(mode as _)
+}
+
 /// The identity of an open file.
 pub fn identity(file: &File) -> io::Result<Identity> {
     Ok(identity_of_stat(&sys::fstat(file)?))
+}
+
+/// What an open file is.
+pub fn entry_of(file: &File) -> io::Result<Entry> {
+    Ok(entry_of_stat(&sys::fstat(file)?))
+}
+
+/// The handle of an open file, which tells it from a later file given its identity once
+/// it is deleted: Linux's file handle (`linux.rs`); `None` where the file system gives
+/// none, and on other unixes.
+pub fn handle(file: &File) -> Option<String> {
+    file_handle(file.as_fd(), c"", true)
+}
+
+/// Opens the file at `path` to read it as [`Dir::open_file`] does: a symbolic link at
+/// its last component is refused; the components before it are the caller's, and followed.
+pub fn open_file(path: &Path) -> io::Result<File> {
+    Ok(File::from(sys::openat(
+        CWD,
+        path,
+        READ_ENTRY,
+        Mode::empty(),
+    )?))
+}
+
+/// Whether `error` is the refusal to open a symbolic link.
+pub fn is_symbolic_link_refused(error: &io::Error) -> bool {
+    error.raw_os_error() == Some(Errno::LOOP.raw_os_error())
+}
+
+/// Reads from `offset` without moving the file's position.
+pub fn read_at(file: &File, buffer: &mut [u8], offset: u64) -> io::Result<usize> {
+    std::os::unix::fs::FileExt::read_at(file, buffer, offset)
+}
+
+#[cfg(target_os = "linux")]
+use crate::linux::file_handle;
+
+#[cfg(not(target_os = "linux"))]
+fn file_handle(_at: std::os::fd::BorrowedFd<'_>, _path: &CStr, _empty: bool) -> Option<String> {
+    None
 }
 
 fn open_dir<P: rustix::path::Arg + Copy>(at: impl AsFd, path: P) -> io::Result<Dir> {
@@ -286,6 +362,23 @@ fn open_dir<P: rustix::path::Arg + Copy>(at: impl AsFd, path: P) -> io::Result<D
             }
         }
         Err(error) => Err(error.into()),
+    }
+}
+
+// The fields' types differ between targets (u64 on some, c_ulong on others).
+#[allow(clippy::unnecessary_cast)]
+fn entry_of_stat(stat: &Stat) -> Entry {
+    let kind = match FileType::from_raw_mode(stat.st_mode) {
+        FileType::RegularFile => Kind::File,
+        FileType::Directory => Kind::Directory,
+        FileType::Symlink => Kind::SymbolicLink,
+        _ => Kind::Other,
+    };
+    Entry {
+        identity: identity_of_stat(stat),
+        kind,
+        size: stat.st_size as u64,
+        links: stat.st_nlink as u64,
     }
 }
 

@@ -5,7 +5,6 @@
 use crate::marker_file::{Limits, Problem};
 use memchr::{memchr, memchr_iter};
 use std::fs::File;
-use std::os::unix::fs::FileExt;
 
 /// Bytes read from all files in one scan at most, so that one busy file cannot hold up
 /// the batch (and the memory behind it) for long.
@@ -24,12 +23,6 @@ pub enum Item<'a> {
         count: u64,
         bytes: u64,
     },
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub(super) struct FileId {
-    pub(super) dev: u64,
-    pub(super) ino: u64,
 }
 
 /// Where a followed file was read up to; `changed` since the last checkpoint.
@@ -104,7 +97,7 @@ impl Reading<'_> {
                 return taken + finish(followed, Problem::FileTooBig, visit);
             }
             let chunk = &mut buffer[..want as usize];
-            let Ok(read) = self.file.read_at(chunk, followed.offset) else {
+            let Ok(read) = tc_profile_fs::read_at(self.file, chunk, followed.offset) else {
                 return taken;
             };
             if read == 0 {

@@ -6,10 +6,8 @@
 
 use super::line::Captured;
 use super::splitter::LineSplitter;
-use crate::profile_dir::handle_of;
 use crate::FileProgress;
 use std::fs::File;
-use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 /// Bytes read at a time.
@@ -171,7 +169,8 @@ impl LogFollower {
             }
             let position = current.scanned;
             let want = self.buffer.len().min((size - position) as usize);
-            let Ok(got) = current.file.read_at(&mut self.buffer[..want], position) else {
+            let Ok(got) = tc_profile_fs::read_at(&current.file, &mut self.buffer[..want], position)
+            else {
                 break;
             };
             if got == 0 {
@@ -198,11 +197,7 @@ impl LogFollower {
 /// (whoever can write its directory cannot point it at another file), never blocking on a
 /// FIFO, never becoming a controlling terminal.
 fn open_log(path: &Path) -> Option<File> {
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
-        .open(path)
-        .ok()?;
+    let file = tc_profile_fs::open_file(path).ok()?;
     file.metadata().ok()?.is_file().then_some(file)
 }
 
@@ -216,11 +211,11 @@ struct Identity {
 
 impl Identity {
     fn of(file: &File) -> Option<Identity> {
-        let metadata = file.metadata().ok()?;
+        let identity = tc_profile_fs::identity(file).ok()?;
         Some(Identity {
-            dev: metadata.dev(),
-            ino: metadata.ino(),
-            handle: handle_of(file),
+            dev: identity.device,
+            ino: identity.inode,
+            handle: tc_profile_fs::handle(file),
         })
     }
 
@@ -253,7 +248,7 @@ impl Current {
 mod tests {
     use super::*;
     use crate::task_log::MAX_LINE_BYTES;
-    use std::io::Write;
+    use std::io::{Seek, SeekFrom, Write};
 
     fn append(path: &Path, text: &str) {
         let mut file = std::fs::OpenOptions::new()
@@ -309,6 +304,8 @@ mod tests {
         let mut second = LogFollower::new(&path);
         assert!(second.resume(&[taken.progress.clone().unwrap()]));
         assert_eq!(read(&mut second, true).0, ["three"]);
+        // Closed first: Windows removes a file's name only once no one has it open.
+        drop((first, second));
         std::fs::remove_file(&path).unwrap();
         append(&path, "new file\n");
         let mut third = LogFollower::new(&path);
@@ -326,8 +323,9 @@ mod tests {
         let mut follower = LogFollower::new(&path);
         assert_eq!(read(&mut follower, false).0, ["done"]);
         // Bytes already read, changed in place: a follower that read them again would see it.
-        let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
-        file.write_all_at(b"P", 5).unwrap();
+        let mut file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        file.seek(SeekFrom::Start(5)).unwrap();
+        file.write_all(b"P").unwrap();
         append(&path, "\rprogress 100%\n");
         assert_eq!(read(&mut follower, false).0, ["progress 1%\rprogress 100%"]);
     }
@@ -358,6 +356,7 @@ mod tests {
         assert_eq!(taken.progress.unwrap().offset, 6 + 100 * 1000 + 1);
     }
 
+    #[cfg(unix)]
     #[test]
     fn a_symbolic_link_or_a_fifo_at_the_path_is_not_read() {
         let dir = tempfile::tempdir().unwrap();

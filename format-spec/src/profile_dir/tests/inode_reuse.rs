@@ -4,6 +4,7 @@
 
 use super::*;
 use std::collections::HashMap;
+use std::fs::File;
 use std::os::unix::fs::MetadataExt;
 use std::process::Command;
 
