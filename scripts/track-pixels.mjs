@@ -1,5 +1,5 @@
 // The pixels each graph track of a profile draws, read from its canvas in the Firefox
-// Profiler web app (headless Chromium, as ../shared/tools/profiler-webapp/shot.mjs opens it):
+// Profiler web app (headless Chromium, as the web app's own shot.mjs opens it):
 //   node track-pixels.mjs URL        # URL: the app's /from-url/... address of the profile
 // Prints one line a track of the profile's thread: the count of pixels drawn, a tab, the
 // track's name. Run from the directory that holds puppeteer-core (shot.sh's TOOLS_DIR).
