@@ -40,7 +40,9 @@ fn compare_json(sandbox: &Sandbox, args: &[&str]) -> Value {
     let mut all = vec!["compare", "--json"];
     all.extend_from_slice(args);
     let output = sandbox.run_ok(&all);
-    serde_json::from_slice(&output.stdout).expect("compare --json is JSON")
+    let comparison: Value = serde_json::from_slice(&output.stdout).expect("compare --json is JSON");
+    assert_eq!(comparison["compareVersion"], 1);
+    comparison
 }
 
 fn step<'a>(comparison: &'a Value, name: &str) -> &'a Value {

@@ -184,6 +184,7 @@ fn p95(mut values: Vec<f64>) -> f64 {
 
 /// Checks every group of a `fleet --json` answer against the kinds' shapes.
 fn assert_expected_groups(report: &Value) {
+    assert_eq!(report["fleetVersion"], 1);
     let groups = report["groups"].as_array().unwrap();
     let keys: Vec<&str> = groups.iter().map(|g| g["key"].as_str().unwrap()).collect();
     assert_eq!(

@@ -8,7 +8,9 @@ mod rank;
 mod steps;
 mod text;
 
-pub use model::{Comparison, ProcessDelta, RunEnding, StepDelta, StepFigures, StepSpan};
+pub use model::{
+    Comparison, ProcessDelta, RunEnding, StepDelta, StepFigures, StepSpan, COMPARE_VERSION,
+};
 
 use crate::summary::{summarize, summarize_window, Summary, Window};
 use serde_json::Value;
@@ -67,6 +69,7 @@ pub fn compare(base: Run, new: Run, align: Option<&str>) -> Result<Comparison, C
         whole.0.duration_ms.max(whole.1.duration_ms),
     );
     Ok(Comparison {
+        compare_version: COMPARE_VERSION,
         base: ending(base, &whole.0),
         new: ending(new, &whole.1),
         aligned_on,

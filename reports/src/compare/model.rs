@@ -3,11 +3,16 @@
 
 use serde::Serialize;
 
+/// `compareVersion` of the JSON form; raised only for changes that old readers would
+/// misread (keys are added, never renamed or removed).
+pub const COMPARE_VERSION: u32 = 1;
+
 /// Two runs of a task side by side: times in milliseconds, each run's since its own
 /// start; CPU in seconds of CPU time and in cores.
 #[derive(Serialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct Comparison {
+    pub compare_version: u32,
     pub base: RunEnding,
     pub new: RunEnding,
     /// The step that starts at the same time in both runs once the new run is shifted.

@@ -13,6 +13,7 @@ const BINS: usize = 24;
 #[derive(Serialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct FleetReport {
+    pub fleet_version: u32,
     /// `worker-type`, `task-name`, a tag.
     pub by: String,
     pub tasks: u64,
@@ -21,6 +22,10 @@ pub struct FleetReport {
     pub unreadable_named: Vec<String>,
     pub groups: Vec<GroupReport>,
 }
+
+/// `fleetVersion` of the JSON form; raised only for changes that old readers would misread
+/// (keys are added, never renamed or removed).
+pub const FLEET_VERSION: u32 = 1;
 
 /// The unreadable inputs a report names; the rest are counted.
 pub const UNREADABLE_NAMED: usize = 20;
@@ -79,6 +84,7 @@ impl FleetReport {
             })
             .collect();
         FleetReport {
+            fleet_version: FLEET_VERSION,
             by,
             tasks,
             unreadable: count,
