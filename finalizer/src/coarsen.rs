@@ -40,16 +40,28 @@ pub(crate) fn bound_tracks(
     // with more than `max` intervals can need merging, and only their payloads are read.
     // A payload that leads with another type is none (a million text markers, say).
     // Counted by name id: hashing each marker's name was a tenth of compacting.
-    let mut intervals = vec![0usize; markers.names().len()];
-    for (position, marker) in markers.iter().enumerate() {
-        let sample = marker.end_time.is_some()
-            && marker
-                .leading_type()
-                .is_none_or(|kind| is_graph_type(&graph_types, kind));
-        if sample {
-            intervals[markers.name_id(position) as usize] += 1;
+    let intervals_by_name = |is_sample: &dyn Fn(usize) -> bool| {
+        let mut intervals = vec![0usize; markers.names().len()];
+        for position in (0..markers.len()).filter(|&p| markers.end_time(p).is_some()) {
+            if is_sample(position) {
+                intervals[markers.name_id(position) as usize] += 1;
+            }
         }
+        intervals
+    };
+    // Intervals first, by their columns alone: most recordings have no name over `max`,
+    // and then no payload is read.
+    let candidates = intervals_by_name(&|_| true);
+    if candidates.iter().all(|&count| count <= max) {
+        return 0;
     }
+    let intervals = intervals_by_name(&|position| {
+        candidates[markers.name_id(position) as usize] > max
+            && markers
+                .get(position)
+                .leading_type()
+                .is_none_or(|kind| is_graph_type(&graph_types, kind))
+    });
     let crowded: HashSet<String> = intervals
         .iter()
         .zip(markers.names())

@@ -30,9 +30,16 @@ pub(crate) fn metric_drops(markers: &Markers) -> Option<String> {
     let mut totals = [0u64; COUNTS.len()];
     let mut example = None;
     let mut refused: Vec<String> = Vec::new();
-    let drops = markers.iter().filter(|m| {
-        m.name == DROPPED_MARKER && m.data_type().as_deref() == Some(DROPPED_DATA_TYPE)
-    });
+    // Found by the name's id first: every marker's payload read to pass it over, here and
+    // in `merge_metric_intervals`, was a third of compacting 100,000 markers.
+    let dropped = markers
+        .names()
+        .iter()
+        .position(|n| &**n == DROPPED_MARKER)?;
+    let drops = (0..markers.len())
+        .filter(|&position| markers.name_id(position) as usize == dropped)
+        .map(|position| markers.get(position))
+        .filter(|m| m.data_type().as_deref() == Some(DROPPED_DATA_TYPE));
     for data in drops.filter_map(|m| m.data_value()) {
         for (total, (key, _)) in totals.iter_mut().zip(COUNTS) {
             *total += data.get(key).and_then(Value::as_u64).unwrap_or(0);

@@ -22,13 +22,17 @@ pub(crate) fn merge_metric_intervals(
     interval_ms: f64,
     end_time: f64,
 ) -> usize {
-    // A series' name holds a dot (its prefix ends in one): most other markers are passed
-    // over without reading their payload.
+    // A series' name holds a dot (its prefix ends in one): other markers are passed over
+    // by their name's id, without reading their payload.
+    let dotted: Vec<bool> = markers.names().iter().map(|n| n.contains('.')).collect();
+    if !dotted.contains(&true) {
+        return 0;
+    }
     let is_metric = |position: usize| {
-        let marker = markers.get(position);
-        marker.end_time.is_some()
-            && marker.name.contains('.')
-            && marker
+        markers.end_time(position).is_some()
+            && dotted[markers.name_id(position) as usize]
+            && markers
+                .get(position)
                 .data_type()
                 .is_some_and(|kind| MetricKind::from_data_type(&kind).is_some())
     };
