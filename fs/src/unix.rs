@@ -1,7 +1,7 @@
 //! The unix calls: `openat`, `mkdirat`, `renameat`, `unlinkat` and `fstatat` relative to a
 //! directory's descriptor, through rustix; Linux's file handles (`linux.rs`).
 
-use crate::{DirStatus, Entry, Identity, Kind, Owner, SHARED_DIR};
+use crate::{DirStatus, Entry, Identity, Kind, Owner};
 use rustix::fs::{self as sys, AtFlags, FileType, Gid, Mode, OFlags, Stat, Uid, CWD};
 use rustix::io::Errno;
 use std::ffi::{CStr, CString, OsStr};
@@ -9,7 +9,7 @@ use std::fs::File;
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
-use std::path::{Component, Path, PathBuf};
+use std::path::Path;
 
 /// How a directory is opened: never through a symbolic link at the name opened.
 const DIRECTORY: OFlags = OFlags::RDONLY
@@ -44,70 +44,9 @@ impl Dir {
         open_dir(CWD, path)
     }
 
-    /// The directory that holds the file at `path`, and the file's name in it.
-    pub fn open_parent(path: &Path) -> io::Result<(Dir, &OsStr)> {
-        let Some(Component::Normal(name)) = path.components().next_back() else {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "not the path of a file (it ends in '/', '.' or '..')",
-            ));
-        };
-        let parent = match path.parent() {
-            Some(dir) if !dir.as_os_str().is_empty() => dir,
-            _ => Path::new("."),
-        };
-        Ok((Dir::open(parent)?, name))
-    }
-
-    /// Opens the directory at `path`, created with what is missing of it: every component,
-    /// from the root, opened without following a symbolic link (one is refused), each
-    /// missing one created ([`SHARED_DIR`], the last one `mode`). Returns the directory
-    /// and whether it was created.
-    pub fn create_all(path: &Path, mode: u32) -> io::Result<(Dir, bool)> {
-        let path = std::path::absolute(path)?;
-        let root = Dir::open(Path::new("/"))?;
-        root.create_path(path.strip_prefix("/").unwrap_or(&path), mode)
-    }
-
-    /// [`Dir::create_all`] from this directory: `path` is relative to it.
-    pub fn create_path(&self, path: &Path, mode: u32) -> io::Result<(Dir, bool)> {
-        let mut names = Vec::new();
-        for component in path.components() {
-            match component {
-                Component::Normal(name) => names.push(name),
-                Component::CurDir => {}
-                _ => {
-                    return Err(io::Error::new(
-                        io::ErrorKind::InvalidInput,
-                        "give the path without '..'",
-                    ))
-                }
-            }
-        }
-        let mut dir = self.open_dir(OsStr::new("."))?;
-        let mut created = false;
-        let mut reached = PathBuf::new();
-        for (index, name) in names.iter().enumerate() {
-            reached.push(name);
-            let mode = if index + 1 == names.len() {
-                mode
-            } else {
-                SHARED_DIR
-            };
-            (dir, created) = match dir.open_dir(name) {
-                Ok(next) => (next, false),
-                Err(error) if error.kind() == io::ErrorKind::NotFound => {
-                    (dir.create_dir(name, mode)?, true)
-                }
-                Err(error) => {
-                    return Err(io::Error::new(
-                        error.kind(),
-                        format!("{}: {error}", reached.display()),
-                    ))
-                }
-            };
-        }
-        Ok((dir, created))
+    /// This directory, opened anew.
+    pub(crate) fn reopen(&self) -> io::Result<Dir> {
+        self.open_dir(OsStr::new("."))
     }
 
     /// Opens the directory `name` in this one, never through a symbolic link.
@@ -303,6 +242,12 @@ fn exactly(mode: u32) -> Mode {
 /// The identity of an open file.
 pub fn identity(file: &File) -> io::Result<Identity> {
     Ok(identity_of_stat(&sys::fstat(file)?))
+}
+
+/// The identity of the file or directory at `path`, a symbolic link followed (as
+/// `std::fs::metadata` does): which file a name given by the user leads to.
+pub fn identity_of_path(path: &Path) -> io::Result<Identity> {
+    Ok(identity_of_stat(&sys::stat(path)?))
 }
 
 /// What an open file is.
