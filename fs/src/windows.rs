@@ -12,7 +12,7 @@
 //! FileDispositionInformation(Ex); under Wine, SetFileInformationByHandle's FileRenameInfo
 //! refused a new name relative to RootDirectory, with ERROR_INVALID_PARAMETER). Modes and
 //! owners have no equivalent here: what tc-profile creates has the ACL it inherits from its
-//! directory, and the modes asked are not used. Removing a tree (`remove_tree`) is still unix-only (ARCHITECTURE.md).
+//! directory, and the modes asked are not used.
 
 use crate::{DirStatus, Entry, Identity, Kind, Owner};
 use std::ffi::{OsStr, OsString};
@@ -250,6 +250,13 @@ impl Dir {
                 "a directory, not removed as a file",
             ));
         }
+        delete(removed.as_handle())
+    }
+
+    /// Removes the empty directory `name` (a symbolic link there is refused).
+    pub(crate) fn remove_empty_dir(&self, name: &OsStr) -> io::Result<()> {
+        let removed = self.open_at(name, DELETE_ACCESS, FILE_OPEN, FILE_DIRECTORY_FILE)?;
+        refuse_reparse_point(&information(removed.as_handle())?)?;
         delete(removed.as_handle())
     }
 
