@@ -3,7 +3,8 @@
 //! directories tc-profile works in, and swap any entry for a symbolic link at any moment:
 //! so a directory is opened once ([`Dir`], never through a symbolic link at its last
 //! component), and everything in it is done by name relative to that descriptor, never
-//! following a symbolic link. Modes are set exactly, whatever the umask.
+//! following a symbolic link. Modes are set exactly, whatever the umask (on unix; Windows
+//! has none: what is created there has the ACL it inherits from its directory).
 //!
 //! The calls of one OS live in one module (`unix.rs`, `linux.rs` for what Linux alone has,
 //! `windows.rs`); the API here is the same for all.
@@ -12,6 +13,7 @@ mod entry;
 #[cfg(target_os = "linux")]
 mod linux;
 mod modes;
+mod paths;
 #[cfg(unix)]
 mod unix;
 #[cfg(windows)]
@@ -21,10 +23,15 @@ pub use entry::{DirStatus, Entry, Identity, Kind, Owner};
 #[cfg(target_os = "linux")]
 pub use linux::ReadingAs;
 pub use modes::{PASSAGE_DIR, PRIVATE_DIR, PRIVATE_FILE, SHARED_DIR, SHARED_FILE};
+pub use paths::remove_created_tree;
 #[cfg(unix)]
-pub use unix::{entry_of, handle, identity, is_symbolic_link_refused, open_file, read_at, Dir};
+pub use unix::{
+    entry_of, handle, identity, identity_of_path, is_symbolic_link_refused, open_file, read_at, Dir,
+};
 #[cfg(windows)]
-pub use windows::{entry_of, handle, identity, is_symbolic_link_refused, open_file, read_at, Dir};
+pub use windows::{
+    entry_of, handle, identity, identity_of_path, is_symbolic_link_refused, open_file, read_at, Dir,
+};
 
 /// Where a thread cannot take another user's file-system identity (all but Linux), it
 /// reads as itself: [`ReadingAs`] does nothing.
@@ -38,18 +45,9 @@ impl ReadingAs {
     }
 }
 
-/// Removes the directory at `path` and everything in it, provided it is still the one
-/// created there (`created`, its identity then): see [`Dir::remove_tree`]. Its parent is
-/// opened without following a symbolic link at its last component; one swapped in higher up
-/// leads elsewhere, where `created` is not found.
-#[cfg(unix)]
-pub fn remove_created_tree(path: &std::path::Path, created: Identity) -> std::io::Result<()> {
-    let (parent, name) = Dir::open_parent(path)?;
-    parent.remove_tree(name, created)
-}
-
 #[cfg(test)]
 mod reading_tests;
-// Of the unix calls: Windows has the reading half of them so far.
 #[cfg(all(test, unix))]
 mod tests;
+#[cfg(test)]
+mod writing_tests;

@@ -1,15 +1,15 @@
 //! The unix calls: `openat`, `mkdirat`, `renameat`, `unlinkat` and `fstatat` relative to a
 //! directory's descriptor, through rustix; Linux's file handles (`linux.rs`).
 
-use crate::{DirStatus, Entry, Identity, Kind, Owner, SHARED_DIR};
+use crate::{DirStatus, Entry, Identity, Kind, Owner};
 use rustix::fs::{self as sys, AtFlags, FileType, Gid, Mode, OFlags, Stat, Uid, CWD};
 use rustix::io::Errno;
-use std::ffi::{CStr, CString, OsStr};
+use std::ffi::{CString, OsStr};
 use std::fs::File;
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
-use std::path::{Component, Path, PathBuf};
+use std::path::Path;
 
 /// How a directory is opened: never through a symbolic link at the name opened.
 const DIRECTORY: OFlags = OFlags::RDONLY
@@ -25,12 +25,6 @@ const READ_ENTRY: OFlags = OFlags::RDONLY
     .union(OFlags::NOCTTY)
     .union(OFlags::CLOEXEC);
 
-/// How deep [`Dir::remove_tree`] goes: a descriptor is held open at each level.
-const MAX_DEPTH: usize = 64;
-
-/// How many times [`Dir::remove_tree`] empties a directory that a task fills as it goes.
-const EMPTYING_ROUNDS: usize = 3;
-
 /// A directory, open: what is done in it is done by name relative to it.
 #[derive(Debug)]
 pub struct Dir {
@@ -44,70 +38,9 @@ impl Dir {
         open_dir(CWD, path)
     }
 
-    /// The directory that holds the file at `path`, and the file's name in it.
-    pub fn open_parent(path: &Path) -> io::Result<(Dir, &OsStr)> {
-        let Some(Component::Normal(name)) = path.components().next_back() else {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "not the path of a file (it ends in '/', '.' or '..')",
-            ));
-        };
-        let parent = match path.parent() {
-            Some(dir) if !dir.as_os_str().is_empty() => dir,
-            _ => Path::new("."),
-        };
-        Ok((Dir::open(parent)?, name))
-    }
-
-    /// Opens the directory at `path`, created with what is missing of it: every component,
-    /// from the root, opened without following a symbolic link (one is refused), each
-    /// missing one created ([`SHARED_DIR`], the last one `mode`). Returns the directory
-    /// and whether it was created.
-    pub fn create_all(path: &Path, mode: u32) -> io::Result<(Dir, bool)> {
-        let path = std::path::absolute(path)?;
-        let root = Dir::open(Path::new("/"))?;
-        root.create_path(path.strip_prefix("/").unwrap_or(&path), mode)
-    }
-
-    /// [`Dir::create_all`] from this directory: `path` is relative to it.
-    pub fn create_path(&self, path: &Path, mode: u32) -> io::Result<(Dir, bool)> {
-        let mut names = Vec::new();
-        for component in path.components() {
-            match component {
-                Component::Normal(name) => names.push(name),
-                Component::CurDir => {}
-                _ => {
-                    return Err(io::Error::new(
-                        io::ErrorKind::InvalidInput,
-                        "give the path without '..'",
-                    ))
-                }
-            }
-        }
-        let mut dir = self.open_dir(OsStr::new("."))?;
-        let mut created = false;
-        let mut reached = PathBuf::new();
-        for (index, name) in names.iter().enumerate() {
-            reached.push(name);
-            let mode = if index + 1 == names.len() {
-                mode
-            } else {
-                SHARED_DIR
-            };
-            (dir, created) = match dir.open_dir(name) {
-                Ok(next) => (next, false),
-                Err(error) if error.kind() == io::ErrorKind::NotFound => {
-                    (dir.create_dir(name, mode)?, true)
-                }
-                Err(error) => {
-                    return Err(io::Error::new(
-                        error.kind(),
-                        format!("{}: {error}", reached.display()),
-                    ))
-                }
-            };
-        }
-        Ok((dir, created))
+    /// This directory, opened anew.
+    pub(crate) fn reopen(&self) -> io::Result<Dir> {
+        self.open_dir(OsStr::new("."))
     }
 
     /// Opens the directory `name` in this one, never through a symbolic link.
@@ -237,61 +170,9 @@ impl Dir {
         Ok(sys::fchown(&self.fd, Some(Uid::from_raw(owner.uid)), gid)?)
     }
 
-    /// Removes the directory `name` and everything in it, provided it is still `expected`
-    /// (the directory that was created there, not one put in its place): each level opened
-    /// by descriptor, never through a symbolic link; a symbolic link inside is removed
-    /// itself, never followed.
-    pub fn remove_tree(&self, name: &OsStr, expected: Identity) -> io::Result<()> {
-        let dir = self.open_dir(name)?;
-        if dir.identity()? != expected {
-            return Err(io::Error::other(
-                "another directory took the place of the one created there; left alone",
-            ));
-        }
-        for _ in 0..EMPTYING_ROUNDS {
-            dir.empty(0)?;
-            match sys::unlinkat(&self.fd, name, AtFlags::REMOVEDIR) {
-                Err(Errno::NOTEMPTY) => continue,
-                result => return Ok(result?),
-            }
-        }
-        Err(io::Error::other(
-            "files kept appearing in it as it was removed",
-        ))
-    }
-
-    /// Removes everything in this directory.
-    fn empty(&self, depth: usize) -> io::Result<()> {
-        if depth == MAX_DEPTH {
-            return Err(io::Error::other(format!(
-                "directories nested deeper than {MAX_DEPTH}; the deepest left"
-            )));
-        }
-        for entry in sys::Dir::read_from(&self.fd)? {
-            let entry = entry?;
-            let name = entry.file_name();
-            if name != c"." && name != c".." {
-                self.remove_entry(name, depth)?;
-            }
-        }
-        Ok(())
-    }
-
-    fn remove_entry(&self, name: &CStr, depth: usize) -> io::Result<()> {
-        let removed = match sys::statat(&self.fd, name, AtFlags::SYMLINK_NOFOLLOW) {
-            Ok(stat) if FileType::from_raw_mode(stat.st_mode) == FileType::Directory => {
-                // Opened without following: a directory swapped for a link since is refused.
-                open_dir(&self.fd, name)?.empty(depth + 1)?;
-                sys::unlinkat(&self.fd, name, AtFlags::REMOVEDIR)
-            }
-            Ok(_) => sys::unlinkat(&self.fd, name, AtFlags::empty()),
-            Err(error) => Err(error),
-        };
-        match removed {
-            // Removed by someone else meanwhile.
-            Err(Errno::NOENT) => Ok(()),
-            result => Ok(result?),
-        }
+    /// Removes the empty directory `name`.
+    pub(crate) fn remove_empty_dir(&self, name: &OsStr) -> io::Result<()> {
+        Ok(sys::unlinkat(&self.fd, name, AtFlags::REMOVEDIR)?)
     }
 }
 
@@ -303,6 +184,12 @@ fn exactly(mode: u32) -> Mode {
 /// The identity of an open file.
 pub fn identity(file: &File) -> io::Result<Identity> {
     Ok(identity_of_stat(&sys::fstat(file)?))
+}
+
+/// The identity of the file or directory at `path`, a symbolic link followed (as
+/// `std::fs::metadata` does): which file a name given by the user leads to.
+pub fn identity_of_path(path: &Path) -> io::Result<Identity> {
+    Ok(identity_of_stat(&sys::stat(path)?))
 }
 
 /// What an open file is.
@@ -342,7 +229,11 @@ pub fn read_at(file: &File, buffer: &mut [u8], offset: u64) -> io::Result<usize>
 use crate::linux::file_handle;
 
 #[cfg(not(target_os = "linux"))]
-fn file_handle(_at: std::os::fd::BorrowedFd<'_>, _path: &CStr, _empty: bool) -> Option<String> {
+fn file_handle(
+    _at: std::os::fd::BorrowedFd<'_>,
+    _path: &std::ffi::CStr,
+    _empty: bool,
+) -> Option<String> {
     None
 }
 
