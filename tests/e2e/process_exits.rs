@@ -80,6 +80,24 @@ fn command_totals(profile: &Value) -> BTreeMap<String, (u64, u64)> {
     totals
 }
 
+/// The rows of the whole task's `CommandTotals` marker, by command: (runs, failures).
+fn whole_task_table(profile: &Value) -> BTreeMap<String, (u64, u64)> {
+    let markers = profile_markers(profile);
+    let whole = markers
+        .iter()
+        .find(|m| m.data["type"] == "CommandTotals" && m.data["step"] == "whole task")
+        .expect("the whole task's CommandTotals marker");
+    let rows = whole.data["top"].as_array().expect("top");
+    let row = |r: &Value| {
+        let figure = |i: usize| r[i].as_u64().expect("a number");
+        (
+            r[0].as_str().expect("command").to_owned(),
+            (figure(1), figure(2)),
+        )
+    };
+    rows.iter().map(row).collect()
+}
+
 fn is_root() -> bool {
     // SAFETY: geteuid(2) cannot fail.
     let root = unsafe { libc::geteuid() } == 0;
@@ -106,6 +124,11 @@ fn every_short_process_is_counted_per_command_with_its_failures() {
         "{totals:?}"
     );
     assert_eq!(totals.get("bash"), Some(&(1, 0)), "{totals:?}");
+    assert_eq!(
+        whole_task_table(&profile),
+        totals,
+        "the profile's own totals"
+    );
     // The commands' CPU is the kernel's own total for the task, give or take its ticks:
     // taskstats charges a process whole ticks (4 ms at HZ=250) or none, where `times` has
     // them scaled to the exact run time; 2,200 processes of under a tick came 5.6 % short
@@ -184,6 +207,11 @@ fn the_proc_connector_counts_every_short_process_too() {
     let expected = (TRUES + FAILURES + 1) as u64;
     assert_eq!((runs, failures), (expected, FAILURES as u64), "{totals:?}");
     assert_eq!(totals.get("bash"), Some(&(1, 0)), "{totals:?}");
+    assert_eq!(
+        whole_task_table(&profile),
+        totals,
+        "the profile's own totals"
+    );
     // A name is read at the exec, a moment before the process may be gone: on a loaded
     // machine a few are (3 of 2,200 at load 5, with the other tests running).
     let named = |name: &str| totals.get(name).map_or(0, |t| t.0);
@@ -273,6 +301,10 @@ fn two_daemon_tasks_at_once_each_count_only_their_own_exits() {
     assert_eq!(a.get("sh"), None, "{a:?}");
     assert_eq!(b.get("true"), Some(&(100, 0)), "{b:?}");
     assert_eq!(b.get("sh"), Some(&(200, 200)), "{b:?}");
+    for (task, totals) in [("task-a", a), ("task-b", b)] {
+        let profile = read_json(&sandbox.path(&format!("{task}.json")));
+        assert_eq!(whole_task_table(&profile), totals, "{task}");
+    }
 }
 
 /// Writes a C project of `files` source files and main.c, built by a Makefile with gcc.
