@@ -295,6 +295,9 @@ fn recorder_config(args: &RecordingArgs, log: PathBuf, profile_dir: PathBuf) -> 
     let mut config = RecorderConfig::new(log);
     config.interval = args.interval;
     config.process_markers = args.process_markers.map(Duration::from_millis);
+    if let Some(way) = args.process_exits {
+        config.process_exits = way;
+    }
     config.sync = match args.sync {
         SyncArg::Always => SyncPolicy::Always,
         SyncArg::Interval => SyncPolicy::interval(args.interval),

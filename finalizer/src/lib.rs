@@ -34,6 +34,7 @@
 //! ```
 
 mod coarsen;
+mod command_totals;
 mod compression;
 mod escape;
 mod finalize;
@@ -53,9 +54,11 @@ mod reader;
 mod recover;
 mod span;
 mod span_read;
+mod steps;
 mod task_log;
 
 pub use coarsen::MAX_SAMPLES_PER_TRACK;
+pub use command_totals::{CommandRuns, CommandUse};
 pub use compression::{decompressed, decompressed_within, Compression, InputCaps, OverCap};
 pub use escape::escape_controls;
 pub use finalize::{
@@ -81,4 +84,5 @@ pub use reader::{read_log, Damage, DropReason, Read, ReadError, Recording};
 pub use recover::{recover, Recovery};
 pub use span::{compact_span, uncovered, Span, SpanLogs};
 pub use span_read::{read_log_within, SpanRead};
+pub use steps::{category_names, step_markers, StepMarker, STEP_CATEGORIES};
 pub use task_log::{add_log, merge_task_log, task_log_of, AddLogError};

@@ -3,6 +3,7 @@
 //! flagged, notes about damage and an early end, and `meta.profilingEndTime`.
 
 use crate::coarsen::{bound_tracks, merge_metric_intervals, MAX_SAMPLES_PER_TRACK};
+use crate::command_totals::command_totals;
 use crate::marker_columns::Markers;
 use crate::marker_table::{ThreadOut, UniqueStrings};
 use crate::metric_drops::{metric_drops, METRICS};
@@ -219,7 +220,23 @@ pub enum ProfileError {
 }
 
 /// Closes what is open, adds the notes, and sorts markers by start time.
-pub fn compact(mut recording: Recording) -> (Profile, Compaction) {
+pub fn compact(recording: Recording) -> (Profile, Compaction) {
+    let (mut profile, compaction) = compact_markers(recording);
+    add_command_totals(&mut profile, compaction.end_time);
+    (profile, compaction)
+}
+
+/// Adds a `CommandTotals` marker over each step that ran commands and over the whole task
+/// (to `end_time`), from its `Commands` markers: once a profile holds all of them.
+pub(crate) fn add_command_totals(profile: &mut Profile, end_time: f64) {
+    let totals = command_totals(&profile.meta, &profile.markers, end_time);
+    if !totals.is_empty() {
+        profile.add_markers(totals);
+    }
+}
+
+/// [`compact`] without the commands' totals: of one part of a span.
+pub(crate) fn compact_markers(mut recording: Recording) -> (Profile, Compaction) {
     let end_time = recording
         .footer
         .as_ref()

@@ -4,7 +4,9 @@
 //! covers drawn as "Data missing" (the machine was not being recorded).
 
 use crate::marker_columns::Markers;
-use crate::profile::{compact, match_closes, Profile, DATA_MISSING, ENDED_EARLY};
+use crate::profile::{
+    add_command_totals, compact_markers, match_closes, Profile, DATA_MISSING, ENDED_EARLY,
+};
 use crate::profile_marker::{MarkerRef, ProfileMarker};
 use crate::reader::Recording;
 use serde_json::{json, Map, Value};
@@ -53,7 +55,7 @@ pub fn compact_span(mut logs: SpanLogs, span: Span) -> Profile {
     for (recording, is_machine) in inputs.chain(logs.machine.into_iter().map(|r| (r, true))) {
         let origin = start_time(&recording.meta);
         let interval = number(&recording.meta, "interval").unwrap_or(100.0);
-        let (mut profile, compaction) = compact(recording);
+        let (mut profile, compaction) = compact_markers(recording);
         let offset = origin - span.start;
         if is_machine {
             shortest_gap = shortest_gap.max(2.5 * interval);
@@ -107,6 +109,7 @@ pub fn compact_span(mut logs: SpanLogs, span: Span) -> Profile {
         }
     }
     profile.markers = markers;
+    add_command_totals(&mut profile, length);
     profile
 }
 

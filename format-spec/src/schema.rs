@@ -102,6 +102,8 @@ pub mod data_type {
     pub const OTHER_MEMORY: &str = "OtherMem";
     pub const PROCESS: &str = "Process";
     pub const COMMANDS: &str = "Commands";
+    /// A step's (or the whole task's) commands added up by the finalizer.
+    pub const COMMAND_TOTALS: &str = "CommandTotals";
     pub const OTHER_PROCESSES: &str = "OtherProcesses";
     /// The track of the task's processes that ended in each second.
     pub const PROCESSES_ENDED: &str = "ProcessesEnded";
@@ -117,7 +119,7 @@ pub mod data_type {
     pub const COMPARE: &str = "Compare";
 
     /// The types above but [`TEXT`]: those of the recorder's own tracks and markers.
-    const OWN: [&str; 21] = [
+    const OWN: [&str; 22] = [
         CPU,
         MEMORY,
         IO,
@@ -129,6 +131,7 @@ pub mod data_type {
         OTHER_MEMORY,
         PROCESS,
         COMMANDS,
+        COMMAND_TOTALS,
         OTHER_PROCESSES,
         PROCESSES_ENDED,
         CGROUP_MEMORY,
@@ -479,7 +482,7 @@ fn exit_schemas() -> Vec<Value> {
             "tableLabel": "{marker.data.command} × {marker.data.runs}, CPU {marker.data.cpuTime}, failed {marker.data.failures}",
             "chartLabel": "{marker.data.runs}",
             "display": ["marker-chart", "marker-table"],
-            "description": "The task's processes of one command that exited in the interval, however short: every exit the kernel reported (taskstats).",
+            "description": "The task's processes of one command that exited in the interval, however short: every exit the kernel reported (taskstats or the proc connector).",
             "data": [
                 field("command", "Command", "string"),
                 field("runs", "Runs", "integer"),
@@ -488,6 +491,35 @@ fn exit_schemas() -> Vec<Value> {
                 field("peakRss", "Highest peak RSS", "bytes"),
                 field("undrawn", "Process markers left out (over 200 a second)", "integer"),
                 field("commands", "Commands added up", "integer"),
+            ],
+        }),
+        json!({
+            "name": data_type::COMMAND_TOTALS,
+            "tooltipLabel": "{marker.data.step}: {marker.data.runs} processes of {marker.data.commands} commands",
+            "tableLabel": "{marker.data.step}: {marker.data.runs} processes, {marker.data.failures} failed, CPU {marker.data.cpuTime}",
+            "chartLabel": "{marker.data.step}: {marker.data.runs} processes",
+            "display": ["marker-chart", "marker-table"],
+            "description": "The commands of a step, or of the whole task, added up when the profile was written from the Commands markers whose middle is in it: every run counted, the commands that used the most CPU listed.",
+            "data": [
+                field("step", "Step", "string"),
+                field("runs", "Runs", "integer"),
+                field("failures", "Failed (non-zero status or a signal)", "integer"),
+                field("cpuTime", "CPU time", "milliseconds"),
+                field("commands", "Commands", "integer"),
+                {
+                    "key": "top",
+                    "label": "Top commands by CPU",
+                    "format": {
+                        "type": "table",
+                        "columns": [
+                            {"label": "Command", "type": "string"},
+                            {"label": "Runs", "type": "integer"},
+                            {"label": "Failed", "type": "integer"},
+                            {"label": "CPU", "type": "milliseconds"},
+                            {"label": "Peak RSS", "type": "bytes"},
+                        ],
+                    },
+                },
             ],
         }),
         json!({

@@ -4,7 +4,7 @@
 use crate::meta::task_from_env;
 use crate::profile_dir::ProfileDirConfig;
 use crate::sources::cgroup::TaskCgroup;
-use crate::sources::process_tree::Follow;
+use crate::sources::process_tree::{Follow, ProcessExits};
 use crate::writer::SyncPolicy;
 use serde_json::{Map, Value};
 use std::path::PathBuf;
@@ -50,9 +50,13 @@ pub struct RecorderConfig {
     /// For a recording that takes over a task begun earlier (the daemon's parts).
     pub processes_since: Option<f64>,
     /// The shortest life of a process of the task that gets a "Process" marker when the
-    /// kernel reports every exit (taskstats); None: the sampling interval. Every exit is
-    /// counted in the per-command totals whatever its length.
+    /// kernel reports every exit (taskstats or the proc connector); None: the sampling
+    /// interval. Every exit is counted in the per-command totals whatever its length.
     pub process_markers: Option<Duration>,
+    /// How the task's processes are seen as they end; by default the first of taskstats,
+    /// the proc connector and sampling that the machine and the privilege allow, or what
+    /// [`ProcessExits::VARIABLE`] says.
+    pub process_exits: ProcessExits,
     /// The task's cgroup, whose counters are recorded. When None, the cgroup of a followed
     /// pid or cgroup is used if it is not the recorder's own.
     pub cgroup: Option<TaskCgroup>,
@@ -93,6 +97,7 @@ impl RecorderConfig {
             follow: None,
             processes_since: None,
             process_markers: None,
+            process_exits: ProcessExits::from_env().unwrap_or_default(),
             cgroup: None,
             task_schemas: Vec::new(),
             log_lines: false,

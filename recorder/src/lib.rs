@@ -66,7 +66,7 @@ pub use sources::cgroup::own::{own_cgroup_name, remove_created_cgroup, CgroupErr
 pub use sources::cgroup::TaskCgroup;
 pub use sources::process_tree::command_line::summarize as summarize_command;
 pub use sources::process_tree::process::describe_status as describe_wait_status;
-pub use sources::process_tree::Follow;
+pub use sources::process_tree::{Follow, ProcessExits};
 pub use statsd::{
     parse_line as parse_statsd_line, record_packet as record_statsd_packet, MAX_PACKET_BYTES,
 };

@@ -69,8 +69,11 @@ impl Sampler {
                 .map(|epoch| clock.ms_from_epoch(epoch));
             let marker_min = config.process_markers.unwrap_or(config.interval);
             let tree = tree.map(|tree| {
-                tree.starting_from(since.unwrap_or(0.0))
-                    .counting_exits(sys_root, marker_min.as_secs_f64() * 1000.0)
+                tree.starting_from(since.unwrap_or(0.0)).counting_exits(
+                    config.process_exits,
+                    sys_root,
+                    marker_min.as_secs_f64() * 1000.0,
+                )
             });
             sampler.process_exits = tree.as_ref().map(ProcessTree::exits_seen_by);
             sampler.add(tree);

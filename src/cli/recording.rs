@@ -2,11 +2,12 @@
 
 use super::export::ExportAtEndArgs;
 use super::markers::LimitArgs;
-use super::values::{parse_address, parse_interval, parse_prefix};
+use super::values::{parse_address, parse_interval, parse_prefix, parse_process_exits};
 use clap::{Args, ValueEnum};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
+use tc_profile_recorder::ProcessExits;
 
 #[derive(Args, Debug)]
 pub struct RecordingArgs {
@@ -29,11 +30,19 @@ pub struct RecordingArgs {
     /// minutes on, samples are at least 1 s apart.
     #[arg(long, value_name = "SECONDS", default_value = "0.1", value_parser = parse_interval)]
     pub interval: Duration,
-    /// With every exit of the task seen (taskstats: root or CAP_NET_ADMIN), a "Process"
-    /// marker for each process that lived at least MIN_MS milliseconds; shorter ones are
-    /// only counted, in the per-command totals [default: the sampling interval].
+    /// With every exit of the task seen (taskstats or the proc connector: root or
+    /// CAP_NET_ADMIN), a "Process" marker for each process that lived at least MIN_MS
+    /// milliseconds; shorter ones are only counted, in the per-command totals [default: the
+    /// sampling interval].
     #[arg(long, value_name = "MIN_MS", value_parser = clap::value_parser!(u64).range(0..=3_600_000))]
     pub process_markers: Option<u64>,
+    /// How the task's processes are seen as they end: auto (taskstats, else the proc
+    /// connector, else sampling), taskstats, proc-connector (each falling back to
+    /// sampling where it cannot be had) or sampling (only what a sample finds alive). The
+    /// profile's meta.tcProfile.processExits says which was used. The daemon's tasks
+    /// follow the variable.
+    #[arg(long, value_name = "WAY", env = "TC_PROFILE_PROCESS_EXITS", value_parser = parse_process_exits)]
+    pub process_exits: Option<ProcessExits>,
     /// When the log is fdatasync'd: always (after every batch), interval (at most once a
     /// second, or per sampling interval when longer; at once for lifecycle markers), never
     /// (left to the kernel).

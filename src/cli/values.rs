@@ -7,6 +7,7 @@ use std::time::Duration;
 use tc_profile_daemon::Retain;
 use tc_profile_format::marker_file::Limits;
 use tc_profile_format::MetricLimits;
+use tc_profile_recorder::ProcessExits;
 
 /// A port or `:PORT` (on 127.0.0.1), or `HOST:PORT`: loopback unless a host is given.
 pub fn parse_address(text: &str) -> Result<SocketAddr, String> {
@@ -15,6 +16,14 @@ pub fn parse_address(text: &str) -> Result<SocketAddr, String> {
     }
     text.parse().map_err(|_| {
         format!("'{text}' is neither a port nor HOST:PORT (for example 127.0.0.1:8080)")
+    })
+}
+
+/// How the task's processes are seen as they end: one of [`ProcessExits::NAMES`].
+pub fn parse_process_exits(text: &str) -> Result<ProcessExits, String> {
+    ProcessExits::parse(text).ok_or_else(|| {
+        let names = ProcessExits::NAMES.join(", ");
+        format!("'{text}' is not one of {names}")
     })
 }
 

@@ -34,7 +34,7 @@ fn only_the_schemas_of_sources_that_are_on_are_declared() {
         ["Text", "Command", "CPU"]
     );
     let all = names(&ALL_BUT_STATSD);
-    assert_eq!(all.len(), 21, "{all:?}");
+    assert_eq!(all.len(), 22, "{all:?}");
 }
 
 #[test]

@@ -11,10 +11,13 @@
 //! the record is parsed by the offsets of `include/uapi/linux/taskstats.h`, a field read
 //! only when the record is long enough (and new enough) to hold it.
 
+use crate::sources::netlink::{
+    self, align, invalid, messages, read_u16, read_u32, read_u64, DATAGRAM_MAX, NLMSG_ERROR,
+};
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 
-/// `include/uapi/linux/netlink.h`, `genetlink.h` and `taskstats.h`.
+/// `include/uapi/linux/genetlink.h` and `taskstats.h`.
 const GENL_ID_CTRL: u16 = 0x10;
 const CTRL_CMD_GETFAMILY: u8 = 3;
 const CTRL_ATTR_FAMILY_ID: u16 = 1;
@@ -26,26 +29,21 @@ const TASKSTATS_CMD_NEW: u8 = 2;
 const TASKSTATS_CMD_ATTR_REGISTER_CPUMASK: u16 = 3;
 const TASKSTATS_TYPE_STATS: u16 = 3;
 const TASKSTATS_TYPE_AGGR_PID: u16 = 4;
-const NLMSG_ERROR: u16 = 2;
 const NLM_F_REQUEST: u16 = 1;
 const NLM_F_ACK: u16 = 4;
 const NLA_TYPE_MASK: u16 = 0x3fff;
-const NLMSG_HEADER: usize = 16;
 const GENL_HEADER: usize = 4;
 const NLA_HEADER: usize = 4;
 
-/// The receive queue asked for (as root, beyond `rmem_max`): the kernel charges some
-/// 1.5 KiB a record, and a tree sampled once a second (more than 64 processes) may see
-/// ten thousand exits between two reads.
-const RECEIVE_QUEUE: libc::c_int = 16 << 20;
 /// How long the set-up waits for each of the kernel's replies: a recording does not start
 /// later than this for want of one.
-const SETUP_TIMEOUT_S: libc::time_t = 1;
+const SETUP_TIMEOUT: libc::timeval = libc::timeval {
+    tv_sec: 1,
+    tv_usec: 0,
+};
 /// Datagrams read at most a tick: the queue's worth, so that exits coming faster than
 /// they are read cannot hold the sampler.
 const DRAIN_MAX: usize = 65_536;
-/// One datagram at most: a record is some 500 bytes, a family reply a few hundred.
-const DATAGRAM_MAX: usize = 16 << 10;
 
 /// Offsets in `struct taskstats` (taskstats.h), the version that added each in brackets
 /// where it is later than 1's layout of the fields used.
@@ -86,12 +84,11 @@ pub(crate) struct TaskExit {
     /// Wall time from its start to its exit, µs (`ac_etime`).
     pub(crate) elapsed_us: u64,
     /// User and system CPU, µs.
-    pub(crate) user_us: u64,
-    pub(crate) system_us: u64,
+    pub(crate) cpu_us: u64,
     /// The process's peak resident set, bytes (`hiwater_rss`, KiB in the record).
     pub(crate) peak_rss: u64,
-    pub(crate) read_bytes: u64,
-    pub(crate) write_bytes: u64,
+    /// Bytes read from and written to storage, when the source counts them.
+    pub(crate) storage_io: Option<(u64, u64)>,
     /// The wait status: an exit code shifted by 8, or a signal number.
     pub(crate) status: i32,
 }
@@ -121,7 +118,8 @@ pub(crate) struct Taskstats {
 impl Taskstats {
     /// Resolves the TASKSTATS family and registers for the exits on every possible CPU.
     pub(crate) fn open(possible_cpus: &str) -> Result<Taskstats, TaskstatsError> {
-        let socket = netlink_socket().map_err(TaskstatsError::Socket)?;
+        let socket = netlink::socket(libc::NETLINK_GENERIC, 0, SETUP_TIMEOUT)
+            .map_err(TaskstatsError::Socket)?;
         let mut taskstats = Taskstats {
             socket,
             family: 0,
@@ -140,7 +138,7 @@ impl Taskstats {
             TASKSTATS_CMD_ATTR_REGISTER_CPUMASK,
             &cpumask,
         );
-        taskstats.send(&request).map_err(TaskstatsError::Register)?;
+        netlink::send(&taskstats.socket, &request).map_err(TaskstatsError::Register)?;
         match taskstats.acknowledgement() {
             Ok(0) => Ok(taskstats),
             Ok(errno) => Err(TaskstatsError::Register(io::Error::from_raw_os_error(
@@ -176,7 +174,7 @@ impl Taskstats {
             CTRL_ATTR_FAMILY_NAME,
             TASKSTATS_GENL_NAME,
         );
-        self.send(&request).map_err(TaskstatsError::NoFamily)?;
+        netlink::send(&self.socket, &request).map_err(TaskstatsError::NoFamily)?;
         let reply = self.receive_blocking().map_err(TaskstatsError::NoFamily)?;
         if let Some(errno) = acknowledged(reply) {
             return Err(TaskstatsError::NoFamily(io::Error::from_raw_os_error(
@@ -186,24 +184,8 @@ impl Taskstats {
         family_id(reply).ok_or(TaskstatsError::NoFamily(invalid()))
     }
 
-    fn send(&self, request: &[u8]) -> io::Result<()> {
-        // SAFETY: a valid buffer of that length, for the call.
-        let sent = unsafe {
-            libc::send(
-                self.socket.as_raw_fd(),
-                request.as_ptr().cast(),
-                request.len(),
-                0,
-            )
-        };
-        if sent < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(())
-    }
-
     fn receive_blocking(&mut self) -> io::Result<&[u8]> {
-        let length = receive(&self.socket, &mut self.buffer, 0)?;
+        let length = netlink::receive(&self.socket, &mut self.buffer, 0)?;
         Ok(&self.buffer[..length])
     }
 
@@ -211,7 +193,7 @@ impl Taskstats {
     pub(crate) fn drain(&mut self, exits: &mut Vec<TaskExit>) {
         exits.append(&mut self.early);
         for _ in 0..DRAIN_MAX {
-            match receive(&self.socket, &mut self.buffer, libc::MSG_DONTWAIT) {
+            match netlink::receive(&self.socket, &mut self.buffer, libc::MSG_DONTWAIT) {
                 Ok(length) => {
                     let family = self.family;
                     for (kind, payload) in messages(&self.buffer[..length]) {
@@ -233,128 +215,16 @@ impl Taskstats {
     }
 }
 
-fn invalid() -> io::Error {
-    io::ErrorKind::InvalidData.into()
-}
-
-fn netlink_socket() -> io::Result<OwnedFd> {
-    // SAFETY: socket(2) with constant arguments; the descriptor is owned below.
-    let fd = unsafe {
-        libc::socket(
-            libc::AF_NETLINK,
-            libc::SOCK_RAW | libc::SOCK_CLOEXEC,
-            libc::NETLINK_GENERIC,
-        )
-    };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: a descriptor just opened, owned by nothing else.
-    let socket = unsafe { OwnedFd::from_raw_fd(fd) };
-    // SAFETY: an all-zero sockaddr_nl is valid; nl_pid 0 lets the kernel choose the port.
-    let mut address: libc::sockaddr_nl = unsafe { std::mem::zeroed() };
-    address.nl_family = libc::AF_NETLINK as libc::sa_family_t;
-    let size = std::mem::size_of::<libc::sockaddr_nl>() as libc::socklen_t;
-    // SAFETY: a valid address of that size, for the call.
-    let bound = unsafe { libc::bind(fd, (&raw const address).cast(), size) };
-    if bound < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    let timeout = libc::timeval {
-        tv_sec: SETUP_TIMEOUT_S,
-        tv_usec: 0,
-    };
-    let timeout_size = std::mem::size_of::<libc::timeval>() as libc::socklen_t;
-    // SAFETY: a valid timeval of that size, for the call. Only the set-up's replies are
-    // waited for; exits are read without blocking.
-    let timed = unsafe {
-        let value = (&raw const timeout).cast();
-        libc::setsockopt(fd, libc::SOL_SOCKET, libc::SO_RCVTIMEO, value, timeout_size)
-    };
-    if timed < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    let queue = RECEIVE_QUEUE;
-    let option_size = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-    // SAFETY: a valid int of that size, for the call. Forcing past rmem_max needs
-    // CAP_NET_ADMIN, which registering needs too; failing, the default queue stays.
-    unsafe {
-        let value = (&raw const queue).cast();
-        let forced = libc::setsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            libc::SO_RCVBUFFORCE,
-            value,
-            option_size,
-        );
-        if forced < 0 {
-            libc::setsockopt(fd, libc::SOL_SOCKET, libc::SO_RCVBUF, value, option_size);
-        }
-    }
-    Ok(socket)
-}
-
-/// One datagram into `buffer`; its length (a truncated one is cut to the buffer).
-fn receive(socket: &OwnedFd, buffer: &mut [u8], flags: libc::c_int) -> io::Result<usize> {
-    // SAFETY: a valid buffer of that length, for the call.
-    let length = unsafe {
-        libc::recv(
-            socket.as_raw_fd(),
-            buffer.as_mut_ptr().cast(),
-            buffer.len(),
-            flags,
-        )
-    };
-    if length < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok((length as usize).min(buffer.len()))
-}
-
 /// A generic netlink request with one attribute.
 fn request(family: u16, flags: u16, command: u8, version: u8, kind: u16, value: &[u8]) -> Vec<u8> {
     let attribute_length = NLA_HEADER + value.len();
-    let length = NLMSG_HEADER + GENL_HEADER + align(attribute_length);
-    let mut message = Vec::with_capacity(length);
-    message.extend_from_slice(&(length as u32).to_ne_bytes());
-    message.extend_from_slice(&family.to_ne_bytes());
-    message.extend_from_slice(&flags.to_ne_bytes());
-    message.extend_from_slice(&1u32.to_ne_bytes()); // sequence
-    message.extend_from_slice(&0u32.to_ne_bytes()); // port: the kernel's
-    message.extend_from_slice(&[command, version, 0, 0]);
-    message.extend_from_slice(&(attribute_length as u16).to_ne_bytes());
-    message.extend_from_slice(&kind.to_ne_bytes());
-    message.extend_from_slice(value);
-    message.resize(length, 0);
-    message
-}
-
-fn align(length: usize) -> usize {
-    (length + 3) & !3
-}
-
-fn read_u16(bytes: &[u8], at: usize) -> Option<u16> {
-    Some(u16::from_ne_bytes(bytes.get(at..at + 2)?.try_into().ok()?))
-}
-
-fn read_u32(bytes: &[u8], at: usize) -> Option<u32> {
-    Some(u32::from_ne_bytes(bytes.get(at..at + 4)?.try_into().ok()?))
-}
-
-fn read_u64(bytes: &[u8], at: usize) -> Option<u64> {
-    Some(u64::from_ne_bytes(bytes.get(at..at + 8)?.try_into().ok()?))
-}
-
-/// The netlink messages of a datagram: (type, payload after the 16-byte header); stops
-/// at the first whose length does not fit.
-fn messages(mut bytes: &[u8]) -> impl Iterator<Item = (u16, &[u8])> {
-    std::iter::from_fn(move || {
-        let length = read_u32(bytes, 0)? as usize;
-        let kind = read_u16(bytes, 4)?;
-        let payload = bytes.get(NLMSG_HEADER..length)?;
-        bytes = bytes.get(align(length)..).unwrap_or_default();
-        Some((kind, payload))
-    })
+    let mut payload = Vec::with_capacity(GENL_HEADER + align(attribute_length));
+    payload.extend_from_slice(&[command, version, 0, 0]);
+    payload.extend_from_slice(&(attribute_length as u16).to_ne_bytes());
+    payload.extend_from_slice(&kind.to_ne_bytes());
+    payload.extend_from_slice(value);
+    payload.resize(GENL_HEADER + align(attribute_length), 0);
+    netlink::message(family, flags, &payload)
 }
 
 /// The attributes of a payload: (type without its flags, value); stops at the first whose
@@ -417,11 +287,12 @@ fn parse_stats(stats: &[u8]) -> Option<TaskExit> {
         ppid: read_u32(stats, offset::AC_PPID)?,
         process_ended: tgid.is_none() || flag & AGROUP != 0,
         elapsed_us: read_u64(stats, offset::AC_ETIME)?,
-        user_us: read_u64(stats, offset::AC_UTIME)?,
-        system_us: read_u64(stats, offset::AC_STIME)?,
+        cpu_us: read_u64(stats, offset::AC_UTIME)? + read_u64(stats, offset::AC_STIME)?,
         peak_rss: read_u64(stats, offset::HIWATER_RSS)?.saturating_mul(1024),
-        read_bytes: read_u64(stats, offset::READ_BYTES)?,
-        write_bytes: read_u64(stats, offset::WRITE_BYTES)?,
+        storage_io: Some((
+            read_u64(stats, offset::READ_BYTES)?,
+            read_u64(stats, offset::WRITE_BYTES)?,
+        )),
         status: read_u32(stats, offset::AC_EXITCODE)? as i32,
     })
 }
@@ -429,6 +300,8 @@ fn parse_stats(stats: &[u8]) -> Option<TaskExit> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sources::netlink::NLMSG_HEADER;
+    use std::os::fd::{AsRawFd, FromRawFd};
 
     /// A record of `version` and `length` bytes with the fields used set.
     fn record(version: u16, length: usize, flag: u8) -> Vec<u8> {
@@ -490,11 +363,9 @@ mod tests {
                 ppid: 4000,
                 process_ended: true,
                 elapsed_us: 1500,
-                user_us: 700,
-                system_us: 300,
+                cpu_us: 1000,
                 peak_rss: 2048 * 1024,
-                read_bytes: 4096,
-                write_bytes: 8192,
+                storage_io: Some((4096, 8192)),
                 status: 3 << 8,
             }]
         );

@@ -20,8 +20,8 @@ pub use model::{
     CpuFigures, CpuUse, DiskUse, Dropped, Hint, MachineSize, MemoryUse, NetworkUse, ProcessUse,
     Sparklines, Step, Summary, Verdict, Window, SUMMARY_VERSION,
 };
-pub(crate) use steps::{category_names, step_markers, STEP_CATEGORIES};
 pub use summarize::{summarize, summarize_window};
+pub(crate) use tc_profile_finalizer::{category_names, step_markers, STEP_CATEGORIES};
 pub(crate) use text::{bytes, cut, duration, BOLD, NAME_MAX, RESET};
 
 /// The output formats of a summary.

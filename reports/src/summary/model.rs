@@ -117,19 +117,6 @@ pub struct CpuFigures {
     pub peak: f64,
 }
 
-/// A process of the task, from its process marker.
-#[derive(Serialize, Clone, Debug, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct CommandUse {
-    pub command: String,
-    pub runs: u64,
-    /// Runs that ended with a non-zero status or a signal.
-    pub failures: u64,
-    pub cpu_ms: f64,
-    /// The highest peak RSS of its runs.
-    pub peak_rss_bytes: u64,
-}
-
 #[derive(Serialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct ProcessUse {
@@ -233,3 +220,5 @@ mod tests {
         assert_eq!(window.share(0.0, 9.0), None);
     }
 }
+
+pub use tc_profile_finalizer::CommandUse;

@@ -3,8 +3,7 @@
 
 use crate::summary::model::{CommandUse, DiskUse, NetworkUse, ProcessUse, Window};
 use serde_json::Value;
-use std::collections::HashMap;
-use tc_profile_finalizer::{busy_share, MarkerRef, Markers};
+use tc_profile_finalizer::{busy_share, CommandRuns, MarkerRef, Markers};
 use tc_profile_format::schema::{data_type, track};
 
 // Schemas of the task's process tree against the rest (SPEC.md, "Categories and schemas"):
@@ -76,9 +75,8 @@ pub(super) struct Tracks {
     pub(super) disk: Option<DiskUse>,
     pub(super) network: Option<NetworkUse>,
     pub(super) processes: Vec<ProcessUse>,
-    /// The task's `Commands` markers, each with its start and end: a command's exits in
-    /// that interval (a second at most).
-    pub(super) commands: Vec<(f64, f64, CommandUse)>,
+    /// The task's `Commands` markers: a command's exits in an interval (a second at most).
+    pub(super) commands: CommandRuns,
 }
 
 impl Tracks {
@@ -146,7 +144,7 @@ impl Tracks {
                 (_, OTHER_CPU) => tracks.other_cpu.extend(number("cpu").map(sample)),
                 (_, TASK_MEMORY) => tracks.task_memory.extend(number("rss").map(sample)),
                 (_, PROCESS) => tracks.processes.push(process_use(marker, end)),
-                (_, COMMANDS) => tracks.add_command(marker, end),
+                (_, COMMANDS) => tracks.commands.add(marker),
                 _ => {}
             }
         }
@@ -159,66 +157,21 @@ impl Tracks {
 }
 
 impl Tracks {
-    /// Keeps a `Commands` marker's figures.
-    fn add_command(&mut self, marker: MarkerRef, end: f64) {
-        let data = marker.data_value().unwrap_or_default();
-        let Some(command) = data.get("command").and_then(Value::as_str) else {
-            return;
-        };
-        let number = |key: &str| data.get(key).and_then(Value::as_u64).unwrap_or(0);
-        let figures = CommandUse {
-            command: command.to_owned(),
-            runs: number("runs"),
-            failures: number("failures"),
-            cpu_ms: data.get("cpuTime").and_then(Value::as_f64).unwrap_or(0.0),
-            peak_rss_bytes: number("peakRss"),
-        };
-        self.commands.push((marker.start_time, end, figures));
-    }
-
     /// The commands that used the most CPU over the whole recording, the most runs first
     /// among equals.
     pub(super) fn top_commands(&self) -> Vec<CommandUse> {
         self.top_commands_within(f64::NEG_INFINITY, f64::INFINITY, TOP_PROCESSES)
     }
 
-    /// The `count` commands that used the most CPU from `start` to `end`: the totals of
-    /// the `Commands` markers whose middle is within it. To a second: a marker holds the
-    /// exits of up to a second, which may be on either side of a step's start or end.
+    /// The `count` commands that used the most CPU from `start` to `end` (see
+    /// [`CommandRuns::within`]).
     pub(super) fn top_commands_within(
         &self,
         start: f64,
         end: f64,
         count: usize,
     ) -> Vec<CommandUse> {
-        let mut totals: HashMap<&str, CommandUse> = HashMap::new();
-        let middle = |from: f64, to: f64| (from + to) / 2.0;
-        let within = self
-            .commands
-            .iter()
-            .filter(|(from, to, _)| (start..=end).contains(&middle(*from, *to)));
-        for (_, _, figures) in within {
-            let sum = totals
-                .entry(&figures.command)
-                .or_insert_with(|| CommandUse {
-                    runs: 0,
-                    failures: 0,
-                    cpu_ms: 0.0,
-                    peak_rss_bytes: 0,
-                    ..figures.clone()
-                });
-            sum.runs += figures.runs;
-            sum.failures += figures.failures;
-            sum.cpu_ms += figures.cpu_ms;
-            sum.peak_rss_bytes = sum.peak_rss_bytes.max(figures.peak_rss_bytes);
-        }
-        let mut commands: Vec<CommandUse> = totals.into_values().collect();
-        commands.sort_by(|a, b| {
-            let by_cpu = b.cpu_ms.total_cmp(&a.cpu_ms);
-            by_cpu
-                .then(b.runs.cmp(&a.runs))
-                .then(a.command.cmp(&b.command))
-        });
+        let mut commands = self.commands.within(start, end);
         commands.truncate(count);
         commands
     }

@@ -149,7 +149,7 @@ impl Exits {
     /// it.
     fn receive(&mut self, fresh: Vec<TaskExit>, now: f64) {
         for exit in fresh {
-            let cpu_us = exit.user_us + exit.system_us;
+            let cpu_us = exit.cpu_us;
             if exit.process_ended {
                 let threads_us = self.threads.remove(&exit.pid).unwrap_or(0);
                 self.pending.push(Pending {
@@ -192,6 +192,10 @@ impl Exits {
     fn count(&mut self, pending: &Pending, tree: &TreeView, out: &mut Lines) {
         let Pending { exit, cpu_us, read } = pending;
         let (cpu_us, read) = (*cpu_us, *read);
+        let known = tree.process(exit.pid);
+        // The proc connector has no peak: the tree's samples give one for what they saw.
+        let sampled_peak = known.map_or(0, |p| p.peak_rss_pages * tree.units.page_size);
+        let peak_rss = exit.peak_rss.max(sampled_peak);
         let totals = self
             .commands
             .entry(exit.comm.clone())
@@ -203,7 +207,7 @@ impl Exits {
             runs: 1,
             failures: u64::from(exit.status != 0),
             cpu_us,
-            peak_rss: exit.peak_rss,
+            peak_rss,
             ..CommandTotals::default()
         });
         let elapsed_ms = exit.elapsed_us as f64 / 1000.0;
@@ -215,7 +219,6 @@ impl Exits {
             return;
         }
         self.process_markers += 1;
-        let known = tree.process(exit.pid);
         // The tree knows the start to the clock tick; otherwise the exit is placed when it
         // was read, at most one tick late.
         let (start, end) = match known {
@@ -236,9 +239,9 @@ impl Exits {
             start: round_to_microseconds(start),
             end: round_to_microseconds(end),
             cpu_ms: cpu_us as f64 / 1000.0,
-            peak_rss: exit.peak_rss,
+            peak_rss,
             status: describe_status(Some(exit.status)),
-            storage_io: Some((exit.read_bytes, exit.write_bytes)),
+            storage_io: exit.storage_io,
         };
         out.marker(marker.marker());
     }
@@ -338,8 +341,7 @@ mod tests {
             ppid,
             process_ended: true,
             elapsed_us: 2_000,
-            user_us: 1_000,
-            system_us: 500,
+            cpu_us: 1_500,
             peak_rss: 1 << 20,
             status,
             ..TaskExit::default()
@@ -465,7 +467,7 @@ mod tests {
     fn the_threads_cpu_is_its_processes_and_a_thread_is_no_run() {
         let thread = TaskExit {
             process_ended: false,
-            user_us: 7_000,
+            cpu_us: 7_500,
             ..exit("worker", 2000, RECORDER, 0)
         };
         let process = exit("worker", 2000, RECORDER, 0);

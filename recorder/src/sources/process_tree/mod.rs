@@ -18,8 +18,9 @@ mod tokens;
 
 use crate::clock::Clock;
 use crate::sources::machine::{CpuTimes, Machine};
+use crate::sources::proc_connector::ProcConnector;
 use crate::sources::procfs::ReadBuffer;
-use crate::sources::taskstats::Taskstats;
+use crate::sources::taskstats::{TaskExit, Taskstats};
 use crate::sources::{fraction, Lines, Percent, Source};
 use exits::{Exits, TreeView};
 use process::{describe_status, open_files_max, parse_stat, stat_path, Process, StatUnits};
@@ -57,6 +58,53 @@ pub enum Follow {
     Pid(u32),
     /// The processes listed in a cgroup's `cgroup.procs`.
     Cgroup(PathBuf),
+}
+
+/// How the task's processes are seen as they end (`meta.tcProfile.processExits`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ProcessExits {
+    /// Taskstats, else the proc connector, else sampling.
+    #[default]
+    Auto,
+    /// Taskstats, else sampling.
+    Taskstats,
+    /// The proc connector, else sampling.
+    ProcConnector,
+    /// Sampling alone: only the processes a sample finds alive.
+    Sampling,
+}
+
+impl ProcessExits {
+    /// The environment variable that chooses one for every recording of a process (the
+    /// daemon's tasks included): `auto`, `taskstats`, `proc-connector` or `sampling`.
+    pub const VARIABLE: &'static str = "TC_PROFILE_PROCESS_EXITS";
+    pub const NAMES: [&'static str; 4] = ["auto", "taskstats", "proc-connector", "sampling"];
+
+    /// Its name, as the option, the variable and the meta line spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            ProcessExits::Auto => "auto",
+            ProcessExits::Taskstats => "taskstats",
+            ProcessExits::ProcConnector => "proc-connector",
+            ProcessExits::Sampling => "sampling",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<ProcessExits> {
+        [
+            ProcessExits::Auto,
+            ProcessExits::Taskstats,
+            ProcessExits::ProcConnector,
+            ProcessExits::Sampling,
+        ]
+        .into_iter()
+        .find(|way| way.name() == name)
+    }
+
+    /// What `VARIABLE` says; None when it is unset or names none.
+    pub fn from_env() -> Option<ProcessExits> {
+        ProcessExits::parse(&std::env::var(ProcessExits::VARIABLE).ok()?)
+    }
 }
 
 /// `data` of "Task CPU" and "Other CPU".
@@ -149,7 +197,55 @@ pub(crate) struct ProcessTree {
     owed_ticks: i64,
     /// Every exit the kernel reports, and what sorts them; None: the tree is seen by
     /// sampling alone.
-    exits: Option<(Taskstats, Exits)>,
+    exits: Option<(ExitRecords, Exits)>,
+}
+
+/// Where the kernel's report of every exit comes from.
+enum ExitRecords {
+    Taskstats(Taskstats),
+    ProcConnector(ProcConnector),
+}
+
+impl ExitRecords {
+    /// The first of the sources `way` allows that the machine and the privilege do.
+    fn open(way: ProcessExits, proc_root: &Path, sys_root: &Path) -> Option<ExitRecords> {
+        let taskstats = || {
+            let possible = sys_root.join("devices/system/cpu/possible");
+            let possible = std::fs::read_to_string(possible).unwrap_or_default();
+            Taskstats::open(&possible).ok().map(ExitRecords::Taskstats)
+        };
+        let proc_connector = || {
+            let connector = ProcConnector::open(proc_root).ok();
+            connector.map(ExitRecords::ProcConnector)
+        };
+        match way {
+            ProcessExits::Auto => taskstats().or_else(proc_connector),
+            ProcessExits::Taskstats => taskstats(),
+            ProcessExits::ProcConnector => proc_connector(),
+            ProcessExits::Sampling => None,
+        }
+    }
+
+    fn drain(&mut self, exits: &mut Vec<TaskExit>) {
+        match self {
+            ExitRecords::Taskstats(taskstats) => taskstats.drain(exits),
+            ExitRecords::ProcConnector(connector) => connector.drain(exits),
+        }
+    }
+
+    fn overruns(&self) -> u64 {
+        match self {
+            ExitRecords::Taskstats(taskstats) => taskstats.overruns(),
+            ExitRecords::ProcConnector(connector) => connector.overruns(),
+        }
+    }
+
+    fn way(&self) -> ProcessExits {
+        match self {
+            ExitRecords::Taskstats(_) => ProcessExits::Taskstats,
+            ExitRecords::ProcConnector(_) => ProcessExits::ProcConnector,
+        }
+    }
 }
 
 /// One reaper's side of the ledger, carried for one tick.
@@ -226,39 +322,39 @@ impl ProcessTree {
     }
 
     /// Counts every exit of the task, however short, when the kernel reports exits
-    /// (taskstats: root or CAP_NET_ADMIN); `marker_min_ms`: the shortest life that gets a
-    /// "Process" marker.
-    pub(crate) fn counting_exits(mut self, sys_root: &Path, marker_min_ms: f64) -> ProcessTree {
-        let possible = sys_root.join("devices/system/cpu/possible");
-        let possible = std::fs::read_to_string(possible).unwrap_or_default();
-        if let Ok(taskstats) = Taskstats::open(&possible) {
-            self.exits = Some((taskstats, Exits::new(marker_min_ms)));
-        }
+    /// (taskstats or the proc connector, as `way` allows: root or CAP_NET_ADMIN);
+    /// `marker_min_ms`: the shortest life that gets a "Process" marker.
+    pub(crate) fn counting_exits(
+        mut self,
+        way: ProcessExits,
+        sys_root: &Path,
+        marker_min_ms: f64,
+    ) -> ProcessTree {
+        let records = ExitRecords::open(way, &self.proc_root, sys_root);
+        self.exits = records.map(|records| (records, Exits::new(marker_min_ms)));
         self
     }
 
     /// How the tree's processes are seen, for `meta.tcProfile.processExits`.
     pub(crate) fn exits_seen_by(&self) -> &'static str {
-        match self.exits {
-            Some(_) => "taskstats",
-            None => "sampling",
-        }
+        let way = self.exits.as_ref().map(|(records, _)| records.way());
+        way.unwrap_or(ProcessExits::Sampling).name()
     }
 
     /// Places the exits the kernel reported since the last tick.
     fn count_exits(&mut self, now: f64, gone: &[(u32, Process)], last: bool, out: &mut Lines) {
-        let Some((taskstats, exits)) = &mut self.exits else {
+        let Some((records, exits)) = &mut self.exits else {
             return;
         };
         let mut fresh = Vec::new();
-        taskstats.drain(&mut fresh);
+        records.drain(&mut fresh);
         let tree = TreeView {
             processes: &self.processes,
             gone,
             root_parent: (self.follow == Follow::Children).then_some(self.own_pid),
             units: &self.units,
         };
-        exits.tick(fresh, taskstats.overruns(), now, &tree, last, out);
+        exits.tick(fresh, records.overruns(), now, &tree, last, out);
     }
 
     /// The recorder's reaped-children ticks, in Children mode (0 in the others, which do not
