@@ -1,23 +1,63 @@
 //! The sampler's sources, one file a source, and what they all share: the [`Source`]
-//! trait, the [`Lines`] a tick appends to, and the CPU track's rounding ([`fraction`],
-//! [`Percent`]). This module imports no source; [`crate::sampler`] composes them.
+//! trait, the [`Lines`] a tick appends to, the CPU track's rounding ([`fraction`],
+//! [`Percent`]), and which processes and cgroup are the task's ([`Follow`],
+//! [`TaskCgroup`]). This module imports no source; [`crate::sampler`] composes them.
+//!
+//! Linux's sources read /proc, /sys and the cgroup files, one file a source; those of the
+//! other systems are one file an OS (`windows.rs`; macOS has none yet, and records
+//! markers alone). `machine` and `procfs` build everywhere (elsewhere, /proc is not there
+//! and the machine reads as unknown).
 
+#[cfg(target_os = "linux")]
 pub(crate) mod cgroup;
+#[cfg(target_os = "linux")]
 pub(crate) mod cpu_frequency;
+#[cfg(target_os = "linux")]
 pub(crate) mod io;
+#[cfg(target_os = "linux")]
 pub(crate) mod load;
 pub(crate) mod machine;
+#[cfg(target_os = "linux")]
 pub(crate) mod pressure;
+#[cfg(target_os = "linux")]
 pub(crate) mod process_tree;
 pub(crate) mod procfs;
+#[cfg(target_os = "linux")]
 pub(crate) mod swap;
+#[cfg(target_os = "linux")]
 pub(crate) mod system;
+#[cfg(any(target_os = "linux", windows))]
+pub(crate) mod task_tracks;
+#[cfg(target_os = "linux")]
 pub(crate) mod taskstats;
+#[cfg(windows)]
+pub(crate) mod windows;
 
 use machine::Machine;
+use std::path::PathBuf;
 use tc_profile_format::schema::category;
 use tc_profile_format::TrackData;
 use tc_profile_format::{encode_line_into, encode_track_line_into, DataFields, Line, Marker};
+
+/// Which processes are the task's.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Follow {
+    /// The processes the recorder's own process starts, and their descendants (`run`).
+    /// The recorder's own threads are not counted.
+    Children,
+    /// A process and its descendants.
+    Pid(u32),
+    /// The processes listed in a cgroup's `cgroup.procs` (Linux).
+    Cgroup(PathBuf),
+}
+
+/// The task's cgroup, whose counters are recorded (Linux).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TaskCgroup {
+    pub path: PathBuf,
+    /// The recorder's caller created it for the task (`run --own-cgroup`).
+    pub created: bool,
+}
 
 /// One kind of samples.
 pub(crate) trait Source: Send {
