@@ -14,11 +14,10 @@ use crate::compression::Compression;
 use crate::number_text::ProfileFormatter;
 use serde::Serialize;
 use std::ffi::{OsStr, OsString};
-use std::fs::{self, File, TryLockError};
+use std::fs::{File, TryLockError};
 use std::io::{self, BufWriter, Write};
-use std::os::unix::fs::MetadataExt;
 use std::path::Path;
-use tc_profile_fs::{identity, Dir, Kind, SHARED_FILE};
+use tc_profile_fs::{identity, identity_of_path, Dir, Kind, SHARED_FILE};
 
 /// Writes `path` atomically with what `fill` writes, with exactly `mode` (a profile:
 /// [`SHARED_FILE`]); returns the bytes written.
@@ -151,8 +150,8 @@ fn busy() -> io::Error {
 
 /// Whether `path` still names the open `file` (it was neither removed nor replaced).
 pub(crate) fn names_file(path: &Path, file: &File) -> bool {
-    match (fs::metadata(path), file.metadata()) {
-        (Ok(named), Ok(open)) => named.dev() == open.dev() && named.ino() == open.ino(),
+    match (identity_of_path(path), identity(file)) {
+        (Ok(named), Ok(open)) => named == open,
         _ => false,
     }
 }
@@ -247,6 +246,7 @@ fn start_writeback(_: &File, _: u64, _: u64) {}
 mod tests {
     use super::*;
     use crate::compression::decompressed;
+    use std::fs;
     use std::io::{BufReader, Read};
 
     #[test]
@@ -268,8 +268,11 @@ mod tests {
         }
     }
 
+    // Wine makes no symbolic links; the modes are unix's.
+    #[cfg(unix)]
     #[test]
     fn a_symbolic_link_at_the_temporary_name_is_removed_not_followed() {
+        use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
         let secret = dir.path().join("secret");
         fs::write(&secret, "root only").unwrap();
@@ -278,7 +281,10 @@ mod tests {
         write_atomically(&path, SHARED_FILE, |out| out.write_all(b"{}")).unwrap();
         assert_eq!(fs::read_to_string(&secret).unwrap(), "root only");
         assert_eq!(fs::read_to_string(&path).unwrap(), "{}");
-        assert_eq!(fs::metadata(&path).unwrap().mode() & 0o777, SHARED_FILE);
+        assert_eq!(
+            fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+            SHARED_FILE
+        );
         assert!(!dir.path().join(".p.json.tmp").exists());
     }
 
@@ -309,6 +315,7 @@ mod tests {
         assert!(!path.exists());
     }
 
+    #[cfg(unix)]
     #[test]
     fn an_output_directory_that_is_a_symbolic_link_is_refused() {
         let dir = tempfile::tempdir().unwrap();

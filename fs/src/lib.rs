@@ -23,7 +23,6 @@ pub use entry::{DirStatus, Entry, Identity, Kind, Owner};
 #[cfg(target_os = "linux")]
 pub use linux::ReadingAs;
 pub use modes::{PASSAGE_DIR, PRIVATE_DIR, PRIVATE_FILE, SHARED_DIR, SHARED_FILE};
-#[cfg(unix)]
 pub use paths::remove_created_tree;
 #[cfg(unix)]
 pub use unix::{

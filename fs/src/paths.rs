@@ -1,10 +1,17 @@
-//! What [`Dir`] does with a path, the same on every OS: it is taken apart here, and each
-//! component opened or created by the OS's calls relative to the directory before it.
+//! What [`Dir`] does with a path or a tree, the same on every OS: a path is taken apart
+//! here, each component opened or created by the OS's calls relative to the directory
+//! before it; a tree is removed a level at a time, each opened by handle.
 
-use crate::{Dir, SHARED_DIR};
-use std::ffi::OsStr;
+use crate::{Dir, Identity, Kind, SHARED_DIR};
+use std::ffi::{OsStr, OsString};
 use std::io;
 use std::path::{Component, Path, PathBuf};
+
+/// How deep [`Dir::remove_tree`] goes: a directory is held open at each level.
+const MAX_DEPTH: usize = 64;
+
+/// How many times [`Dir::remove_tree`] empties a directory that a task fills as it goes.
+const EMPTYING_ROUNDS: usize = 3;
 
 impl Dir {
     /// The directory that holds the file at `path`, and the file's name in it.
@@ -77,14 +84,68 @@ impl Dir {
         }
         Ok((dir, created))
     }
+
+    /// Removes the directory `name` and everything in it, provided it is still `expected`
+    /// (the directory that was created there, not one put in its place): each level opened
+    /// by handle, never through a symbolic link; a symbolic link inside is removed itself,
+    /// never followed.
+    pub fn remove_tree(&self, name: &OsStr, expected: Identity) -> io::Result<()> {
+        let dir = self.open_dir(name)?;
+        if dir.identity()? != expected {
+            return Err(io::Error::other(
+                "another directory took the place of the one created there; left alone",
+            ));
+        }
+        for _ in 0..EMPTYING_ROUNDS {
+            dir.empty(0)?;
+            match self.remove_empty_dir(name) {
+                Err(error) if error.kind() == io::ErrorKind::DirectoryNotEmpty => continue,
+                result => return result,
+            }
+        }
+        Err(io::Error::other(
+            "files kept appearing in it as it was removed",
+        ))
+    }
+
+    /// Removes everything in this directory.
+    fn empty(&self, depth: usize) -> io::Result<()> {
+        if depth == MAX_DEPTH {
+            return Err(io::Error::other(format!(
+                "directories nested deeper than {MAX_DEPTH}; the deepest left"
+            )));
+        }
+        let mut names: Vec<OsString> = Vec::new();
+        self.list(&mut |name| names.push(name.to_owned()))?;
+        for name in names {
+            self.remove_entry(&name, depth)?;
+        }
+        Ok(())
+    }
+
+    fn remove_entry(&self, name: &OsStr, depth: usize) -> io::Result<()> {
+        let removed = match self.entry(name) {
+            Ok(entry) if entry.kind == Kind::Directory => {
+                // Opened without following: a directory swapped for a link since is refused.
+                self.open_dir(name)?.empty(depth + 1)?;
+                self.remove_empty_dir(name)
+            }
+            Ok(_) => self.remove_file(name),
+            Err(error) => Err(error),
+        };
+        match removed {
+            // Removed by someone else meanwhile.
+            Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(()),
+            result => result,
+        }
+    }
 }
 
 /// Removes the directory at `path` and everything in it, provided it is still the one
 /// created there (`created`, its identity then): see [`Dir::remove_tree`]. Its parent is
 /// opened without following a symbolic link at its last component; one swapped in higher up
 /// leads elsewhere, where `created` is not found.
-#[cfg(unix)]
-pub fn remove_created_tree(path: &Path, created: crate::Identity) -> io::Result<()> {
+pub fn remove_created_tree(path: &Path, created: Identity) -> io::Result<()> {
     let (parent, name) = Dir::open_parent(path)?;
     parent.remove_tree(name, created)
 }

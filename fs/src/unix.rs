@@ -4,7 +4,7 @@
 use crate::{DirStatus, Entry, Identity, Kind, Owner};
 use rustix::fs::{self as sys, AtFlags, FileType, Gid, Mode, OFlags, Stat, Uid, CWD};
 use rustix::io::Errno;
-use std::ffi::{CStr, CString, OsStr};
+use std::ffi::{CString, OsStr};
 use std::fs::File;
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
@@ -24,12 +24,6 @@ const READ_ENTRY: OFlags = OFlags::RDONLY
     .union(OFlags::NONBLOCK)
     .union(OFlags::NOCTTY)
     .union(OFlags::CLOEXEC);
-
-/// How deep [`Dir::remove_tree`] goes: a descriptor is held open at each level.
-const MAX_DEPTH: usize = 64;
-
-/// How many times [`Dir::remove_tree`] empties a directory that a task fills as it goes.
-const EMPTYING_ROUNDS: usize = 3;
 
 /// A directory, open: what is done in it is done by name relative to it.
 #[derive(Debug)]
@@ -176,61 +170,9 @@ impl Dir {
         Ok(sys::fchown(&self.fd, Some(Uid::from_raw(owner.uid)), gid)?)
     }
 
-    /// Removes the directory `name` and everything in it, provided it is still `expected`
-    /// (the directory that was created there, not one put in its place): each level opened
-    /// by descriptor, never through a symbolic link; a symbolic link inside is removed
-    /// itself, never followed.
-    pub fn remove_tree(&self, name: &OsStr, expected: Identity) -> io::Result<()> {
-        let dir = self.open_dir(name)?;
-        if dir.identity()? != expected {
-            return Err(io::Error::other(
-                "another directory took the place of the one created there; left alone",
-            ));
-        }
-        for _ in 0..EMPTYING_ROUNDS {
-            dir.empty(0)?;
-            match sys::unlinkat(&self.fd, name, AtFlags::REMOVEDIR) {
-                Err(Errno::NOTEMPTY) => continue,
-                result => return Ok(result?),
-            }
-        }
-        Err(io::Error::other(
-            "files kept appearing in it as it was removed",
-        ))
-    }
-
-    /// Removes everything in this directory.
-    fn empty(&self, depth: usize) -> io::Result<()> {
-        if depth == MAX_DEPTH {
-            return Err(io::Error::other(format!(
-                "directories nested deeper than {MAX_DEPTH}; the deepest left"
-            )));
-        }
-        for entry in sys::Dir::read_from(&self.fd)? {
-            let entry = entry?;
-            let name = entry.file_name();
-            if name != c"." && name != c".." {
-                self.remove_entry(name, depth)?;
-            }
-        }
-        Ok(())
-    }
-
-    fn remove_entry(&self, name: &CStr, depth: usize) -> io::Result<()> {
-        let removed = match sys::statat(&self.fd, name, AtFlags::SYMLINK_NOFOLLOW) {
-            Ok(stat) if FileType::from_raw_mode(stat.st_mode) == FileType::Directory => {
-                // Opened without following: a directory swapped for a link since is refused.
-                open_dir(&self.fd, name)?.empty(depth + 1)?;
-                sys::unlinkat(&self.fd, name, AtFlags::REMOVEDIR)
-            }
-            Ok(_) => sys::unlinkat(&self.fd, name, AtFlags::empty()),
-            Err(error) => Err(error),
-        };
-        match removed {
-            // Removed by someone else meanwhile.
-            Err(Errno::NOENT) => Ok(()),
-            result => Ok(result?),
-        }
+    /// Removes the empty directory `name`.
+    pub(crate) fn remove_empty_dir(&self, name: &OsStr) -> io::Result<()> {
+        Ok(sys::unlinkat(&self.fd, name, AtFlags::REMOVEDIR)?)
     }
 }
 
@@ -287,7 +229,11 @@ pub fn read_at(file: &File, buffer: &mut [u8], offset: u64) -> io::Result<usize>
 use crate::linux::file_handle;
 
 #[cfg(not(target_os = "linux"))]
-fn file_handle(_at: std::os::fd::BorrowedFd<'_>, _path: &CStr, _empty: bool) -> Option<String> {
+fn file_handle(
+    _at: std::os::fd::BorrowedFd<'_>,
+    _path: &std::ffi::CStr,
+    _empty: bool,
+) -> Option<String> {
     None
 }
 

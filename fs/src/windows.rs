@@ -9,10 +9,10 @@
 //! a link included, is an error), and renamed or removed through a handle to it opened
 //! relative to the directory, never following it (NtSetInformationFile:
 //! FileRenameInformation(Ex) with the directory's handle as RootDirectory,
-//! FileDispositionInformation(Ex); SetFileInformationByHandle would do under Windows, but
-//! Wine's resolves a relative new name against the current directory). Modes and owners have no equivalent here:
-//! what tc-profile creates has the ACL it inherits from its directory, and the modes asked
-//! are not used. Removing a tree (`remove_tree`) is still unix-only (ARCHITECTURE.md).
+//! FileDispositionInformation(Ex); under Wine, SetFileInformationByHandle's FileRenameInfo
+//! refused a new name relative to RootDirectory, with ERROR_INVALID_PARAMETER). Modes and
+//! owners have no equivalent here: what tc-profile creates has the ACL it inherits from its
+//! directory, and the modes asked are not used.
 
 use crate::{DirStatus, Entry, Identity, Kind, Owner};
 use std::ffi::{OsStr, OsString};
@@ -250,6 +250,13 @@ impl Dir {
                 "a directory, not removed as a file",
             ));
         }
+        delete(removed.as_handle())
+    }
+
+    /// Removes the empty directory `name` (a symbolic link there is refused).
+    pub(crate) fn remove_empty_dir(&self, name: &OsStr) -> io::Result<()> {
+        let removed = self.open_at(name, DELETE_ACCESS, FILE_OPEN, FILE_DIRECTORY_FILE)?;
+        refuse_reparse_point(&information(removed.as_handle())?)?;
         delete(removed.as_handle())
     }
 

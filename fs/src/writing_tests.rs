@@ -104,3 +104,27 @@ fn the_missing_directories_of_a_path_are_created_and_its_parent_opened() {
         .and_then(|_| created.create_dir(name("c"), PRIVATE_DIR));
     assert_eq!(error.unwrap_err().kind(), ErrorKind::AlreadyExists);
 }
+
+#[test]
+fn a_tree_is_removed_while_it_is_the_one_created_and_left_alone_once_replaced() {
+    let dir = tempfile::tempdir().unwrap();
+    let created = dir.path().join("a").join("tree");
+    let (tree, _) = Dir::create_all(&created, PRIVATE_DIR).unwrap();
+    let identity = tree.identity().unwrap();
+    drop(tree);
+    fs::create_dir_all(created.join("b").join("c")).unwrap();
+    fs::write(created.join("b").join("c").join("file"), "x").unwrap();
+    fs::write(created.join("file"), "x").unwrap();
+    // Another directory in its place: left alone.
+    fs::rename(&created, dir.path().join("a").join("moved")).unwrap();
+    fs::create_dir(&created).unwrap();
+    fs::write(created.join("kept"), "kept").unwrap();
+    let error = remove_created_tree(&created, identity).unwrap_err();
+    assert!(error.to_string().contains("left alone"), "{error}");
+    assert!(created.join("kept").exists());
+    fs::remove_dir_all(&created).unwrap();
+    fs::rename(dir.path().join("a").join("moved"), &created).unwrap();
+    remove_created_tree(&created, identity).unwrap();
+    assert!(!created.exists());
+    assert!(dir.path().join("a").is_dir());
+}

@@ -18,12 +18,11 @@ use crate::profile_marker::ProfileMarker;
 use group::{group, Group, Member};
 use serde::Serialize;
 use serde_json::{json, Value};
-use std::fs;
 use std::io;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use tc_profile_format::schema::{data_type::COMPARE, declare_compare};
 use tc_profile_format::{Marker, PREPROCESSED_PROFILE_VERSION};
+use tc_profile_fs::{identity_of_path, Identity};
 
 /// Where to write the group.
 #[derive(Clone, Debug)]
@@ -177,13 +176,12 @@ pub fn merge_inputs(
 /// Refuses an input named twice (by any path), and an output that is an input or, without
 /// `force`, exists; before anything is read.
 fn check_paths(inputs: &[PathBuf], options: &MergeOptions) -> Result<(), MergeError> {
-    let mut seen: Vec<((u64, u64), &PathBuf)> = Vec::with_capacity(inputs.len());
+    let mut seen: Vec<(Identity, &PathBuf)> = Vec::with_capacity(inputs.len());
     for path in inputs {
-        let metadata = fs::metadata(path).map_err(|source| InputError::Open {
+        let identity = identity_of_path(path).map_err(|source| InputError::Open {
             path: path.clone(),
             source,
         })?;
-        let identity = (metadata.dev(), metadata.ino());
         if let Some((_, first)) = seen.iter().find(|(known, _)| *known == identity) {
             return Err(MergeError::Twice {
                 first: (*first).clone(),
@@ -193,13 +191,10 @@ fn check_paths(inputs: &[PathBuf], options: &MergeOptions) -> Result<(), MergeEr
         seen.push((identity, path));
     }
     let output = &options.output;
-    let Ok(existing) = fs::metadata(output) else {
+    let Ok(existing) = identity_of_path(output) else {
         return Ok(());
     };
-    if seen
-        .iter()
-        .any(|(identity, _)| *identity == (existing.dev(), existing.ino()))
-    {
+    if seen.iter().any(|(identity, _)| *identity == existing) {
         return Err(MergeError::OutputIsInput {
             path: output.clone(),
         });

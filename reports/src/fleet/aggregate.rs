@@ -161,7 +161,9 @@ fn spread(sorted: &[f64]) -> Option<Spread> {
 /// The value at rank ⌈q·n⌉ (1-based) of sorted values.
 pub fn nearest_rank(sorted: &[f64], q: f64) -> Option<f64> {
     let rank = (q * sorted.len() as f64).ceil().max(1.0) as usize;
-    sorted.get(rank.min(sorted.len()) - 1).copied()
+    // No values: no rank 0 to subtract from.
+    let index = rank.min(sorted.len()).checked_sub(1)?;
+    sorted.get(index).copied()
 }
 
 #[cfg(test)]
