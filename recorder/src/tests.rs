@@ -291,5 +291,12 @@ fn a_busy_command_that_allocates_is_on_the_tracks_with_its_markers() {
     for name in ["allocating", "done"] {
         assert!(markers.iter().any(|m| m.name == name), "{name}");
     }
+    // The front-end graphs a sample only with every graph key of its schema.
+    let cpu_samples = markers.iter().filter(|m| m.name == "CPU Use");
+    for data in cpu_samples.filter_map(|m| m.data.as_ref()) {
+        for key in ["nice", "user", "system", "iowait", "softirq", "steal"] {
+            assert!(data.get(key).is_some_and(|v| v.is_f64()), "{key} in {data}");
+        }
+    }
     eprintln!("CPU at most {cpu}, the task's {task_cpu}; the task's memory {task_memory} B");
 }

@@ -81,7 +81,9 @@ fn ticks(time: FILETIME) -> u64 {
 }
 
 /// `data` of "CPU Use": the fractions Windows counts, stacked (user, then + system) as
-/// Linux's are; no nice, iowait, irq or steal.
+/// Linux's are. Windows counts no nice, iowait, irq or steal apart: their stack tops are
+/// written all the same, each the one below it (bands of no height), because the front-end
+/// leaves a sample without every graph key of its schema out of the graph.
 #[derive(Debug, PartialEq)]
 struct CpuData {
     cpu_percent: Percent,
@@ -118,8 +120,12 @@ impl TrackData for CpuData {
 
     fn write_fields(&self, fields: &mut DataFields) {
         self.cpu_percent.write("cpuPercent", fields);
+        fields.f64("nice", 0.0);
         fields.f64("user", self.user);
         fields.f64("system", self.system);
+        for stacked_on_system in ["iowait", "softirq", "steal"] {
+            fields.f64(stacked_on_system, self.system);
+        }
         self.user_pct.write("user_pct", fields);
         self.system_pct.write("system_pct", fields);
         self.idle_pct.write("idle_pct", fields);
