@@ -3,8 +3,7 @@
 
 use crate::meta::task_from_env;
 use crate::profile_dir::ProfileDirConfig;
-use crate::sources::cgroup::TaskCgroup;
-use crate::sources::process_tree::{Follow, ProcessExits};
+use crate::sources::{Follow, ProcessExits, TaskCgroup};
 use crate::writer::SyncPolicy;
 use serde_json::{Map, Value};
 use std::path::PathBuf;

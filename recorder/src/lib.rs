@@ -30,6 +30,10 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+// What Linux's sources share (the machine's /proc files, their parsing, the test helpers)
+// builds everywhere and is unused elsewhere; dead code is caught by the Linux build.
+#![cfg_attr(not(target_os = "linux"), allow(dead_code))]
+
 mod channel;
 mod clock;
 mod config;
@@ -62,11 +66,13 @@ pub mod http {
 pub use meta::{machine, task_from_env};
 pub use profile_dir::ProfileDirConfig;
 pub use sampler::{sampling_interval, Sampler, COARSE_AFTER, COARSE_INTERVAL};
+#[cfg(target_os = "linux")]
 pub use sources::cgroup::own::{own_cgroup_name, remove_created_cgroup, CgroupError, OwnCgroup};
-pub use sources::cgroup::TaskCgroup;
+#[cfg(target_os = "linux")]
 pub use sources::process_tree::command_line::summarize as summarize_command;
+#[cfg(target_os = "linux")]
 pub use sources::process_tree::process::describe_status as describe_wait_status;
-pub use sources::process_tree::{Follow, ProcessExits};
+pub use sources::{Follow, ProcessExits, TaskCgroup};
 pub use statsd::{
     parse_line as parse_statsd_line, record_packet as record_statsd_packet, MAX_PACKET_BYTES,
 };
@@ -78,13 +84,20 @@ use channel::{start_writer, WriterThread};
 use crossbeam_channel::RecvTimeoutError;
 use error::spawn;
 use header::MetricEndpoints;
-use influx::{Forwarder, Forwarding, InfluxThreads, Unserved};
+#[cfg(target_os = "linux")]
+use influx::Unserved;
+use influx::{Forwarder, Forwarding, InfluxThreads};
 use profile_dir::{DirWatch, Ingester};
 use sampler::Steering;
+#[cfg(target_os = "linux")]
 use statsd::SocketFile;
 use std::fs::File;
-use std::io::{PipeWriter, Read, Write};
-use std::net::{SocketAddr, UdpSocket};
+use std::io::Read;
+#[cfg(target_os = "linux")]
+use std::io::{PipeWriter, Write};
+use std::net::SocketAddr;
+#[cfg(target_os = "linux")]
+use std::net::UdpSocket;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -142,6 +155,7 @@ pub struct Recorder {
     log_path: PathBuf,
     writer: Option<WriterThread<LogFile>>,
     sampler: Option<(Arc<Steering>, JoinHandle<()>)>,
+    #[cfg(target_os = "linux")]
     statsd: Option<StatsdThread>,
     influx: Option<InfluxThreads>,
     forwarder: Option<Forwarder>,
@@ -153,6 +167,7 @@ pub struct Recorder {
 }
 
 /// The statsd listener's thread, and how to stop it.
+#[cfg(target_os = "linux")]
 struct StatsdThread {
     udp_address: Option<SocketAddr>,
     /// The socket's file, removed once the thread has ended.
@@ -163,9 +178,10 @@ struct StatsdThread {
     handle: JoinHandle<()>,
 }
 
+#[cfg(target_os = "linux")]
 impl StatsdThread {
     fn start(
-        inputs: statsd::Inputs,
+        inputs: statsd::listener::Inputs,
         limits: MetricLimits,
         markers: &MarkerSink,
         interval: Duration,
@@ -177,7 +193,7 @@ impl StatsdThread {
         let (stopped, stop) = std::io::pipe().map_err(RecorderError::Statsd)?;
         let (socket, socket_file) = inputs.socket.unzip();
         let sockets = (socket, udp);
-        let listener = statsd::Listener::new(
+        let listener = statsd::listener::Listener::new(
             sockets,
             stopped,
             limits,
@@ -220,14 +236,19 @@ impl Recorder {
             .map(|dir| profile_dir::prepare(&dir.path))
             .transpose()?;
         let sampler = Sampler::probe(&config, clock);
+        #[cfg(target_os = "linux")]
         let statsd_inputs = match &config.statsd {
             Some(limits) => {
-                let inputs = statsd::Inputs::bind(profile_dir.as_deref(), config.statsd_udp)?;
+                let inputs =
+                    statsd::listener::Inputs::bind(profile_dir.as_deref(), config.statsd_udp)?;
                 let info = inputs.info(limits).map_err(RecorderError::Statsd)?;
                 Some((inputs, info))
             }
             None => None,
         };
+        // No statsd listener outside Linux yet: its source is left out of the meta line.
+        #[cfg(not(target_os = "linux"))]
+        let statsd_inputs: Option<((), tc_profile_format::StatsdInfo)> = None;
         let metric_limits = config.metric_limits();
         let influx_listener = match config.influx {
             true => {
@@ -253,6 +274,7 @@ impl Recorder {
             log_path: path.clone(),
             writer: Some(writer),
             sampler: None,
+            #[cfg(target_os = "linux")]
             statsd: None,
             influx: None,
             forwarder: None,
@@ -301,15 +323,21 @@ impl Recorder {
         }
         // The statsd thread watches the InfluxDB endpoint until its first connection.
         let unserved = recorder.influx.as_ref().map(InfluxThreads::unserved);
-        if let Some((inputs, _)) = statsd_inputs {
-            recorder.statsd = Some(StatsdThread::start(
-                inputs,
-                config.metric_limits(),
-                &markers,
-                config.interval,
-                unserved,
-            )?);
-        } else if let Some(unserved) = unserved {
+        #[cfg(target_os = "linux")]
+        let unserved = match statsd_inputs {
+            Some((inputs, _)) => {
+                recorder.statsd = Some(StatsdThread::start(
+                    inputs,
+                    config.metric_limits(),
+                    &markers,
+                    config.interval,
+                    unserved,
+                )?);
+                None
+            }
+            None => unserved,
+        };
+        if let Some(unserved) = unserved {
             unserved.serve()?;
         }
         if !sampler.is_empty() {
@@ -325,14 +353,28 @@ impl Recorder {
     }
 
     /// The statsd listener's UDP port on 127.0.0.1, when it is on.
+    #[cfg(target_os = "linux")]
     pub fn statsd_address(&self) -> Option<SocketAddr> {
         self.statsd.as_ref().and_then(|s| s.udp_address)
     }
 
     /// The statsd listener's socket in the profile directory, when it is on.
+    #[cfg(target_os = "linux")]
     pub fn statsd_socket(&self) -> Option<&Path> {
         let file = self.statsd.as_ref()?.socket_file.as_ref()?;
         Some(file.path())
+    }
+
+    /// No statsd listener outside Linux yet: never on.
+    #[cfg(not(target_os = "linux"))]
+    pub fn statsd_address(&self) -> Option<SocketAddr> {
+        None
+    }
+
+    /// No statsd listener outside Linux yet: never on.
+    #[cfg(not(target_os = "linux"))]
+    pub fn statsd_socket(&self) -> Option<&Path> {
+        None
     }
 
     /// The InfluxDB endpoint's base URL with its token (`http://127.0.0.1:PORT/TOKEN`), when
@@ -429,6 +471,7 @@ impl Recorder {
             handle.thread().unpark();
             let _ = handle.join();
         }
+        #[cfg(target_os = "linux")]
         if let Some(statsd) = self.statsd.take() {
             statsd.stop();
         }

@@ -2,14 +2,17 @@
 //! write to `$TASKCLUSTER_PROFILE_DIR` and appends their new whole lines to the log as
 //! batches that end in a checkpoint (SPEC.md, "Marker files", "Exactly once"). Woken by
 //! inotify (its events read on the source's own thread), with a rescan every 5 s; every
-//! poll interval where inotify is not available.
+//! poll interval where inotify is not available (and on every other OS so far).
 
 use crate::channel::MarkerSink;
 use crate::error::{spawn, RecorderError};
 use crossbeam_channel::{bounded, Receiver, Sender};
+#[cfg(target_os = "linux")]
 use inotify::{EventMask, Inotify, WatchDescriptor, WatchMask, Watches};
 use serde_json::{Map, Value};
+#[cfg(target_os = "linux")]
 use std::io::ErrorKind;
+#[cfg(target_os = "linux")]
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
@@ -97,7 +100,7 @@ pub(crate) struct Ingester {
     /// The deadline of the last lines.
     stop: Sender<Instant>,
     /// The source's watch, removed by the stop: its removal event wakes the source.
-    watch: Option<(Watches, WatchDescriptor)>,
+    watch: Option<WatchHandle>,
     /// Disconnected when the source's thread ends.
     ended: Receiver<()>,
 }
@@ -175,17 +178,55 @@ impl Ingester {
     /// source stuck on a hung disk is left behind.
     pub(crate) fn stop(self, deadline: Instant) {
         let _ = self.stop.send(deadline);
-        if let Some((mut watches, descriptor)) = self.watch {
-            // Fails only when the watch is gone already: its removal event is queued then.
-            let _ = watches.remove(descriptor);
+        if let Some(handle) = self.watch {
+            remove_watch(handle);
         }
         let _ = self.ended.recv_deadline(deadline);
     }
 }
 
+/// What removes a [`Watcher`]'s watch from another thread.
+#[cfg(target_os = "linux")]
+type WatchHandle = (Watches, WatchDescriptor);
+
+#[cfg(target_os = "linux")]
+fn remove_watch((mut watches, descriptor): WatchHandle) {
+    // Fails only when the watch is gone already: its removal event is queued then.
+    let _ = watches.remove(descriptor);
+}
+
+/// No change notices on the other systems yet: the directory is scanned every poll
+/// interval, and a watcher is never made.
+#[cfg(not(target_os = "linux"))]
+enum Watcher {}
+
+#[cfg(not(target_os = "linux"))]
+type WatchHandle = Watcher;
+
+#[cfg(not(target_os = "linux"))]
+impl Watcher {
+    fn add(_path: &Path) -> Option<Watcher> {
+        None
+    }
+
+    fn handle(&self) -> WatchHandle {
+        match *self {}
+    }
+
+    fn wait(&mut self, _timeout: Duration) -> Woken {
+        match *self {}
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn remove_watch(handle: WatchHandle) {
+    match handle {}
+}
+
 /// The events that can mean lines to take. Not the opens, reads and closes after reading
 /// that the source's own scans cause: waking on those, it would scan for ever. An
 /// overflowing queue (which may hide new lines) is reported whatever the mask.
+#[cfg(target_os = "linux")]
 const LINE_EVENTS: WatchMask = WatchMask::CREATE
     .union(WatchMask::MODIFY)
     .union(WatchMask::CLOSE_WRITE)
@@ -194,9 +235,11 @@ const LINE_EVENTS: WatchMask = WatchMask::CREATE
     .union(WatchMask::DELETE)
     .union(WatchMask::ATTRIB);
 /// The events one read takes at most (about 32 bytes each).
+#[cfg(target_os = "linux")]
 const EVENT_BUFFER: usize = 64 << 10;
 
 /// The directory's inotify watch, read on the source's thread.
+#[cfg(target_os = "linux")]
 struct Watcher {
     inotify: Inotify,
     descriptor: WatchDescriptor,
@@ -212,6 +255,7 @@ enum Woken {
     Removed,
 }
 
+#[cfg(target_os = "linux")]
 impl Watcher {
     /// None where inotify is not available.
     fn add(path: &Path) -> Option<Watcher> {
@@ -373,7 +417,7 @@ pub(crate) fn now_epoch_ms() -> f64 {
         * 1000.0
 }
 
-#[cfg(test)]
+#[cfg(all(test, target_os = "linux"))]
 mod tests {
     use super::*;
 

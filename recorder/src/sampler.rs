@@ -6,16 +6,26 @@
 use crate::channel::MarkerSink;
 use crate::clock::Clock;
 use crate::config::RecorderConfig;
+#[cfg(target_os = "linux")]
 use crate::sources::cgroup::{self, tracks::CgroupSampler};
+#[cfg(target_os = "linux")]
 use crate::sources::cpu_frequency::CpuFrequency;
+#[cfg(target_os = "linux")]
 use crate::sources::load::LoadAverage;
 use crate::sources::machine::{Machine, MachineFiles};
+#[cfg(target_os = "linux")]
 use crate::sources::pressure::Pressure;
+#[cfg(target_os = "linux")]
 use crate::sources::process_tree::ProcessTree;
+#[cfg(target_os = "linux")]
 use crate::sources::swap::Swap;
+#[cfg(target_os = "linux")]
 use crate::sources::system::SystemSampler;
+#[cfg(windows)]
+use crate::sources::windows;
 use crate::sources::{Lines, Source};
 use crossbeam_channel::{bounded, Receiver, Sender};
+#[cfg(target_os = "linux")]
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
@@ -45,6 +55,7 @@ pub struct Sampler {
 
 impl Sampler {
     /// Probes every source that `config` asks for (none unless `config.sample_system`).
+    #[cfg_attr(not(any(target_os = "linux", windows)), allow(unused))]
     pub fn probe(config: &RecorderConfig, clock: Clock) -> Sampler {
         let mut sampler = Sampler {
             sources: Vec::new(),
@@ -55,6 +66,23 @@ impl Sampler {
         if !config.sample_system {
             return sampler;
         }
+        #[cfg(windows)]
+        {
+            if config.machine_tracks {
+                sampler.add(windows::SystemSampler::probe());
+            }
+            let follow = config.follow.as_ref();
+            sampler.add(follow.and_then(|follow| windows::ProcessTree::probe(follow, clock)));
+        }
+        #[cfg(target_os = "linux")]
+        sampler.probe_linux(config, clock);
+        sampler
+    }
+
+    /// Linux's sources, from /proc, /sys and the task's cgroup.
+    #[cfg(target_os = "linux")]
+    fn probe_linux(&mut self, config: &RecorderConfig, clock: Clock) {
+        let sampler = self;
         let (proc_root, sys_root) = (Path::new("/proc"), Path::new("/sys"));
         let mut machine_files = MachineFiles::open(proc_root);
         let machine = machine_files.read();
@@ -94,7 +122,6 @@ impl Sampler {
             sampler.add(Swap::probe(proc_root, &machine));
             sampler.add(CpuFrequency::probe(sys_root));
         }
-        sampler
     }
 
     fn add(&mut self, source: Option<impl Source + 'static>) {

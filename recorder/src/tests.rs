@@ -3,7 +3,7 @@
 use super::*;
 use crate::profile_dir::now_epoch_ms;
 use std::time::{Duration, Instant};
-use tc_profile_format::EndReason;
+use tc_profile_format::{EndReason, Marker};
 
 /// A recording's log in `dir` and its configuration with only the profile-directory source
 /// (`dir/markers`), that source's configuration apart.
@@ -171,6 +171,8 @@ fn a_sample_asked_for_is_in_the_log_before_the_next_tick_is_due() {
     drop(recorder.finish(EndReason::Stopped).unwrap());
 }
 
+// inotify's: elsewhere the poll interval makes the batches.
+#[cfg(target_os = "linux")]
 #[test]
 fn markers_written_one_at_a_time_come_a_batch_a_scan_gap() {
     let dir = tempfile::tempdir().unwrap();
@@ -203,4 +205,98 @@ fn append(path: &std::path::Path, line: &str) {
         .open(path)
         .unwrap();
     file.write_all(line.as_bytes()).unwrap();
+}
+
+/// Set, to the profile directory, in the environment of the test binary run again as the
+/// command of [`a_busy_command_that_allocates_is_on_the_tracks_with_its_markers`].
+const BUSY_COMMAND_VARIABLE: &str = "TC_PROFILE_TEST_BUSY_COMMAND";
+
+/// The command of [`a_busy_command_that_allocates_is_on_the_tracks_with_its_markers`]:
+/// nothing unless it started this. Writes a marker, takes 200 MB (written, so resident),
+/// busy-loops 1.5 s, writes another.
+#[test]
+fn busy_command() {
+    let Some(dir) = std::env::var_os(BUSY_COMMAND_VARIABLE) else {
+        return;
+    };
+    let markers = Path::new(&dir).join(format!("{}.jsonl", std::process::id()));
+    let line = |name: &str| {
+        format!(
+            "{{\"type\":\"marker\",\"name\":\"{name}\",\"startTime\":{}}}\n",
+            now_epoch_ms()
+        )
+    };
+    append(&markers, &line("allocating"));
+    let memory = std::hint::black_box(vec![1u8; 200 << 20]);
+    let until = Instant::now() + Duration::from_millis(1500);
+    let mut spins = 0u64;
+    while Instant::now() < until {
+        spins = std::hint::black_box(spins + 1);
+    }
+    append(&markers, &line("done"));
+    drop(memory);
+}
+
+/// What `run` of a busy command records, on each OS with sources: the machine's CPU and
+/// memory, the task's CPU and its 200 MB, and the markers it wrote.
+#[cfg(any(target_os = "linux", windows))]
+#[test]
+fn a_busy_command_that_allocates_is_on_the_tracks_with_its_markers() {
+    let dir = tempfile::tempdir().unwrap();
+    let (log, mut config, mut profile_dir) = markers_only(dir.path());
+    config.sample_system = true;
+    config.influx = false;
+    config.follow = Some(Follow::Children);
+    profile_dir.poll_interval = Duration::from_millis(20);
+    config.profile_dir = Some(profile_dir);
+    let recorder = Recorder::start(config).unwrap();
+    let status = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "tests::busy_command"])
+        .env(BUSY_COMMAND_VARIABLE, dir.path().join("markers"))
+        .stdout(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    drop(recorder.finish(EndReason::Stopped).unwrap());
+    let text = std::fs::read_to_string(&log).unwrap();
+    let markers: Vec<Marker> = text
+        .lines()
+        .filter_map(
+            |line| match tc_profile_format::decode_line(line.as_bytes()) {
+                Ok(Line::Marker(marker)) => Some(marker),
+                _ => None,
+            },
+        )
+        .collect();
+    let largest = |track: &str, key: &str| {
+        let values = markers.iter().filter(|m| m.name == track);
+        let values = values.filter_map(|m| m.data.as_ref()?.get(key)?.as_f64());
+        values.fold(None, |most: Option<f64>, v| {
+            Some(most.map_or(v, |m| m.max(v)))
+        })
+    };
+    let cpu = largest("CPU Use", "cpuPercent").expect("a CPU track");
+    let used = largest("Memory", "used").expect("a Memory track");
+    let task_cpu = largest("Task CPU", "cpu").expect("a Task CPU track");
+    let task_memory = largest("Task Memory", "rss").expect("a Task Memory track");
+    assert!(
+        cpu > 0.0 && task_cpu > 0.0,
+        "CPU {cpu}, the task's {task_cpu}"
+    );
+    assert!(
+        task_memory >= (200 << 20) as f64,
+        "the task's memory {task_memory}"
+    );
+    assert!(used >= task_memory, "used {used}");
+    for name in ["allocating", "done"] {
+        assert!(markers.iter().any(|m| m.name == name), "{name}");
+    }
+    // The front-end graphs a sample only with every graph key of its schema.
+    let cpu_samples = markers.iter().filter(|m| m.name == "CPU Use");
+    for data in cpu_samples.filter_map(|m| m.data.as_ref()) {
+        for key in ["nice", "user", "system", "iowait", "softirq", "steal"] {
+            assert!(data.get(key).is_some_and(|v| v.is_f64()), "{key} in {data}");
+        }
+    }
+    eprintln!("CPU at most {cpu}, the task's {task_cpu}; the task's memory {task_memory} B");
 }

@@ -29,7 +29,6 @@ use http::{Answer, Body, ReadError, Request};
 use query::Databases;
 use std::io::{self, Read};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
-use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -155,9 +154,7 @@ impl InfluxThreads {
         };
         // Shut down, the listening socket fails every accept blocked on it at once: no
         // connection per handler to wake it, each a handshake, an accept and two closes.
-        // SAFETY: shutdown(2) takes no memory; the pool owns the descriptor past the joins.
-        let shut = unsafe { libc::shutdown(self.pool.listener.as_raw_fd(), libc::SHUT_RDWR) };
-        if shut != 0 {
+        if !shut_down(&self.pool.listener) {
             for _ in &handles {
                 // Each connection wakes one handler blocked in accept.
                 let _ = TcpStream::connect_timeout(&self.address, Duration::from_secs(1));
@@ -169,6 +166,21 @@ impl InfluxThreads {
     }
 }
 
+/// Shuts down both directions of `listener`; whether it worked.
+#[cfg(unix)]
+fn shut_down(listener: &TcpListener) -> bool {
+    use std::os::fd::AsRawFd;
+    // SAFETY: shutdown(2) takes no memory; the caller owns the descriptor past the call.
+    unsafe { libc::shutdown(listener.as_raw_fd(), libc::SHUT_RDWR) == 0 }
+}
+
+/// Windows' shutdown fails on a listening socket (WSAENOTCONN), and leaves a blocked
+/// accept blocked: connections wake the handlers instead.
+#[cfg(not(unix))]
+fn shut_down(_listener: &TcpListener) -> bool {
+    false
+}
+
 /// The endpoint before its first connection, when no handler is waiting in accept yet: the
 /// thread that holds it watches the listening socket and starts the first handler once a
 /// connection is there, so that a task that never writes costs no thread of its own.
@@ -178,6 +190,7 @@ pub(crate) struct Unserved {
 
 impl Unserved {
     /// The socket to watch for a connection.
+    #[cfg(target_os = "linux")]
     pub(crate) fn listener(&self) -> &TcpListener {
         &self.pool.listener
     }

@@ -1,25 +1,114 @@
 //! The sampler's sources, one file a source, and what they all share: the [`Source`]
-//! trait, the [`Lines`] a tick appends to, and the CPU track's rounding ([`fraction`],
-//! [`Percent`]). This module imports no source; [`crate::sampler`] composes them.
+//! trait, the [`Lines`] a tick appends to, the CPU track's rounding ([`fraction`],
+//! [`Percent`]), and which processes and cgroup are the task's ([`Follow`],
+//! [`TaskCgroup`]). This module imports no source; [`crate::sampler`] composes them.
+//!
+//! Linux's sources read /proc, /sys and the cgroup files, one file a source; those of the
+//! other systems are one file an OS (`windows.rs`; macOS has none yet, and records
+//! markers alone). `machine` and `procfs` build everywhere (elsewhere, /proc is not there
+//! and the machine reads as unknown).
 
+#[cfg(target_os = "linux")]
 pub(crate) mod cgroup;
+#[cfg(target_os = "linux")]
 pub(crate) mod cpu_frequency;
+#[cfg(target_os = "linux")]
 pub(crate) mod io;
+#[cfg(target_os = "linux")]
 pub(crate) mod load;
 pub(crate) mod machine;
+#[cfg(target_os = "linux")]
 mod netlink;
+#[cfg(target_os = "linux")]
 pub(crate) mod pressure;
+#[cfg(target_os = "linux")]
 pub(crate) mod proc_connector;
+#[cfg(target_os = "linux")]
 pub(crate) mod process_tree;
 pub(crate) mod procfs;
+#[cfg(target_os = "linux")]
 pub(crate) mod swap;
+#[cfg(target_os = "linux")]
 pub(crate) mod system;
+#[cfg(any(target_os = "linux", windows))]
+pub(crate) mod task_tracks;
+#[cfg(target_os = "linux")]
 pub(crate) mod taskstats;
+#[cfg(windows)]
+pub(crate) mod windows;
 
 use machine::Machine;
+use std::path::PathBuf;
 use tc_profile_format::schema::category;
 use tc_profile_format::TrackData;
 use tc_profile_format::{encode_line_into, encode_track_line_into, DataFields, Line, Marker};
+
+/// Which processes are the task's.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Follow {
+    /// The processes the recorder's own process starts, and their descendants (`run`).
+    /// The recorder's own threads are not counted.
+    Children,
+    /// A process and its descendants.
+    Pid(u32),
+    /// The processes listed in a cgroup's `cgroup.procs` (Linux).
+    Cgroup(PathBuf),
+}
+
+/// The task's cgroup, whose counters are recorded (Linux).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TaskCgroup {
+    pub path: PathBuf,
+    /// The recorder's caller created it for the task (`run --own-cgroup`).
+    pub created: bool,
+}
+
+/// How the task's processes are seen as they end (`meta.tcProfile.processExits`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ProcessExits {
+    /// Taskstats, else the proc connector, else sampling.
+    #[default]
+    Auto,
+    /// Taskstats, else sampling.
+    Taskstats,
+    /// The proc connector, else sampling.
+    ProcConnector,
+    /// Sampling alone: only the processes a sample finds alive.
+    Sampling,
+}
+
+impl ProcessExits {
+    /// The environment variable that chooses one for every recording of a process (the
+    /// daemon's tasks included): `auto`, `taskstats`, `proc-connector` or `sampling`.
+    pub const VARIABLE: &'static str = "TC_PROFILE_PROCESS_EXITS";
+    pub const NAMES: [&'static str; 4] = ["auto", "taskstats", "proc-connector", "sampling"];
+
+    /// Its name, as the option, the variable and the meta line spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            ProcessExits::Auto => "auto",
+            ProcessExits::Taskstats => "taskstats",
+            ProcessExits::ProcConnector => "proc-connector",
+            ProcessExits::Sampling => "sampling",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<ProcessExits> {
+        [
+            ProcessExits::Auto,
+            ProcessExits::Taskstats,
+            ProcessExits::ProcConnector,
+            ProcessExits::Sampling,
+        ]
+        .into_iter()
+        .find(|way| way.name() == name)
+    }
+
+    /// What `VARIABLE` says; None when it is unset or names none.
+    pub fn from_env() -> Option<ProcessExits> {
+        ProcessExits::parse(&std::env::var(ProcessExits::VARIABLE).ok()?)
+    }
+}
 
 /// One kind of samples.
 pub(crate) trait Source: Send {

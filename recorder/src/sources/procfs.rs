@@ -8,7 +8,6 @@
 
 use std::fs::File;
 use std::io;
-use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 /// Enough for the head of /proc/stat and /proc/meminfo on any machine; grows for longer
@@ -47,7 +46,7 @@ impl ReadBuffer {
                 self.bytes.resize(filled * 2, 0);
             }
             let room = self.bytes.len() - filled;
-            match file.read_at(&mut self.bytes[filled..], filled as u64) {
+            match tc_profile_fs::read_at(file, &mut self.bytes[filled..], filled as u64) {
                 Ok(0) => return Ok(&self.bytes[..filled]),
                 Ok(n) if n < room && n < SHORT_READ => return Ok(&self.bytes[..filled + n]),
                 Ok(n) => filled += n,
@@ -62,7 +61,7 @@ impl ReadBuffer {
     /// where reading on to the end costs one more system call per file and tick.
     pub(crate) fn head_of(&mut self, file: &File) -> Option<&[u8]> {
         let read = loop {
-            match file.read_at(&mut self.bytes, 0) {
+            match tc_profile_fs::read_at(file, &mut self.bytes, 0) {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 read => break read.ok()?,
             }
@@ -83,6 +82,7 @@ impl ReadBuffer {
 }
 
 /// A positive sysconf(3) value (clock ticks, page size, online CPUs), or None.
+#[cfg(unix)]
 pub(crate) fn sysconf(name: libc::c_int) -> Option<u64> {
     // SAFETY: sysconf(3) has no memory-safety preconditions.
     let value = unsafe { libc::sysconf(name) };

@@ -4,7 +4,6 @@
 
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom, Write};
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use tc_profile_fs::{Dir, PRIVATE_FILE};
@@ -62,7 +61,7 @@ impl LogSink for LogFile {
         // Asked of the open log, never of its path: the inode of an open file is not given
         // to another one, so no file at the path (not even one given a freed inode number)
         // is taken for the log.
-        if self.file.metadata()?.nlink() > 0 {
+        if tc_profile_fs::entry_of(&self.file)?.links > 0 {
             return Ok(Place::Linked);
         }
         // Deleted. Created again only where nothing else is, and only in a directory that

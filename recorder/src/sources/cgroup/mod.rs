@@ -12,15 +12,8 @@ pub(crate) mod tracks;
 
 use crate::sources::process_tree::Follow;
 use mount::{cgroup_dir, mounts};
-use std::path::PathBuf;
 
-/// The task's cgroup, whose counters are recorded.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TaskCgroup {
-    pub path: PathBuf,
-    /// The recorder's caller created it for the task (`run --own-cgroup`).
-    pub created: bool,
-}
+pub(crate) use super::TaskCgroup;
 
 /// The task's cgroup when a followed pid or cgroup has one of its own: a followed
 /// cgroup, or a followed pid's cgroup when it is not the recorder's.

@@ -20,16 +20,16 @@ use crate::clock::Clock;
 use crate::sources::machine::{CpuTimes, Machine};
 use crate::sources::proc_connector::ProcConnector;
 use crate::sources::procfs::ReadBuffer;
+use crate::sources::task_tracks::TaskSample;
 use crate::sources::taskstats::{TaskExit, Taskstats};
-use crate::sources::{fraction, Lines, Percent, Source};
+use crate::sources::{Lines, ProcessExits, Source};
 use exits::{Exits, TreeView};
 use process::{describe_status, open_files_max, parse_stat, stat_path, Process, StatUnits};
 use std::collections::HashMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-use tc_profile_format::schema::{data_type, source, track};
-use tc_profile_format::{DataFields, TrackData};
+use tc_profile_format::schema::source;
 
 /// At most this many pids given out since the last look are read one by one; past that, or
 /// when pids wrapped around, /proc is listed whole.
@@ -48,118 +48,7 @@ const LISTING_EVERY_TICKS: f64 = 10.0;
 /// that it cannot have changed (see [`ProcessTree::own_reaped_ticks`]).
 const OWN_STAT_EVERY_TICKS: u32 = 10;
 
-/// Which processes are the task's.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Follow {
-    /// The processes the recorder's own process starts, and their descendants (`run`).
-    /// The recorder's own threads are not counted.
-    Children,
-    /// A process and its descendants.
-    Pid(u32),
-    /// The processes listed in a cgroup's `cgroup.procs`.
-    Cgroup(PathBuf),
-}
-
-/// How the task's processes are seen as they end (`meta.tcProfile.processExits`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum ProcessExits {
-    /// Taskstats, else the proc connector, else sampling.
-    #[default]
-    Auto,
-    /// Taskstats, else sampling.
-    Taskstats,
-    /// The proc connector, else sampling.
-    ProcConnector,
-    /// Sampling alone: only the processes a sample finds alive.
-    Sampling,
-}
-
-impl ProcessExits {
-    /// The environment variable that chooses one for every recording of a process (the
-    /// daemon's tasks included): `auto`, `taskstats`, `proc-connector` or `sampling`.
-    pub const VARIABLE: &'static str = "TC_PROFILE_PROCESS_EXITS";
-    pub const NAMES: [&'static str; 4] = ["auto", "taskstats", "proc-connector", "sampling"];
-
-    /// Its name, as the option, the variable and the meta line spell it.
-    pub fn name(self) -> &'static str {
-        match self {
-            ProcessExits::Auto => "auto",
-            ProcessExits::Taskstats => "taskstats",
-            ProcessExits::ProcConnector => "proc-connector",
-            ProcessExits::Sampling => "sampling",
-        }
-    }
-
-    pub fn parse(name: &str) -> Option<ProcessExits> {
-        [
-            ProcessExits::Auto,
-            ProcessExits::Taskstats,
-            ProcessExits::ProcConnector,
-            ProcessExits::Sampling,
-        ]
-        .into_iter()
-        .find(|way| way.name() == name)
-    }
-
-    /// What `VARIABLE` says; None when it is unset or names none.
-    pub fn from_env() -> Option<ProcessExits> {
-        ProcessExits::parse(&std::env::var(ProcessExits::VARIABLE).ok()?)
-    }
-}
-
-/// `data` of "Task CPU" and "Other CPU".
-struct CpuShare {
-    kind: &'static str,
-    cpu: f64,
-    cpu_percent: Percent,
-    processes: Option<u64>,
-}
-
-impl TrackData for CpuShare {
-    fn data_type(&self) -> &'static str {
-        self.kind
-    }
-
-    fn write_fields(&self, fields: &mut DataFields) {
-        fields.f64("cpu", self.cpu);
-        self.cpu_percent.write("cpuPercent", fields);
-        if let Some(processes) = self.processes {
-            fields.u64("processes", processes);
-        }
-    }
-}
-
-struct TaskMemory {
-    kind: &'static str,
-    rss: u64,
-    processes: u64,
-}
-
-impl TrackData for TaskMemory {
-    fn data_type(&self) -> &'static str {
-        self.kind
-    }
-
-    fn write_fields(&self, fields: &mut DataFields) {
-        fields.u64("rss", self.rss);
-        fields.u64("processes", self.processes);
-    }
-}
-
-struct OtherMemory {
-    kind: &'static str,
-    used: u64,
-}
-
-impl TrackData for OtherMemory {
-    fn data_type(&self) -> &'static str {
-        self.kind
-    }
-
-    fn write_fields(&self, fields: &mut DataFields) {
-        fields.u64("used", self.used);
-    }
-}
+pub(crate) use super::Follow;
 
 pub(crate) struct ProcessTree {
     proc_root: PathBuf,
@@ -615,29 +504,15 @@ impl ProcessTree {
         let busy = delta(0) + delta(1) + delta(2) + delta(5) + delta(6);
         let live = self.processes.values().filter(|p| !p.stat.is_zombie());
         let (count, rss_pages) = live.fold((0, 0), |(n, rss), p| (n + 1, rss + p.stat.rss_pages));
-        let rss = rss_pages * self.units.page_size;
-        let start = previous.time;
-        let share = |kind: &'static str, cpu: f64, processes: Option<u64>| CpuShare {
-            kind,
-            cpu,
-            cpu_percent: Percent(cpu),
-            processes,
-        };
-        let task_cpu = share(data_type::TASK_CPU, fraction(tree, all), Some(count));
-        let other_cpu = share(data_type::OTHER_CPU, fraction(busy - tree, all), None);
-        out.track(track::TASK_CPU, start, now, &task_cpu);
-        out.track(track::OTHER_CPU, start, now, &other_cpu);
-        let task_memory = TaskMemory {
-            kind: data_type::TASK_MEMORY,
-            rss,
+        let sample = TaskSample {
+            tree,
+            all,
+            busy,
             processes: count,
+            rss: rss_pages * self.units.page_size,
+            used,
         };
-        out.track(track::TASK_MEMORY, start, now, &task_memory);
-        let other_memory = OtherMemory {
-            kind: data_type::OTHER_MEMORY,
-            used: used.saturating_sub(rss),
-        };
-        out.track(track::OTHER_MEMORY, start, now, &other_memory);
+        sample.write(previous.time, now, out);
     }
 }
 
