@@ -64,6 +64,7 @@ pub use profile_dir::ProfileDirConfig;
 pub use sampler::{sampling_interval, Sampler, COARSE_AFTER, COARSE_INTERVAL};
 pub use sources::cgroup::own::{own_cgroup_name, remove_created_cgroup, CgroupError, OwnCgroup};
 pub use sources::cgroup::TaskCgroup;
+pub use sources::machine::SharedMachine;
 pub use sources::process_tree::command_line::summarize as summarize_command;
 pub use sources::process_tree::process::describe_status as describe_wait_status;
 pub use sources::process_tree::Follow;

@@ -1,14 +1,19 @@
 //! What several sources need of the machine, read once a tick: /proc/stat and
 //! /proc/meminfo (the system tracks and the task's process tree; among the costliest files
 //! of a tick), and the pid last given out (the process tree's new-pid check), from
-//! /proc/loadavg, read again only after /proc/stat has counted a fork.
+//! /proc/loadavg, read again only after /proc/stat has counted a fork. The recorders of one
+//! process (the daemon's machine segment and its tasks) can share one read a tick
+//! ([`SharedMachine`]).
 
 use crate::sources::procfs::{decimal, fields, lines, numbers, ReadBuffer};
 use std::fs::File;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 /// The machine as read at one tick; None where a file could not be read.
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub(crate) struct Machine {
     pub(crate) cpu: Option<CpuTimes>,
     pub(crate) memory: Option<MemInfo>,
@@ -88,6 +93,115 @@ fn parse_forks(stat: &[u8]) -> Option<u64> {
     numbers(forks).next()?
 }
 
+/// The machine's files read once a tick for every recorder that shares them: the daemon's
+/// machine segment and its tasks' parts, which would each read /proc/stat and meminfo at
+/// every tick otherwise (16 tasks: 17 reads a tick). Their sampler threads tick on one grid
+/// (every `interval` from the same origin); the first to tick in a slot of it reads the
+/// files, the others take that read. A tick off the grid (a recorder's first, its last, one
+/// asked for) reads them afresh, since it must see the machine as it is then.
+pub struct SharedMachine {
+    origin: Instant,
+    /// The grid's step, in ns (at least 1).
+    step_ns: u128,
+    read: Mutex<SlotRead>,
+    reads: AtomicU64,
+}
+
+struct SlotRead {
+    files: MachineFiles,
+    /// The slot of the grid the read was taken in, and the read.
+    last: Option<(u128, Machine)>,
+}
+
+impl SharedMachine {
+    /// The machine's files, opened once, on a grid of `interval` that starts now.
+    pub fn new(interval: Duration) -> SharedMachine {
+        SharedMachine::under(Path::new("/proc"), interval)
+    }
+
+    pub(crate) fn under(proc_root: &Path, interval: Duration) -> SharedMachine {
+        SharedMachine {
+            origin: Instant::now(),
+            step_ns: interval.as_nanos().max(1),
+            read: Mutex::new(SlotRead {
+                files: MachineFiles::open(proc_root),
+                last: None,
+            }),
+            reads: AtomicU64::new(0),
+        }
+    }
+
+    /// How many times the files were read (a tick of every sharer counted once).
+    pub fn reads(&self) -> u64 {
+        self.reads.load(Ordering::Relaxed)
+    }
+
+    /// The first point of the grid at or after `at`.
+    pub(crate) fn grid_point_from(&self, at: Instant) -> Instant {
+        let since = at.saturating_duration_since(self.origin).as_nanos();
+        let slot = since.div_ceil(self.step_ns);
+        self.origin + nanos(slot * self.step_ns)
+    }
+
+    /// The slot of the grid that `at` falls in.
+    pub(crate) fn slot_of(&self, at: Instant) -> u128 {
+        at.saturating_duration_since(self.origin).as_nanos() / self.step_ns
+    }
+
+    /// The machine for a tick in `slot` of the grid (the slot's one read), or, with None,
+    /// as read now.
+    pub(crate) fn read(&self, slot: Option<u128>) -> Machine {
+        let mut shared = self.read.lock().unwrap_or_else(|e| e.into_inner());
+        if let (Some(slot), Some((read_in, machine))) = (slot, &shared.last) {
+            if *read_in == slot {
+                return machine.clone();
+            }
+        }
+        let machine = shared.files.read();
+        self.reads.fetch_add(1, Ordering::Relaxed);
+        let slot = slot.unwrap_or_else(|| self.slot_of(Instant::now()));
+        shared.last = Some((slot, machine.clone()));
+        machine
+    }
+}
+
+impl std::fmt::Debug for SharedMachine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SharedMachine")
+            .field("step_ns", &self.step_ns)
+            .field("reads", &self.reads())
+            .finish_non_exhaustive()
+    }
+}
+
+fn nanos(ns: u128) -> Duration {
+    Duration::from_nanos(u64::try_from(ns).unwrap_or(u64::MAX))
+}
+
+/// Where a sampler takes the machine from: files of its own, or the process's shared ones.
+pub(crate) enum MachineReader {
+    Own(MachineFiles),
+    Shared(std::sync::Arc<SharedMachine>),
+}
+
+impl MachineReader {
+    /// The machine for a tick in `slot` of the shared grid (None: off it, read now).
+    pub(crate) fn read(&mut self, slot: Option<u128>) -> Machine {
+        match self {
+            MachineReader::Own(files) => files.read(),
+            MachineReader::Shared(shared) => shared.read(slot),
+        }
+    }
+
+    /// The shared grid, if any.
+    pub(crate) fn grid(&self) -> Option<&SharedMachine> {
+        match self {
+            MachineReader::Own(_) => None,
+            MachineReader::Shared(shared) => Some(shared),
+        }
+    }
+}
+
 /// Jiffies since boot, in /proc/stat's order: user nice system idle iowait irq softirq steal.
 #[derive(Clone, Copy, Default)]
 pub(crate) struct CpuTimes(pub(crate) [u64; 8]);
@@ -104,6 +218,7 @@ fn parse_cpu(stat: &[u8]) -> Option<CpuTimes> {
     Some(times)
 }
 
+#[derive(Clone)]
 pub(crate) struct MemInfo {
     total: u64,
     pub(crate) available: u64,
@@ -230,6 +345,31 @@ mod tests {
             "no slash"
         );
         assert!(parse_loadavg(b"0.77 0.85 0.53 3/108 4294967296\n").is_none());
+    }
+
+    #[test]
+    fn sharers_read_the_machine_once_a_slot_of_the_grid_and_afresh_off_it() {
+        let stat = |user: u64| format!("cpu  {user} 2 3 4 5 6 7 8\nprocesses 9\n");
+        let root = crate::sources::fake_root(&[("stat", &stat(1)), ("loadavg", "0 0 0 1/9 7\n")]);
+        let step = Duration::from_millis(100);
+        let shared = SharedMachine::under(root.path(), step);
+        let tick = shared.grid_point_from(Instant::now());
+        assert_eq!(shared.grid_point_from(tick), tick, "on the grid already");
+        let next = shared.grid_point_from(tick + Duration::from_nanos(1));
+        assert_eq!(next - tick, step);
+        let slot = shared.slot_of(tick);
+        let user = |machine: Machine| machine.cpu.unwrap().0[0];
+        // The segment's sampler and 16 tasks' tick in the same slot.
+        assert_eq!(user(shared.read(Some(slot))), 1);
+        std::fs::write(root.path().join("stat"), stat(2)).unwrap();
+        for _ in 0..16 {
+            assert_eq!(user(shared.read(Some(slot))), 1, "the slot's read");
+        }
+        assert_eq!(shared.reads(), 1);
+        assert_eq!(user(shared.read(Some(slot + 1))), 2, "the next slot's");
+        std::fs::write(root.path().join("stat"), stat(3)).unwrap();
+        assert_eq!(user(shared.read(None)), 3, "a tick off the grid: afresh");
+        assert_eq!(shared.reads(), 3);
     }
 
     #[test]
