@@ -4,7 +4,7 @@
 
 use super::{Follow, ProcessTree, LISTING_EVERY_TICKS, PIDS_READ_ONE_BY_ONE};
 use crate::sources::machine::Machine;
-use crate::sources::process_tree::process::{parse_stat, stat_path, Process, Stat};
+use crate::sources::process_tree::process::{parse_stat, stat_path, Process, RunTime, Stat};
 use crate::sources::Source;
 use std::fs::{self, File};
 use std::os::unix::fs::DirEntryExt;
@@ -162,6 +162,10 @@ impl ProcessTree {
             .then(|| File::open(stat_path(&self.proc_root, pid)).ok())
             .flatten();
         self.open_files += u64::from(file.is_some());
+        let run_time = (file.is_some() && self.open_files < self.open_files_max)
+            .then(|| RunTime::open(&self.proc_root, pid))
+            .flatten();
+        self.open_files += u64::from(run_time.is_some());
         // Time used before the first tick is before the recording: not counted.
         let counted_ticks = if self.previous.is_none() {
             stat.total_ticks()
@@ -170,6 +174,7 @@ impl ProcessTree {
         };
         let process = Process {
             file,
+            run_time,
             stat,
             counted_ticks,
             reaped_increase: 0,
