@@ -3,13 +3,14 @@
 //! of a tick), and the pid last given out (the process tree's new-pid check), from
 //! /proc/loadavg, read again only after /proc/stat has counted a fork. The recorders of one
 //! process (the daemon's machine segment and its tasks) can share one read a tick
-//! ([`SharedMachine`]).
+//! ([`SharedMachine`]), and their process trees one listing of /proc ([`SharedListing`]).
 
 use crate::sources::procfs::{decimal, fields, lines, numbers, ReadBuffer};
 use std::fs::File;
-use std::path::Path;
+use std::os::unix::fs::DirEntryExt;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// The machine as read at one tick; None where a file could not be read.
@@ -19,6 +20,57 @@ pub(crate) struct Machine {
     pub(crate) memory: Option<MemInfo>,
     /// The pid most recently given out on the machine.
     pub(crate) last_pid: Option<u32>,
+    /// /proc's listing as the sharers take it in this tick's slot, when the tick is on the
+    /// shared grid.
+    pub(crate) listing: Option<(Arc<SharedListing>, u128)>,
+}
+
+impl Machine {
+    /// The pids of /proc and the inodes of their entries: this slot's shared listing, or
+    /// listed now.
+    pub(crate) fn list_processes(&self, proc_root: &Path) -> Option<Listing> {
+        match &self.listing {
+            Some((shared, slot)) => shared.list(*slot),
+            None => list_processes(proc_root).map(Arc::new),
+        }
+    }
+}
+
+/// The pids of /proc and the inodes of their entries, as listed once.
+pub(crate) type Listing = Arc<Vec<(u32, u64)>>;
+
+/// The pids of `proc_root` and the inodes of their entries.
+fn list_processes(proc_root: &Path) -> Option<Vec<(u32, u64)>> {
+    let entries = std::fs::read_dir(proc_root).ok()?;
+    let pid = |entry: &std::fs::DirEntry| entry.file_name().to_str()?.parse::<u32>().ok();
+    let listed = entries.flatten().filter_map(|e| Some((pid(&e)?, e.ino())));
+    Some(listed.collect())
+}
+
+/// /proc listed once a slot for every process tree of the sharers: each tree lists it
+/// to find new processes (once in ten of its ticks, or at every tick while the machine gives
+/// out more pids than it reads one by one: a machine busy building), and 16 trees took a
+/// quarter of the daemon's sampling at 1 s listing it each.
+pub(crate) struct SharedListing {
+    proc_root: PathBuf,
+    last: Mutex<Option<(u128, Listing)>>,
+    listings: AtomicU64,
+}
+
+impl SharedListing {
+    /// This slot's listing: listed by the first tree to ask in it.
+    fn list(&self, slot: u128) -> Option<Listing> {
+        let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((listed_in, listing)) = &*last {
+            if *listed_in == slot {
+                return Some(Arc::clone(listing));
+            }
+        }
+        let listing = Arc::new(list_processes(&self.proc_root)?);
+        self.listings.fetch_add(1, Ordering::Relaxed);
+        *last = Some((slot, Arc::clone(&listing)));
+        Some(listing)
+    }
 }
 
 /// /proc/stat, /proc/meminfo and /proc/loadavg, kept open.
@@ -59,6 +111,7 @@ impl MachineFiles {
             cpu,
             memory: meminfo.and_then(parse_meminfo),
             last_pid: self.last_pid(forks),
+            listing: None,
         }
     }
 
@@ -105,6 +158,7 @@ pub struct SharedMachine {
     step_ns: u128,
     read: Mutex<SlotRead>,
     reads: AtomicU64,
+    listing: Arc<SharedListing>,
 }
 
 struct SlotRead {
@@ -128,7 +182,17 @@ impl SharedMachine {
                 last: None,
             }),
             reads: AtomicU64::new(0),
+            listing: Arc::new(SharedListing {
+                proc_root: proc_root.to_owned(),
+                last: Mutex::new(None),
+                listings: AtomicU64::new(0),
+            }),
         }
+    }
+
+    /// How many times /proc was listed for the sharers' process trees.
+    pub fn listings(&self) -> u64 {
+        self.listing.listings.load(Ordering::Relaxed)
     }
 
     /// How many times the files were read (a tick of every sharer counted once).
@@ -154,13 +218,21 @@ impl SharedMachine {
         let mut shared = self.read.lock().unwrap_or_else(|e| e.into_inner());
         if let (Some(slot), Some((read_in, machine))) = (slot, &shared.last) {
             if *read_in == slot {
-                return machine.clone();
+                let listing = Some((Arc::clone(&self.listing), slot));
+                return Machine {
+                    listing,
+                    ..machine.clone()
+                };
             }
         }
         let machine = shared.files.read();
         self.reads.fetch_add(1, Ordering::Relaxed);
-        let slot = slot.unwrap_or_else(|| self.slot_of(Instant::now()));
-        shared.last = Some((slot, machine.clone()));
+        if let Some(slot) = slot {
+            shared.last = Some((slot, machine.clone()));
+            let listing = Some((Arc::clone(&self.listing), slot));
+            return Machine { listing, ..machine };
+        }
+        shared.last = Some((self.slot_of(Instant::now()), machine.clone()));
         machine
     }
 }
@@ -181,7 +253,7 @@ fn nanos(ns: u128) -> Duration {
 /// Where a sampler takes the machine from: files of its own, or the process's shared ones.
 pub(crate) enum MachineReader {
     Own(MachineFiles),
-    Shared(std::sync::Arc<SharedMachine>),
+    Shared(Arc<SharedMachine>),
 }
 
 impl MachineReader {
@@ -370,6 +442,32 @@ mod tests {
         std::fs::write(root.path().join("stat"), stat(3)).unwrap();
         assert_eq!(user(shared.read(None)), 3, "a tick off the grid: afresh");
         assert_eq!(shared.reads(), 3);
+    }
+
+    #[test]
+    fn sharers_process_trees_list_proc_once_a_slot() {
+        let root =
+            crate::sources::fake_root(&[("stat", "cpu  1 2 3 4 5 6 7 8\n"), ("12/stat", "")]);
+        let shared = SharedMachine::under(root.path(), Duration::from_millis(100));
+        let pids = |machine: &Machine| {
+            let listing = machine.list_processes(Path::new("/nonexistent")).unwrap();
+            listing.iter().map(|&(pid, _)| pid).collect::<Vec<_>>()
+        };
+        for _ in 0..16 {
+            assert_eq!(pids(&shared.read(Some(7))), [12], "the slot's listing");
+        }
+        assert_eq!(shared.listings(), 1);
+        std::fs::create_dir(root.path().join("34")).unwrap();
+        let mut next = pids(&shared.read(Some(8)));
+        next.sort_unstable();
+        assert_eq!(next, [12, 34]);
+        assert_eq!(shared.listings(), 2);
+        let off_grid = shared.read(None);
+        assert!(
+            off_grid.listing.is_none(),
+            "a tick off the grid lists /proc itself"
+        );
+        assert_eq!(pids(&shared.read(Some(8))), next, "still the slot's");
     }
 
     #[test]

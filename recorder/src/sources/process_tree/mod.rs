@@ -476,7 +476,7 @@ impl ProcessTree {
     fn sample(&mut self, now: f64, last: bool, out: &mut Lines) {
         let gone = self.refresh(now);
         let last_pid = out.machine.last_pid;
-        self.discover(now, last_pid);
+        self.discover(now, out.machine);
         self.count_exits(now, &gone, last, out);
         // With the kernel's exits, their markers are the ended processes'.
         let sampled_ends = self.exits.is_none();
