@@ -34,7 +34,7 @@ pub use protocol::{
 };
 pub use server::ask;
 
-use segments::Segments;
+use segments::{Sampling, Segments};
 use service::{Running, Shared};
 use state::StateFiles;
 use std::fs::File;
@@ -79,13 +79,15 @@ impl Daemon {
             .ok_or_else(|| DaemonError::StateDirLocked { path: dir.clone() })?;
         let files = StateFiles::new(dir);
         let open = files.load().map_err(DaemonError::state(dir))?;
-        let segments = Segments::start(&dir.join("segments"), config.interval, config.segment_age)?;
+        let sampling = Sampling::new(config.interval);
+        let segments =
+            Segments::start(&dir.join("segments"), sampling.clone(), config.segment_age)?;
         let mut running = Vec::new();
         for mut open in open {
             if open.token.is_empty() {
                 open.token = Token::new()?;
             }
-            let recorder = tasks::start_part(&mut open, &dir.join("tasks"), config.interval)?;
+            let recorder = tasks::start_part(&mut open, &dir.join("tasks"), &sampling)?;
             running.push(Running {
                 open,
                 recorder: Some(recorder),
@@ -95,6 +97,7 @@ impl Daemon {
         let shared = Arc::new(Shared {
             config: config.clone(),
             board: status::Board::new(),
+            sampling,
             files,
             inner: Mutex::new(service::Inner {
                 segments: Some(segments),

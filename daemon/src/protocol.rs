@@ -112,6 +112,10 @@ pub struct Status {
     /// reads only the part of a segment its span needs.
     #[serde(default)]
     pub segment_bytes_read: u64,
+    /// How many times the machine's files (/proc/stat, meminfo) were read for the segment
+    /// and the tasks since the daemon started: once a tick for all of them.
+    #[serde(default)]
+    pub machine_reads: u64,
     /// The last housekeeping run (rotation and retention), if any yet.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub housekeeping: Option<Housekeeping>,

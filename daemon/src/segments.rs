@@ -9,12 +9,38 @@ use crate::config::Retain;
 use crate::error::DaemonError;
 use crate::logs::epoch_ms;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tc_profile_format::{EndReason, TaskInfo};
-use tc_profile_recorder::{Recorder, RecorderConfig, SampleTaken, SyncPolicy};
+use tc_profile_recorder::{Recorder, RecorderConfig, SampleTaken, SharedMachine, SyncPolicy};
 
 /// A segment lasts until it is this large, or [`crate::DaemonConfig::segment_age`] old.
 const SEGMENT_BYTES: u64 = 64 << 20;
+
+/// How every recorder of the daemon samples, the segment's and the tasks': every
+/// `interval`, on one grid, the machine's files (/proc/stat, meminfo, loadavg) read once a
+/// tick for all of them.
+#[derive(Clone)]
+pub struct Sampling {
+    pub interval: Duration,
+    pub machine: Arc<SharedMachine>,
+}
+
+impl Sampling {
+    pub fn new(interval: Duration) -> Sampling {
+        Sampling {
+            interval,
+            machine: Arc::new(SharedMachine::new(interval)),
+        }
+    }
+
+    /// Sets `config` to sample this way, its sync once an interval.
+    pub fn apply(&self, config: &mut RecorderConfig) {
+        config.interval = self.interval;
+        config.sync = SyncPolicy::interval(self.interval);
+        config.shared_machine = Some(Arc::clone(&self.machine));
+    }
+}
 
 /// A segment log in the directory.
 #[derive(Debug, Clone, PartialEq)]
@@ -34,7 +60,7 @@ pub struct Finished {
 /// The segment being written, and the finished ones.
 pub struct Segments {
     dir: PathBuf,
-    interval: Duration,
+    sampling: Sampling,
     age: Duration,
     recorder: Recorder,
     current: Segment,
@@ -45,13 +71,13 @@ pub struct Segments {
 
 impl Segments {
     /// Starts a segment in `dir`; the next one follows it once it is `age` old.
-    pub fn start(dir: &Path, interval: Duration, age: Duration) -> Result<Segments, DaemonError> {
+    pub fn start(dir: &Path, sampling: Sampling, age: Duration) -> Result<Segments, DaemonError> {
         std::fs::create_dir_all(dir).map_err(DaemonError::state(dir))?;
         let finished = list(dir)?.into_iter().map(Finished::of).collect();
-        let (recorder, current) = start_segment(dir, interval)?;
+        let (recorder, current) = start_segment(dir, &sampling)?;
         Ok(Segments {
             dir: dir.to_owned(),
-            interval,
+            sampling,
             age,
             recorder,
             current,
@@ -66,7 +92,7 @@ impl Segments {
         if self.started.elapsed() < self.age && size < SEGMENT_BYTES {
             return Ok(());
         }
-        let (recorder, current) = start_segment(&self.dir, self.interval)?;
+        let (recorder, current) = start_segment(&self.dir, &self.sampling)?;
         let old = std::mem::replace(&mut self.recorder, recorder);
         let old_segment = std::mem::replace(&mut self.current, current);
         self.started = Instant::now();
@@ -107,12 +133,11 @@ impl Finished {
     }
 }
 
-fn start_segment(dir: &Path, interval: Duration) -> Result<(Recorder, Segment), DaemonError> {
+fn start_segment(dir: &Path, sampling: &Sampling) -> Result<(Recorder, Segment), DaemonError> {
     let start = epoch_ms() as u64;
     let path = dir.join(format!("machine-{start}-{}.jsonl", std::process::id()));
     let mut config = RecorderConfig::new(path.clone());
-    config.interval = interval;
-    config.sync = SyncPolicy::interval(interval);
+    sampling.apply(&mut config);
     config.task = TaskInfo::default();
     config.statsd = None;
     config.influx = false;

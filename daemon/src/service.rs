@@ -8,7 +8,7 @@ use crate::logs::{epoch_ms, open_complete};
 use crate::profile_dir::{create_profile_dir, remove_profile_dir, task_owner};
 use crate::protocol::{Reply, Request};
 use crate::protocol::{Status, TaskStarted};
-use crate::segments::Segments;
+use crate::segments::{Sampling, Segments};
 use crate::state::{EndedTask, Followed, OpenTask, StateFiles};
 use crate::status::{status, Board};
 use crate::tasks::{self, check_task_id};
@@ -56,6 +56,8 @@ const SAMPLE_LAG: Duration = Duration::from_millis(50);
 pub struct Shared {
     pub config: DaemonConfig,
     pub board: Board,
+    /// How the segment and the tasks sample: one read of the machine's files a tick.
+    pub sampling: Sampling,
     pub files: StateFiles,
     pub inner: Mutex<Inner>,
 }
@@ -147,7 +149,8 @@ impl Shared {
         let inner = self.lock();
         let running = inner.tasks.iter().map(|r| (&r.open, false));
         let open = running.chain(inner.ending.iter().map(|open| (open, true)));
-        status(&self.board, open, inner.segments.as_ref())
+        let machine_reads = self.sampling.machine.reads();
+        status(&self.board, open, inner.segments.as_ref(), machine_reads)
     }
 
     /// A task not open because the timeout ended it: says where its profile went.
@@ -237,7 +240,7 @@ impl Shared {
             start_time: since.unwrap_or_else(epoch_ms),
             token: Token::new()?,
         };
-        let recorder = tasks::start_part(&mut open, &self.tasks_dir(), self.config.interval)
+        let recorder = tasks::start_part(&mut open, &self.tasks_dir(), &self.sampling)
             .inspect_err(|_| remove_profile_dir(&open))?;
         let running = Running {
             open,
@@ -262,8 +265,7 @@ impl Shared {
             });
         }
         open.follow = follow;
-        let interval = self.config.interval;
-        match tasks::start_tree_part(open, &self.tasks_dir(), interval) {
+        match tasks::start_tree_part(open, &self.tasks_dir(), &self.sampling) {
             Ok(tree) => running.tree = Some(tree),
             Err(error) => {
                 open.follow = None;
@@ -314,7 +316,7 @@ impl Shared {
             })
         });
         if let Err(error) = saved {
-            let recorder = tasks::start_part(&mut open, &self.tasks_dir(), self.config.interval);
+            let recorder = tasks::start_part(&mut open, &self.tasks_dir(), &self.sampling);
             inner.tasks.push(Running {
                 open,
                 recorder: recorder.ok(),
@@ -585,8 +587,10 @@ mod tests {
             start_time: epoch_ms(),
             token: Token::new().unwrap(),
         };
+        let config = DaemonConfig::new(state.clone(), state.join("socket"));
         let shared = Shared {
-            config: DaemonConfig::new(state.clone(), state.join("socket")),
+            sampling: Sampling::new(config.interval),
+            config,
             board: Board::new(),
             files: StateFiles::new(&state),
             inner: Mutex::new(Inner {
@@ -626,6 +630,7 @@ mod tests {
         let mut config = DaemonConfig::new(state.clone(), state.join("socket"));
         config.interval = Duration::from_millis(10);
         let shared = Shared {
+            sampling: Sampling::new(config.interval),
             config,
             board: Board::new(),
             files: StateFiles::new(&state),

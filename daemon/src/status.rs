@@ -69,11 +69,13 @@ impl Board {
     }
 }
 
-/// The daemon's status now: `open` the tasks open, each with whether it is ending.
+/// The daemon's status now: `open` the tasks open, each with whether it is ending;
+/// `machine_reads`, the machine's files read so far for all its recorders.
 pub fn status<'a>(
     board: &Board,
     open: impl Iterator<Item = (&'a OpenTask, bool)>,
     segments: Option<&Segments>,
+    machine_reads: u64,
 ) -> Status {
     let now = epoch_ms();
     let mut tasks: Vec<TaskStatus> = open
@@ -96,6 +98,7 @@ pub fn status<'a>(
         segments,
         segment_bytes,
         segment_bytes_read: board.segment_bytes_read.load(Ordering::Relaxed),
+        machine_reads,
         housekeeping: housekeeping.clone(),
     }
 }

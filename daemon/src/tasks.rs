@@ -5,7 +5,7 @@
 
 use crate::error::DaemonError;
 use crate::logs::{epoch_ms, read_complete, read_complete_within};
-use crate::segments;
+use crate::segments::{self, Sampling};
 use crate::state::{Followed, OpenTask};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 use tc_profile_finalizer::{compact_span, Profile, Span, SpanLogs};
 use tc_profile_format::{EndReason, FileProgress, TaskInfo};
-use tc_profile_recorder::{Follow, ProfileDirConfig, Recorder, RecorderConfig, SyncPolicy};
+use tc_profile_recorder::{Follow, ProfileDirConfig, Recorder, RecorderConfig};
 
 /// Task ids and run ids name files: Taskcluster's slugids fit, paths do not.
 pub fn check_task_id(task: &str) -> Result<(), DaemonError> {
@@ -28,8 +28,13 @@ pub fn check_task_id(task: &str) -> Result<(), DaemonError> {
 }
 
 /// The next part's log (after the last one in `open.parts`) and what every part records:
-/// the task's processes when it has them, from their real start.
-fn part_config(open: &OpenTask, tasks_dir: &Path, interval: Duration) -> (PathBuf, RecorderConfig) {
+/// the task's processes when it has them, from their real start; the machine's files as
+/// the daemon reads them once a tick for all its recorders.
+fn part_config(
+    open: &OpenTask,
+    tasks_dir: &Path,
+    sampling: &Sampling,
+) -> (PathBuf, RecorderConfig) {
     let path = tasks_dir.join(format!(
         "{}-{}-{}.jsonl",
         open.task,
@@ -37,8 +42,7 @@ fn part_config(open: &OpenTask, tasks_dir: &Path, interval: Duration) -> (PathBu
         open.parts.len() + 1
     ));
     let mut config = RecorderConfig::new(path.clone());
-    config.interval = interval;
-    config.sync = SyncPolicy::interval(interval);
+    sampling.apply(&mut config);
     config.machine_tracks = false;
     // The statsd listener stays on, on its socket in the task's profile directory (no UDP
     // port, which any local user could send to): with it the metric lines of marker files
@@ -65,9 +69,9 @@ fn part_config(open: &OpenTask, tasks_dir: &Path, interval: Duration) -> (PathBu
 pub fn start_tree_part(
     open: &mut OpenTask,
     tasks_dir: &Path,
-    interval: Duration,
+    sampling: &Sampling,
 ) -> Result<Recorder, DaemonError> {
-    let (path, mut config) = part_config(open, tasks_dir, interval);
+    let (path, mut config) = part_config(open, tasks_dir, sampling);
     config.statsd = None;
     config.influx = false;
     let recorder = Recorder::start(config)?;
@@ -79,9 +83,10 @@ pub fn start_tree_part(
 pub fn start_part(
     open: &mut OpenTask,
     tasks_dir: &Path,
-    interval: Duration,
+    sampling: &Sampling,
 ) -> Result<Recorder, DaemonError> {
-    let (path, mut config) = part_config(open, tasks_dir, interval);
+    let (path, mut config) = part_config(open, tasks_dir, sampling);
+    let interval = sampling.interval;
     // The statsd listener stays on (its address in the log's meta): with it the metric
     // lines of marker files have their schemas. The InfluxDB endpoint, a listener and two
     // threads per task, stays off.

@@ -3,10 +3,12 @@
 
 use crate::meta::task_from_env;
 use crate::profile_dir::ProfileDirConfig;
+use crate::sources::machine::SharedMachine;
 use crate::sources::{Follow, ProcessExits, TaskCgroup};
 use crate::writer::SyncPolicy;
 use serde_json::{Map, Value};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 use tc_profile_format::scope::MetricScopes;
 use tc_profile_format::{FileProgress, MetricLimits, TaskInfo};
@@ -27,6 +29,9 @@ pub struct RecorderConfig {
     /// cgroup): off for a task's log in the daemon, whose machine tracks come from the
     /// daemon's one machine recording.
     pub machine_tracks: bool,
+    /// The machine's files as read once a tick for every recorder of the process that
+    /// shares them (the daemon's segment and tasks); None: read by this recording alone.
+    pub shared_machine: Option<Arc<SharedMachine>>,
     /// The statsd listener's limits, or None for no listener. It takes packets on a Unix
     /// socket in the profile directory, when there is one.
     pub statsd: Option<MetricLimits>,
@@ -87,6 +92,7 @@ impl RecorderConfig {
             task: task_from_env(),
             sample_system: true,
             machine_tracks: true,
+            shared_machine: None,
             statsd: Some(MetricLimits::default()),
             statsd_udp: false,
             metric_scopes: MetricScopes::default(),

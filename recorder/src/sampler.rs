@@ -12,7 +12,7 @@ use crate::sources::cgroup::{self, tracks::CgroupSampler};
 use crate::sources::cpu_frequency::CpuFrequency;
 #[cfg(target_os = "linux")]
 use crate::sources::load::LoadAverage;
-use crate::sources::machine::{Machine, MachineFiles};
+use crate::sources::machine::{Machine, MachineReader};
 #[cfg(target_os = "linux")]
 use crate::sources::pressure::Pressure;
 #[cfg(target_os = "linux")]
@@ -48,7 +48,7 @@ pub struct Sampler {
     /// Each source, with the time of its last tick.
     sources: Vec<(Box<dyn Source>, Option<f64>)>,
     cgroup: Option<CgroupInfo>,
-    machine: Option<MachineFiles>,
+    machine: Option<MachineReader>,
     /// How the task's processes are seen, when they are followed.
     process_exits: Option<&'static str>,
 }
@@ -82,11 +82,16 @@ impl Sampler {
     /// Linux's sources, from /proc, /sys and the task's cgroup.
     #[cfg(target_os = "linux")]
     fn probe_linux(&mut self, config: &RecorderConfig, clock: Clock) {
+        use crate::sources::machine::MachineFiles;
+        use std::sync::Arc;
         let sampler = self;
         let (proc_root, sys_root) = (Path::new("/proc"), Path::new("/sys"));
-        let mut machine_files = MachineFiles::open(proc_root);
-        let machine = machine_files.read();
-        sampler.machine = Some(machine_files);
+        let mut reader = match &config.shared_machine {
+            Some(shared) => MachineReader::Shared(Arc::clone(shared)),
+            None => MachineReader::Own(MachineFiles::open(proc_root)),
+        };
+        let machine = reader.read(None);
+        sampler.machine = Some(reader);
         if config.machine_tracks {
             sampler.add(SystemSampler::probe(proc_root, sys_root, &machine));
         }
@@ -154,24 +159,35 @@ impl Sampler {
     /// Samples every source whose pace allows it now, appending to `lines` the marker
     /// lines of the interval since its previous tick; returns how many.
     pub fn tick(&mut self, now: f64, lines: &mut Vec<u8>) -> u64 {
-        self.each_source(lines, now, false, |source, out| source.tick(now, out))
+        self.tick_in(None, now, lines)
+    }
+
+    /// [`Sampler::tick`], for a tick in `slot` of the shared machine's grid (None: off it).
+    fn tick_in(&mut self, slot: Option<u128>, now: f64, lines: &mut Vec<u8>) -> u64 {
+        let machine = self.read_machine(slot);
+        self.each_source(lines, &machine, now, false, |source, out| {
+            source.tick(now, out)
+        })
     }
 
     /// The last tick of a recording: every source, which also writes out what is still
     /// open (live processes).
     pub fn last_tick(&mut self, now: f64, lines: &mut Vec<u8>) -> u64 {
-        self.each_source(lines, now, true, |source, out| source.last_tick(now, out))
+        let machine = self.read_machine(None);
+        self.each_source(lines, &machine, now, true, |source, out| {
+            source.last_tick(now, out)
+        })
     }
 
     fn each_source(
         &mut self,
         lines: &mut Vec<u8>,
+        machine: &Machine,
         now: f64,
         every_source: bool,
         tick: impl Fn(&mut dyn Source, &mut Lines),
     ) -> u64 {
-        let machine = self.read_machine();
-        let mut out = Lines::new(lines, &machine);
+        let mut out = Lines::new(lines, machine);
         for (source, last) in &mut self.sources {
             // A tick may come a little early (scheduling): it still counts as on time.
             let on_time = |last: f64| now - last + PACE_SLACK_MS >= source.pace_ms();
@@ -183,12 +199,27 @@ impl Sampler {
         out.count()
     }
 
-    fn read_machine(&mut self) -> Machine {
+    fn read_machine(&mut self, slot: Option<u128>) -> Machine {
         self.machine
             .as_mut()
             .filter(|_| !self.sources.is_empty())
-            .map(MachineFiles::read)
+            .map(|reader| reader.read(slot))
             .unwrap_or_default()
+    }
+
+    /// The next tick's deadline after one at `deadline`, `interval` later: on the shared
+    /// machine's grid when there is one, so that the sharers tick together.
+    fn next_deadline(&self, deadline: Instant, interval: Duration) -> Instant {
+        match self.machine.as_ref().and_then(MachineReader::grid) {
+            Some(grid) => grid.grid_point_from(deadline + interval),
+            None => deadline + interval,
+        }
+    }
+
+    /// The slot of the shared machine's grid a tick at `at` falls in, if there is one.
+    fn slot_of(&self, at: Instant) -> Option<u128> {
+        let grid = self.machine.as_ref().and_then(MachineReader::grid)?;
+        Some(grid.slot_of(at))
     }
 }
 
@@ -251,7 +282,8 @@ impl Steering {
 /// once more, the last time; a tick asked for comes at once, and the ticks due go on at
 /// their times. The clock is read once a tick, as the thread wakes: that instant is the
 /// tick's time and the next sleep's start (a tick's work, some 0.1 ms, makes the sleep
-/// that much longer; the deadlines stay on the interval).
+/// that much longer; the deadlines stay on the interval). With a shared machine, the
+/// deadlines are on its grid, and a tick due there takes the slot's one read of it.
 pub(crate) fn run_sampler(
     mut sampler: Sampler,
     markers: MarkerSink,
@@ -261,40 +293,48 @@ pub(crate) fn run_sampler(
     let clock = markers.clock();
     let started = Instant::now();
     let (mut next, mut woke) = (started, started);
+    let mut first = true;
     loop {
         let last = steering.is_stopped();
-        tick(
-            &mut sampler,
-            &markers,
-            clock.ms_at(woke),
-            last,
-            steering.take_asked(),
-        );
+        let asked = steering.take_asked();
+        // The first tick, the last and one asked for read the machine as it is then.
+        let due = !first && !last && asked.is_empty() && woke >= next;
+        let slot = due.then(|| sampler.slot_of(woke)).flatten();
+        tick(&mut sampler, &markers, clock.ms_at(woke), slot, last, asked);
+        first = false;
         if last {
             return;
         }
         if woke >= next {
             let interval = sampling_interval(interval, next - started);
-            next += interval;
+            next = sampler.next_deadline(next, interval);
             // After a stall (a suspended VM, an overloaded host) skip the missed ticks.
             if next < woke {
-                next = woke + interval;
+                next = sampler.next_deadline(woke, interval);
             }
         }
         woke = sleep_until(next, woke, steering);
     }
 }
 
-/// One tick at `now`, the last one if `last`; `asked`, waiting for it, are woken once its
-/// lines are written (or, when there are none, dropped at once).
-fn tick(sampler: &mut Sampler, markers: &MarkerSink, now: f64, last: bool, asked: Vec<Sender<()>>) {
+/// One tick at `now` (in `slot` of the shared machine's grid, if due there), the last one
+/// if `last`; `asked`, waiting for it, are woken once its lines are written (or, when
+/// there are none, dropped at once).
+fn tick(
+    sampler: &mut Sampler,
+    markers: &MarkerSink,
+    now: f64,
+    slot: Option<u128>,
+    last: bool,
+    asked: Vec<Sender<()>>,
+) {
     // Room for a tick's lines with the paced sources' (some 2 KiB at most on a machine of
     // one disk): one allocation, never grown.
     let mut lines = Vec::with_capacity(4096);
     let count = if last {
         sampler.last_tick(now, &mut lines)
     } else {
-        sampler.tick(now, &mut lines)
+        sampler.tick_in(slot, now, &mut lines)
     };
     if count > 0 {
         markers.send_acknowledged(lines, count, false, asked);

@@ -3,7 +3,7 @@
 use super::*;
 use crate::profile_dir::now_epoch_ms;
 use std::time::{Duration, Instant};
-use tc_profile_format::{EndReason, Marker};
+use tc_profile_format::EndReason;
 
 /// A recording's log in `dir` and its configuration with only the profile-directory source
 /// (`dir/markers`), that source's configuration apart.
@@ -259,7 +259,7 @@ fn a_busy_command_that_allocates_is_on_the_tracks_with_its_markers() {
     assert!(status.success());
     drop(recorder.finish(EndReason::Stopped).unwrap());
     let text = std::fs::read_to_string(&log).unwrap();
-    let markers: Vec<Marker> = text
+    let markers: Vec<tc_profile_format::Marker> = text
         .lines()
         .filter_map(
             |line| match tc_profile_format::decode_line(line.as_bytes()) {

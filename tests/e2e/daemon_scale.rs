@@ -1,8 +1,12 @@
 //! The daemon at a worker's scale: a task's end reads of the machine's segments only the
-//! bytes its span needs, however long the segments are.
+//! bytes its span needs, however long the segments are; the machine's files are read once
+//! a tick for the segment and every task.
 
-use crate::daemon::{ask, Daemon};
-use crate::util::{assert_processed_profile, epoch_ms, profile_markers, read_json, Sandbox};
+use crate::daemon::{ask, task_process, Daemon};
+use crate::util::{
+    assert_processed_profile, count_named, epoch_ms, profile_markers, read_json, Sandbox,
+};
+use std::time::Duration;
 
 /// A finished machine segment of an hour, a sample a second from `start` (epoch ms, a
 /// whole number), as a daemon that ran an hour before this one left it; its size.
@@ -61,5 +65,63 @@ fn a_task_end_reads_only_the_segment_bytes_of_its_span() {
         read * 10 < segment,
         "{read} bytes read, the segment {segment}"
     );
+    daemon.stop();
+}
+
+/// The machine's files read so far for the daemon's recorders, and the daemon's uptime (ms).
+fn machine_reads(sandbox: &Sandbox) -> (u64, f64) {
+    let status: serde_json::Value =
+        serde_json::from_str(&ask(sandbox, &["daemon", "status"])).unwrap();
+    let reads = status["machineReads"].as_u64().expect("machineReads");
+    (reads, status["uptimeMs"].as_f64().expect("uptimeMs"))
+}
+
+#[test]
+fn two_tasks_share_one_read_of_the_machine_a_tick_and_both_get_its_tracks() {
+    let sandbox = Sandbox::new();
+    // Every 0.1 s.
+    let daemon = Daemon::start(&sandbox, &[]);
+    let mut processes = Vec::new();
+    for task in ["a", "b"] {
+        ask(&sandbox, &["task", "start", task]);
+        let process = task_process("30");
+        let pid = process.id().to_string();
+        ask(&sandbox, &["task", "start", task, "--pid", &pid]);
+        processes.push(process);
+    }
+    let (reads, uptime) = machine_reads(&sandbox);
+    std::thread::sleep(Duration::from_secs(2));
+    let (reads_now, uptime_now) = machine_reads(&sandbox);
+    // Three samplers read the machine (the segment's and the two trees'): three reads a
+    // tick if each read its own. A tick late by more than an interval (a loaded machine)
+    // takes the next slot's read, so there are no more reads than slots.
+    let slots = (uptime_now - uptime) / 100.0;
+    let reads = reads_now - reads;
+    assert!(
+        reads as f64 <= slots + 2.0,
+        "{reads} reads of the machine in {slots:.0} ticks"
+    );
+    assert!(reads > 0, "the segment reads it");
+    for task in ["a", "b"] {
+        let output = format!("{task}.json");
+        ask(&sandbox, &["task", "end", task, "-o", &output]);
+        let profile = read_json(&sandbox.path(&output));
+        assert_processed_profile(&profile);
+        let rows = profile_markers(&profile);
+        for track in [
+            "CPU Use",
+            "Memory",
+            "Task CPU",
+            "Other CPU",
+            "Task Memory",
+            "Other Memory",
+        ] {
+            assert!(count_named(&rows, track) > 0, "{task}: no {track}");
+        }
+    }
+    for mut process in processes {
+        process.kill().unwrap();
+        process.wait().unwrap();
+    }
     daemon.stop();
 }

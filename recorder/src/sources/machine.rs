@@ -1,19 +1,83 @@
 //! What several sources need of the machine, read once a tick: /proc/stat and
 //! /proc/meminfo (the system tracks and the task's process tree; among the costliest files
 //! of a tick), and the pid last given out (the process tree's new-pid check), from
-//! /proc/loadavg, read again only after /proc/stat has counted a fork.
+//! /proc/loadavg, read again only after /proc/stat has counted a fork. The recorders of one
+//! process (the daemon's machine segment and its tasks) can share one read a tick
+//! ([`SharedMachine`]), and their process trees one listing of /proc ([`SharedListing`]).
 
 use crate::sources::procfs::{decimal, fields, lines, numbers, ReadBuffer};
 use std::fs::File;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 /// The machine as read at one tick; None where a file could not be read.
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub(crate) struct Machine {
     pub(crate) cpu: Option<CpuTimes>,
     pub(crate) memory: Option<MemInfo>,
     /// The pid most recently given out on the machine.
     pub(crate) last_pid: Option<u32>,
+    /// /proc's listing as the sharers take it in this tick's slot, when the tick is on the
+    /// shared grid.
+    pub(crate) listing: Option<(Arc<SharedListing>, u128)>,
+}
+
+impl Machine {
+    /// The pids of /proc and the inodes of their entries: this slot's shared listing, or
+    /// listed now.
+    pub(crate) fn list_processes(&self, proc_root: &Path) -> Option<Listing> {
+        match &self.listing {
+            Some((shared, slot)) => shared.list(*slot),
+            None => list_processes(proc_root).map(Arc::new),
+        }
+    }
+}
+
+/// The pids of /proc and the inodes of their entries, as listed once.
+pub(crate) type Listing = Arc<Vec<(u32, u64)>>;
+
+/// The pids of `proc_root` and the inodes of their entries.
+#[cfg(target_os = "linux")]
+fn list_processes(proc_root: &Path) -> Option<Vec<(u32, u64)>> {
+    use std::os::unix::fs::DirEntryExt;
+    let entries = std::fs::read_dir(proc_root).ok()?;
+    let pid = |entry: &std::fs::DirEntry| entry.file_name().to_str()?.parse::<u32>().ok();
+    let listed = entries.flatten().filter_map(|e| Some((pid(&e)?, e.ino())));
+    Some(listed.collect())
+}
+
+/// Other systems have no /proc to list (their sources find processes their own way).
+#[cfg(not(target_os = "linux"))]
+fn list_processes(_: &Path) -> Option<Vec<(u32, u64)>> {
+    None
+}
+
+/// /proc listed once a slot for every process tree of the sharers: each tree lists it
+/// to find new processes (once in ten of its ticks, or at every tick while the machine gives
+/// out more pids than it reads one by one: a machine busy building), and 16 trees took a
+/// quarter of the daemon's sampling at 1 s listing it each.
+pub(crate) struct SharedListing {
+    proc_root: PathBuf,
+    last: Mutex<Option<(u128, Listing)>>,
+    listings: AtomicU64,
+}
+
+impl SharedListing {
+    /// This slot's listing: listed by the first tree to ask in it.
+    fn list(&self, slot: u128) -> Option<Listing> {
+        let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((listed_in, listing)) = &*last {
+            if *listed_in == slot {
+                return Some(Arc::clone(listing));
+            }
+        }
+        let listing = Arc::new(list_processes(&self.proc_root)?);
+        self.listings.fetch_add(1, Ordering::Relaxed);
+        *last = Some((slot, Arc::clone(&listing)));
+        Some(listing)
+    }
 }
 
 /// /proc/stat, /proc/meminfo and /proc/loadavg, kept open.
@@ -54,6 +118,7 @@ impl MachineFiles {
             cpu,
             memory: meminfo.and_then(parse_meminfo),
             last_pid: self.last_pid(forks),
+            listing: None,
         }
     }
 
@@ -88,6 +153,134 @@ fn parse_forks(stat: &[u8]) -> Option<u64> {
     numbers(forks).next()?
 }
 
+/// The machine's files read once a tick for every recorder that shares them: the daemon's
+/// machine segment and its tasks' parts, which would each read /proc/stat and meminfo at
+/// every tick otherwise (16 tasks: 17 reads a tick). Their sampler threads tick on one grid
+/// (every `interval` from the same origin); the first to tick in a slot of it reads the
+/// files, the others take that read. A tick off the grid (a recorder's first, its last, one
+/// asked for) reads them afresh, since it must see the machine as it is then.
+pub struct SharedMachine {
+    origin: Instant,
+    /// The grid's step, in ns (at least 1).
+    step_ns: u128,
+    read: Mutex<SlotRead>,
+    reads: AtomicU64,
+    listing: Arc<SharedListing>,
+}
+
+struct SlotRead {
+    files: MachineFiles,
+    /// The slot of the grid the read was taken in, and the read.
+    last: Option<(u128, Machine)>,
+}
+
+impl SharedMachine {
+    /// The machine's files, opened once, on a grid of `interval` that starts now.
+    pub fn new(interval: Duration) -> SharedMachine {
+        SharedMachine::under(Path::new("/proc"), interval)
+    }
+
+    pub(crate) fn under(proc_root: &Path, interval: Duration) -> SharedMachine {
+        SharedMachine {
+            origin: Instant::now(),
+            step_ns: interval.as_nanos().max(1),
+            read: Mutex::new(SlotRead {
+                files: MachineFiles::open(proc_root),
+                last: None,
+            }),
+            reads: AtomicU64::new(0),
+            listing: Arc::new(SharedListing {
+                proc_root: proc_root.to_owned(),
+                last: Mutex::new(None),
+                listings: AtomicU64::new(0),
+            }),
+        }
+    }
+
+    /// How many times /proc was listed for the sharers' process trees.
+    pub fn listings(&self) -> u64 {
+        self.listing.listings.load(Ordering::Relaxed)
+    }
+
+    /// How many times the files were read (a tick of every sharer counted once).
+    pub fn reads(&self) -> u64 {
+        self.reads.load(Ordering::Relaxed)
+    }
+
+    /// The first point of the grid at or after `at`.
+    pub(crate) fn grid_point_from(&self, at: Instant) -> Instant {
+        let since = at.saturating_duration_since(self.origin).as_nanos();
+        let slot = since.div_ceil(self.step_ns);
+        self.origin + nanos(slot * self.step_ns)
+    }
+
+    /// The slot of the grid that `at` falls in.
+    pub(crate) fn slot_of(&self, at: Instant) -> u128 {
+        at.saturating_duration_since(self.origin).as_nanos() / self.step_ns
+    }
+
+    /// The machine for a tick in `slot` of the grid (the slot's one read), or, with None,
+    /// as read now.
+    pub(crate) fn read(&self, slot: Option<u128>) -> Machine {
+        let mut shared = self.read.lock().unwrap_or_else(|e| e.into_inner());
+        if let (Some(slot), Some((read_in, machine))) = (slot, &shared.last) {
+            if *read_in == slot {
+                let listing = Some((Arc::clone(&self.listing), slot));
+                return Machine {
+                    listing,
+                    ..machine.clone()
+                };
+            }
+        }
+        let machine = shared.files.read();
+        self.reads.fetch_add(1, Ordering::Relaxed);
+        if let Some(slot) = slot {
+            shared.last = Some((slot, machine.clone()));
+            let listing = Some((Arc::clone(&self.listing), slot));
+            return Machine { listing, ..machine };
+        }
+        shared.last = Some((self.slot_of(Instant::now()), machine.clone()));
+        machine
+    }
+}
+
+impl std::fmt::Debug for SharedMachine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SharedMachine")
+            .field("step_ns", &self.step_ns)
+            .field("reads", &self.reads())
+            .finish_non_exhaustive()
+    }
+}
+
+fn nanos(ns: u128) -> Duration {
+    Duration::from_nanos(u64::try_from(ns).unwrap_or(u64::MAX))
+}
+
+/// Where a sampler takes the machine from: files of its own, or the process's shared ones.
+pub(crate) enum MachineReader {
+    Own(MachineFiles),
+    Shared(Arc<SharedMachine>),
+}
+
+impl MachineReader {
+    /// The machine for a tick in `slot` of the shared grid (None: off it, read now).
+    pub(crate) fn read(&mut self, slot: Option<u128>) -> Machine {
+        match self {
+            MachineReader::Own(files) => files.read(),
+            MachineReader::Shared(shared) => shared.read(slot),
+        }
+    }
+
+    /// The shared grid, if any.
+    pub(crate) fn grid(&self) -> Option<&SharedMachine> {
+        match self {
+            MachineReader::Own(_) => None,
+            MachineReader::Shared(shared) => Some(shared),
+        }
+    }
+}
+
 /// Jiffies since boot, in /proc/stat's order: user nice system idle iowait irq softirq steal.
 #[derive(Clone, Copy, Default)]
 pub(crate) struct CpuTimes(pub(crate) [u64; 8]);
@@ -104,6 +297,7 @@ fn parse_cpu(stat: &[u8]) -> Option<CpuTimes> {
     Some(times)
 }
 
+#[derive(Clone)]
 pub(crate) struct MemInfo {
     total: u64,
     pub(crate) available: u64,
@@ -230,6 +424,57 @@ mod tests {
             "no slash"
         );
         assert!(parse_loadavg(b"0.77 0.85 0.53 3/108 4294967296\n").is_none());
+    }
+
+    #[test]
+    fn sharers_read_the_machine_once_a_slot_of_the_grid_and_afresh_off_it() {
+        let stat = |user: u64| format!("cpu  {user} 2 3 4 5 6 7 8\nprocesses 9\n");
+        let root = crate::sources::fake_root(&[("stat", &stat(1)), ("loadavg", "0 0 0 1/9 7\n")]);
+        let step = Duration::from_millis(100);
+        let shared = SharedMachine::under(root.path(), step);
+        let tick = shared.grid_point_from(Instant::now());
+        assert_eq!(shared.grid_point_from(tick), tick, "on the grid already");
+        let next = shared.grid_point_from(tick + Duration::from_nanos(1));
+        assert_eq!(next - tick, step);
+        let slot = shared.slot_of(tick);
+        let user = |machine: Machine| machine.cpu.unwrap().0[0];
+        // The segment's sampler and 16 tasks' tick in the same slot.
+        assert_eq!(user(shared.read(Some(slot))), 1);
+        std::fs::write(root.path().join("stat"), stat(2)).unwrap();
+        for _ in 0..16 {
+            assert_eq!(user(shared.read(Some(slot))), 1, "the slot's read");
+        }
+        assert_eq!(shared.reads(), 1);
+        assert_eq!(user(shared.read(Some(slot + 1))), 2, "the next slot's");
+        std::fs::write(root.path().join("stat"), stat(3)).unwrap();
+        assert_eq!(user(shared.read(None)), 3, "a tick off the grid: afresh");
+        assert_eq!(shared.reads(), 3);
+    }
+
+    #[test]
+    fn sharers_process_trees_list_proc_once_a_slot() {
+        let root =
+            crate::sources::fake_root(&[("stat", "cpu  1 2 3 4 5 6 7 8\n"), ("12/stat", "")]);
+        let shared = SharedMachine::under(root.path(), Duration::from_millis(100));
+        let pids = |machine: &Machine| {
+            let listing = machine.list_processes(Path::new("/nonexistent")).unwrap();
+            listing.iter().map(|&(pid, _)| pid).collect::<Vec<_>>()
+        };
+        for _ in 0..16 {
+            assert_eq!(pids(&shared.read(Some(7))), [12], "the slot's listing");
+        }
+        assert_eq!(shared.listings(), 1);
+        std::fs::create_dir(root.path().join("34")).unwrap();
+        let mut next = pids(&shared.read(Some(8)));
+        next.sort_unstable();
+        assert_eq!(next, [12, 34]);
+        assert_eq!(shared.listings(), 2);
+        let off_grid = shared.read(None);
+        assert!(
+            off_grid.listing.is_none(),
+            "a tick off the grid lists /proc itself"
+        );
+        assert_eq!(pids(&shared.read(Some(8))), next, "still the slot's");
     }
 
     #[test]

@@ -4,10 +4,9 @@
 
 use super::{Follow, ProcessTree, LISTING_EVERY_TICKS, PIDS_READ_ONE_BY_ONE};
 use crate::sources::machine::Machine;
-use crate::sources::process_tree::process::{parse_stat, stat_path, Process, Stat};
+use crate::sources::process_tree::process::{parse_stat, stat_path, Process, RunTime, Stat};
 use crate::sources::Source;
 use std::fs::{self, File};
-use std::os::unix::fs::DirEntryExt;
 
 impl ProcessTree {
     /// Lists /proc once before the recorder has children (`run` starts its command after
@@ -16,7 +15,7 @@ impl ProcessTree {
     /// listing would otherwise read the stat of every process on the machine, the costliest
     /// part of a short recording's start. With children already, they are read as at a tick.
     pub(super) fn list_before_children(&mut self, now: f64, machine: &Machine) {
-        self.list_unknown_processes(now, machine.last_pid);
+        self.list_unknown_processes(now, machine);
         // Asked after the listing: a child started during it is among those found here.
         if self.has_no_children() {
             let tick = self.tick;
@@ -45,7 +44,7 @@ impl ProcessTree {
     }
 
     /// Finds the processes that joined the tree since the previous tick.
-    pub(super) fn discover(&mut self, now: f64, last_pid: Option<u32>) {
+    pub(super) fn discover(&mut self, now: f64, machine: &Machine) {
         match &self.follow {
             Follow::Cgroup(path) => {
                 let procs = path.join("cgroup.procs");
@@ -58,7 +57,7 @@ impl ProcessTree {
                 self.admit_candidates(now, |_| true);
             }
             Follow::Children | Follow::Pid(_) => {
-                self.list_unknown_processes(now, last_pid);
+                self.list_unknown_processes(now, machine);
                 let own_pid = self.own_pid;
                 let children = self.follow == Follow::Children;
                 self.admit_candidates(now, |parent| children && parent == own_pid);
@@ -67,8 +66,10 @@ impl ProcessTree {
     }
 
     /// Puts into `candidates` the processes that are neither in the tree nor known to be
-    /// outside it: the pids given out since the last look, or every listed process.
-    fn list_unknown_processes(&mut self, now: f64, last_pid: Option<u32>) {
+    /// outside it: the pids given out since the last look, or every listed process (the
+    /// slot's shared listing, on a daemon's grid).
+    fn list_unknown_processes(&mut self, now: f64, machine: &Machine) {
+        let last_pid = machine.last_pid;
         if last_pid.is_some() && last_pid == self.listed_at_pid {
             return;
         }
@@ -84,18 +85,10 @@ impl ProcessTree {
         }
         self.listed_at = now;
         self.tick += 1;
-        let Ok(entries) = fs::read_dir(&self.proc_root) else {
+        let Some(listing) = machine.list_processes(&self.proc_root) else {
             return;
         };
-        for entry in entries.flatten() {
-            let Some(pid) = entry
-                .file_name()
-                .to_str()
-                .and_then(|n| n.parse::<u32>().ok())
-            else {
-                continue;
-            };
-            let inode = entry.ino();
+        for &(pid, inode) in listing.iter() {
             if self.processes.contains_key(&pid) {
                 continue;
             }
@@ -162,6 +155,10 @@ impl ProcessTree {
             .then(|| File::open(stat_path(&self.proc_root, pid)).ok())
             .flatten();
         self.open_files += u64::from(file.is_some());
+        let run_time = (file.is_some() && self.open_files < self.open_files_max)
+            .then(|| RunTime::open(&self.proc_root, pid))
+            .flatten();
+        self.open_files += u64::from(run_time.is_some());
         // Time used before the first tick is before the recording: not counted.
         let counted_ticks = if self.previous.is_none() {
             stat.total_ticks()
@@ -170,6 +167,7 @@ impl ProcessTree {
         };
         let process = Process {
             file,
+            run_time,
             stat,
             counted_ticks,
             reaped_increase: 0,

@@ -5,7 +5,9 @@
 //!
 //! Cost is the point of most choices here. Each tick reads /proc/<pid>/stat of the tree's
 //! processes only, through files kept open (a re-read is cheaper than an open, and an open
-//! file stays bound to its process, so a reused pid is never mistaken for it); other
+//! file stays bound to its process, so a reused pid is never mistaken for it), and of a
+//! process of one thread that has not run since (its schedstat's time on CPU the same,
+//! a quarter of a stat's cost) only once in ten ticks ([`process::Process::is_still`]); other
 //! processes are read once, when first listed, to learn their parent. A process that lived
 //! between two ticks is never seen, but its CPU time is not lost: its parent's stat counts
 //! it among the reaped children's time (cutime, cstime) once it has been waited for.
@@ -293,6 +295,11 @@ impl ProcessTree {
         let gone: Vec<(u32, Process)> = self
             .processes
             .extract_if(|&pid, process| {
+                if process.is_still(buffer) {
+                    process.reaped_increase = 0;
+                    process.last_seen = now;
+                    return false;
+                }
                 let reopened;
                 let file = match &process.file {
                     Some(file) => file,
@@ -325,9 +332,8 @@ impl ProcessTree {
             })
             .collect();
         for (_, process) in &gone {
-            if process.file.is_some() {
-                self.open_files -= 1;
-            }
+            self.open_files -= u64::from(process.file.is_some());
+            self.open_files -= u64::from(process.run_time.is_some());
         }
         gone
     }
@@ -455,7 +461,7 @@ impl ProcessTree {
     fn sample(&mut self, now: f64, last: bool, out: &mut Lines) {
         let gone = self.refresh(now);
         let last_pid = out.machine.last_pid;
-        self.discover(now, last_pid);
+        self.discover(now, out.machine);
         self.count_exits(now, &gone, last, out);
         // With the kernel's exits, their markers are the ended processes'.
         let sampled_ends = self.exits.is_none();

@@ -21,6 +21,7 @@ fn stat_fields_are_read_after_the_last_parenthesis() {
             reaped_ticks: 10,
             start_ticks: 123456,
             rss_pages: 300,
+            threads: 1,
             exit_status: Some(9),
             thread: false,
         }
@@ -30,6 +31,29 @@ fn stat_fields_are_read_after_the_last_parenthesis() {
     let old_kernel = &STAT[..STAT.len() - 40];
     assert_eq!(parse_stat(old_kernel).unwrap().0.exit_status, None);
     assert!(parse_stat(b"1 (x) S 0 1").is_none(), "too short");
+}
+
+#[test]
+fn a_still_process_of_one_thread_has_its_stat_read_once_in_ten_ticks() {
+    let root = crate::sources::fake_root(&[("7/schedstat", "500 20 3\n")]);
+    let (_, mut process) = row_process(1, &(7, 1, 0, 0, 0, 0));
+    process.stat.threads = 1;
+    process.run_time = process::RunTime::open(root.path(), 7);
+    let mut buffer = ReadBuffer::new();
+    let mut still = |process: &mut Process| process.is_still(&mut buffer);
+    // The first tick learns its time on CPU; nine still ticks; its stat again.
+    let ticks: Vec<bool> = (0..21).map(|_| still(&mut process)).collect();
+    let read = |tick: &bool| !tick;
+    let read_at: Vec<usize> = (0..21).filter(|&i| read(&ticks[i])).collect();
+    assert_eq!(read_at, [0, 10, 20]);
+    fs::write(root.path().join("7/schedstat"), "501 20 4\n").unwrap();
+    assert!(!still(&mut process), "it ran");
+    assert!(still(&mut process));
+    process.stat.threads = 2;
+    assert!(!still(&mut process), "another thread may have run");
+    process.stat.threads = 1;
+    process.run_time = None;
+    assert!(!still(&mut process), "no schedstat: its stat every tick");
 }
 
 #[test]
@@ -71,6 +95,7 @@ fn row_process(own: u32, row: &Row) -> (u32, Process) {
     };
     let process = Process {
         file: None,
+        run_time: None,
         stat,
         counted_ticks: counted,
         reaped_increase: increase,
