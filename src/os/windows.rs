@@ -21,7 +21,7 @@ use windows_sys::Win32::System::Diagnostics::ToolHelp::{
 };
 use windows_sys::Win32::System::JobObjects::{AssignProcessToJobObject, CreateJobObjectW};
 use windows_sys::Win32::System::Threading::{
-    OpenThread, ResumeThread, CREATE_SUSPENDED, THREAD_SUSPEND_RESUME,
+    OpenThread, ResumeThread, TerminateProcess, CREATE_SUSPENDED, THREAD_SUSPEND_RESUME,
 };
 
 /// Whether a Ctrl-C or Ctrl-Break came, and its waiters.
@@ -125,7 +125,7 @@ impl CommandScope {
         }
     }
 
-    /// Puts the suspended command in the job, then lets it run (whatever happened).
+    /// Puts the suspended command in the job, then lets it run (in the job or not).
     pub fn adopt(&self, child: &Child) {
         let Some(job) = &self.job else { return };
         // SAFETY: both handles are open: the job's ours, the process's the Child's.
@@ -138,7 +138,10 @@ impl CommandScope {
             );
         }
         if let Err(error) = resume_threads(child.id()) {
-            eprintln!("tc-profile: warning: cannot resume the command: {error}");
+            // Suspended for ever, it would hold the task: ended, it fails the step.
+            // SAFETY: the Child's process handle is open.
+            unsafe { TerminateProcess(child.as_raw_handle(), 1) };
+            eprintln!("tc-profile: cannot resume the command, so it was ended: {error}");
         }
     }
 
