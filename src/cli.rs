@@ -10,7 +10,9 @@ mod profiles;
 mod recording;
 mod values;
 
-pub use daemon::{DaemonArgs, DaemonCommand, TaskArgs, TaskCommand, WorkerProfileArgs};
+pub use daemon::{DaemonArgs, TaskArgs, WorkerProfileArgs};
+#[cfg(unix)]
+pub use daemon::{DaemonCommand, TaskCommand};
 pub use export::{CredentialsArgs, ExportArgs, ExportAtEndArgs, ExportFormatArg};
 pub use fleet::FleetArgs;
 pub use logs::{FinalizeArgs, RecoverArgs};

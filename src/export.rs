@@ -3,10 +3,10 @@
 //! what a failure does.
 
 use crate::cli::{CredentialsArgs, ExportArgs, ExportAtEndArgs, ExportFormatArg};
+use crate::os;
 use crate::output;
 use crate::report::describe_error;
 use anyhow::{bail, Context, Result};
-use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use tc_profile_finalizer::{read_input, InputCaps};
 use tc_profile_recorder::{ForwardStats, MAX_UNSENT_BYTES};
@@ -107,41 +107,14 @@ impl Destinations {
 }
 
 /// Keeps the recorder's credentials from the command it runs, once they are read: their
-/// variables are blanked in this process's environment block (what /proc/PID/environ
-/// shows, to root too), and a process holding credentials is made non-dumpable (its
-/// memory is then closed to other processes of the same user; the command gets its own
-/// flag back at exec). Call before any thread starts: nothing may read the environment
-/// meanwhile.
+/// variables are blanked in this process's environment, and a process holding credentials
+/// closes its memory to other processes where the OS can ([`os`]). Call before any thread
+/// starts: nothing may read the environment meanwhile.
 pub fn hide_credentials(export: Option<&Destinations>) {
-    let blanked = blank_environment_values(&CREDENTIAL_VARIABLES);
+    let blanked = os::blank_environment_values(&CREDENTIAL_VARIABLES);
     if blanked || export.is_some_and(|d| d.has_credentials) {
-        // SAFETY: prctl(PR_SET_DUMPABLE) takes plain integers and touches no memory.
-        unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) };
+        os::close_memory_to_others();
     }
-}
-
-/// Overwrites with NULs, in place, the values of these variables; true if one was set.
-fn blank_environment_values(names: &[&str]) -> bool {
-    let mut blanked = false;
-    // SAFETY: environ is a NULL-terminated array of NUL-terminated strings that this
-    // process owns; only bytes before each string's terminator are written, and no other
-    // thread runs yet (the caller's contract).
-    unsafe {
-        let mut entry = libc::environ;
-        while !entry.is_null() && !(*entry).is_null() {
-            let text = std::ffi::CStr::from_ptr(*entry).to_bytes();
-            for name in names {
-                let name = name.as_bytes();
-                if text.len() > name.len() && text.starts_with(name) && text[name.len()] == b'=' {
-                    let value = (*entry).add(name.len() + 1);
-                    std::ptr::write_bytes(value, 0, text.len() - name.len() - 1);
-                    blanked = true;
-                }
-            }
-            entry = entry.add(1);
-        }
-    }
-    blanked
 }
 
 /// `tc-profile export`: a failure is an error (exit 2).
@@ -245,12 +218,10 @@ fn credentials_from_env() -> Result<Option<Credentials>> {
 fn credentials_from_file(path: &Path) -> Result<Credentials> {
     let context = || format!("--influx-credentials {}", path.display());
     let metadata = std::fs::metadata(path).with_context(context)?;
-    let mode = metadata.permissions().mode();
-    if mode & 0o077 != 0 {
+    if let Some(mode) = os::readable_by_others(&metadata) {
         bail!(
-            "--influx-credentials {}: group or others may read it (mode {:o}); chmod 600 it",
-            path.display(),
-            mode & 0o777
+            "--influx-credentials {}: group or others may read it (mode {mode:o}); chmod 600 it",
+            path.display()
         );
     }
     let text = std::fs::read_to_string(path).with_context(context)?;

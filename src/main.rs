@@ -4,6 +4,10 @@
 mod add_log;
 mod cli;
 mod compare;
+#[cfg(unix)]
+mod daemon;
+#[cfg(not(unix))]
+#[path = "daemon_unix_only.rs"]
 mod daemon;
 mod export;
 mod fleet;
@@ -11,6 +15,7 @@ mod malloc;
 mod mark;
 mod merge;
 mod open;
+mod os;
 mod output;
 mod progress;
 mod record;
@@ -189,7 +194,7 @@ fn finalize_log(args: FinalizeArgs) -> Result<u8> {
     )?;
     drop(reading);
     eprintln!("tc-profile: {}", report::describe_finalized(&report));
-    report::remove_left_cgroup(&report);
+    os::remove_left_cgroup(&report);
     Ok(0)
 }
 

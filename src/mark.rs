@@ -3,11 +3,10 @@
 //! a script), so that one script's begin and end land in one file and match by name.
 
 use crate::cli::{BeginArgs, EndArgs, MarkArgs};
+use crate::os;
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Map, Value};
-use std::fs::OpenOptions;
 use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 use std::time::{SystemTime, UNIX_EPOCH};
 use tc_profile_format::marker_file::{decode_file_line, Begin, End, FileLine, FileMarker, Limits};
@@ -66,15 +65,8 @@ fn append(line: &FileLine) -> Result<u8> {
         bail!("the marker would be dropped: {}", problem.describe());
     }
     bytes.push(b'\n');
-    // SAFETY: getppid has no preconditions.
-    let parent = unsafe { libc::getppid() };
-    let path = PathBuf::from(dir).join(format!("{parent}.jsonl"));
-    OpenOptions::new()
-        .append(true)
-        .create(true)
-        .mode(0o644)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(&path)
+    let path = PathBuf::from(dir).join(format!("{}.jsonl", os::parent_pid()));
+    os::open_marker_file(&path)
         .and_then(|mut file| file.write_all(&bytes))
         .with_context(|| format!("{}: cannot append the marker", path.display()))?;
     Ok(0)

@@ -2,13 +2,11 @@
 //! the profile.
 
 use crate::cli::RecordArgs;
+use crate::os::StopRequests;
 use crate::recording;
 use anyhow::{Context, Result};
-use signal_hook::consts::{SIGINT, SIGTERM};
-use signal_hook::iterator::Signals;
 use std::ffi::OsString;
 use std::io::Write;
-use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use tc_profile_finalizer::write_atomically;
 use tc_profile_format::EndReason;
@@ -16,8 +14,7 @@ use tc_profile_fs::PRIVATE_FILE;
 
 pub fn record(args: RecordArgs) -> Result<u8> {
     // Installed first, so that a SIGTERM sent as soon as we are ready is never fatal.
-    let mut signals =
-        Signals::new([SIGINT, SIGTERM]).context("installing the SIGINT and SIGTERM handlers")?;
+    let stop = StopRequests::install()?;
     let checked = recording::check(&args.recording)?;
     let session = recording::start(
         &args.recording,
@@ -38,7 +35,7 @@ pub fn record(args: RecordArgs) -> Result<u8> {
         })?;
     }
     announce_ready(&args, &session)?;
-    signals.forever().next();
+    stop.wait();
     recording::finish(session, &args.recording, EndReason::Stopped)?;
     Ok(0)
 }
@@ -47,7 +44,7 @@ pub fn record(args: RecordArgs) -> Result<u8> {
 /// in the ready file, which appears whole or not at all, with the live profile's base URL
 /// on a second line.
 fn announce_ready(args: &RecordArgs, session: &recording::Session) -> Result<()> {
-    let mut line = session.profile_dir.as_os_str().as_bytes().to_vec();
+    let mut line = session.profile_dir.as_os_str().as_encoded_bytes().to_vec();
     line.push(b'\n');
     match &args.ready_file {
         Some(path) => {
@@ -80,7 +77,7 @@ fn write_task_env(path: &Path, env: &[(&str, OsString)]) -> std::io::Result<()> 
     for (name, value) in env {
         text.extend_from_slice(name.as_bytes());
         text.push(b'=');
-        text.extend_from_slice(value.as_bytes());
+        text.extend_from_slice(value.as_encoded_bytes());
         text.push(b'\n');
     }
     write_atomically(path, PRIVATE_FILE, |out| out.write_all(&text)).map(drop)
@@ -89,8 +86,10 @@ fn write_task_env(path: &Path, env: &[(&str, OsString)]) -> std::io::Result<()> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    #[cfg(unix)]
     use std::os::unix::fs::PermissionsExt;
 
+    #[cfg(unix)]
     #[test]
     fn the_task_env_file_is_the_workers_only_and_replaces_what_was_there() {
         let dir = tempfile::tempdir().unwrap();

@@ -1,7 +1,8 @@
 //! `tc-profile recover`, and the recovery that `run --state-dir` does before it records.
 
 use crate::cli::RecoverArgs;
-use crate::report::{describe_finalized, lock_wait, remove_left_cgroup};
+use crate::os::remove_left_cgroup;
+use crate::report::{describe_finalized, lock_wait};
 use anyhow::{bail, Context, Result};
 use std::path::Path;
 use std::time::Duration;

@@ -4,7 +4,6 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 use tc_profile_finalizer::{FinalizeReport, LockHolder, LockWait};
-use tc_profile_recorder::{own_cgroup_name, remove_created_cgroup};
 
 /// The error and its causes, each once: the libraries' errors quote their source already.
 pub fn describe_error(error: &anyhow::Error) -> String {
@@ -63,24 +62,4 @@ pub fn describe_finalized(report: &FinalizeReport) -> String {
         text.push_str(&format!("; {}", report.marker_problems.summary()));
     }
     text
-}
-
-/// Removes the cgroup that a killed recorder left behind (`run --own-cgroup`); a warning
-/// when it cannot: the profile is written all the same.
-pub fn remove_left_cgroup(report: &FinalizeReport) {
-    let Some(path) = report.left_cgroup.as_deref().filter(|p| p.exists()) else {
-        return;
-    };
-    // A killed recorder that had our pid: `run --own-cgroup` has already removed its cgroup
-    // and made one of the same name for this task.
-    if path.file_name() == Some(std::ffi::OsStr::new(&own_cgroup_name())) {
-        return;
-    }
-    match remove_created_cgroup(path) {
-        Ok(()) => eprintln!(
-            "tc-profile: removed {}, the cgroup its recorder left",
-            path.display()
-        ),
-        Err(error) => eprintln!("tc-profile: warning: {error}"),
-    }
 }

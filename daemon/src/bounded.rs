@@ -6,6 +6,7 @@
 use std::collections::HashMap;
 use std::io;
 use std::net::{IpAddr, TcpStream};
+#[cfg(unix)]
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -41,6 +42,7 @@ pub trait Connection: Sized + Send + 'static {
     fn peer(&self) -> Option<IpAddr>;
 }
 
+#[cfg(unix)]
 impl Connection for UnixStream {
     fn duplicate(&self) -> io::Result<Self> {
         self.try_clone()

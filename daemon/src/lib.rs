@@ -8,6 +8,9 @@
 //! Main types: [`Daemon`] ([`Daemon::start`], then [`Daemon::stop`]), [`DaemonConfig`],
 //! [`Request`] and [`Reply`] (what a client sends and gets, [`ask`]), [`LiveServer`].
 
+// The daemon serves on a Unix socket: elsewhere only its live-profile server is used.
+#![cfg_attr(not(unix), allow(dead_code, unused_imports))]
+
 mod bounded;
 mod builds;
 mod check;
@@ -18,6 +21,7 @@ mod logs;
 mod profile_dir;
 mod protocol;
 mod segments;
+#[cfg(unix)]
 mod server;
 mod service;
 mod state;
@@ -32,6 +36,7 @@ pub use http::LiveServer;
 pub use protocol::{
     ErrorCode, ErrorReply, Housekeeping, Reply, Request, Status, TaskStarted, TaskStatus,
 };
+#[cfg(unix)]
 pub use server::ask;
 
 use segments::{Sampling, Segments};
@@ -51,6 +56,7 @@ pub const HTTP_TOKEN_FILE: &str = "http-token";
 const HOUSEKEEPING_PERIOD: Duration = Duration::from_secs(1);
 
 /// A running daemon.
+#[cfg(unix)]
 pub struct Daemon {
     shared: Arc<Shared>,
     server: server::Server,
@@ -60,6 +66,7 @@ pub struct Daemon {
     _lock: File,
 }
 
+#[cfg(unix)]
 impl Daemon {
     /// Locks the state directory, starts the machine's segment, resumes the open tasks a
     /// previous daemon left (each in a new part), and listens on the socket.

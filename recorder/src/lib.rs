@@ -68,6 +68,8 @@ pub use profile_dir::ProfileDirConfig;
 pub use sampler::{sampling_interval, Sampler, COARSE_AFTER, COARSE_INTERVAL};
 #[cfg(target_os = "linux")]
 pub use sources::cgroup::own::{own_cgroup_name, remove_created_cgroup, CgroupError, OwnCgroup};
+#[cfg(not(target_os = "linux"))]
+pub use sources::command_summary::command_line::summarize as summarize_command;
 pub use sources::machine::SharedMachine;
 #[cfg(target_os = "linux")]
 pub use sources::process_tree::command_line::summarize as summarize_command;

@@ -16,6 +16,8 @@ pub struct SocketArg {
     pub socket: Option<PathBuf>,
 }
 
+// The daemon's verbs are Unix-only for now.
+#[cfg_attr(not(unix), allow(dead_code))]
 impl SocketArg {
     pub fn path(&self) -> PathBuf {
         self.socket

@@ -79,6 +79,7 @@ pub fn parse_limit(text: &str) -> Result<String, String> {
 
 /// `--user UID[:GID]`.
 #[derive(Clone, Copy, Debug)]
+#[cfg_attr(not(unix), allow(dead_code))] // the daemon's verbs are Unix-only for now
 pub struct TaskUser {
     pub uid: u32,
     pub gid: Option<u32>,
