@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
-use tc_profile_finalizer::{compact_span, Profile, Span, SpanLogs};
+use tc_profile_finalizer::{compact_span, Profile, Recording, Span, SpanLogs};
 use tc_profile_format::{EndReason, FileProgress, TaskInfo};
 use tc_profile_recorder::{Follow, ProfileDirConfig, Recorder, RecorderConfig};
 
@@ -175,27 +175,27 @@ pub fn task_profile(
     };
     let logs = SpanLogs {
         own,
-        machine: machine_logs(segments_dir, span, segment_bytes_read)?,
         extra: Vec::new(),
         tc_profile: notes,
     };
-    Ok(compact_span(logs, span))
+    let machine = machine_logs(segments_dir, span, segment_bytes_read)?;
+    compact_span(logs, machine, span)
 }
 
 /// The machine's segments over `span`, each read for the span only (SPEC.md, "Reading a
-/// span of a machine log"), the bytes that took added to `bytes_read`.
-pub fn machine_logs(
+/// span of a machine log") when it is taken, the bytes that took added to `bytes_read`:
+/// [`compact_span`] takes the next once it has folded in the one before, so that one
+/// segment's lines are held at a time however many the span has.
+pub fn machine_logs<'a>(
     segments_dir: &Path,
     span: Span,
-    bytes_read: &AtomicU64,
-) -> Result<Vec<tc_profile_finalizer::Recording>, DaemonError> {
+    bytes_read: &'a AtomicU64,
+) -> Result<impl Iterator<Item = Result<Recording, DaemonError>> + 'a, DaemonError> {
     let segments = segments::list(segments_dir)?;
-    segments::overlapping(&segments, span.start, span.end)
-        .iter()
-        .map(|path| {
-            let read = read_complete_within(path, span)?;
-            bytes_read.fetch_add(read.bytes_read, Ordering::Relaxed);
-            Ok(read.recording)
-        })
-        .collect()
+    let overlapping = segments::overlapping(&segments, span.start, span.end);
+    Ok(overlapping.into_iter().map(move |path| {
+        let read = read_complete_within(&path, span)?;
+        bytes_read.fetch_add(read.bytes_read, Ordering::Relaxed);
+        Ok(read.recording)
+    }))
 }

@@ -102,12 +102,12 @@ pub fn worker_profile(
     let span = tc_profile_finalizer::Span { start, end };
     let logs = SpanLogs {
         own: Vec::new(),
-        machine: machine_logs(segments_dir, span, segment_bytes_read)?,
         extra,
         tc_profile: Map::from_iter([
             ("idleMs".to_owned(), json!(idle_ms)),
             ("tasks".to_owned(), json!(task_count)),
         ]),
     };
-    Ok(compact_span(logs, span))
+    let machine = machine_logs(segments_dir, span, segment_bytes_read)?;
+    compact_span(logs, machine, span)
 }

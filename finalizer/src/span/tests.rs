@@ -19,6 +19,12 @@ fn marker(name: &str, start: f64, end: f64) -> String {
     format!(r#"{{"type":"marker","name":"{name}","startTime":{start},"endTime":{end}}}"#)
 }
 
+/// The span's profile with machine logs that all read well.
+fn span_profile(logs: SpanLogs, machine: Vec<Recording>, span: Span) -> Profile {
+    let machine = machine.into_iter().map(Ok::<_, std::convert::Infallible>);
+    compact_span(logs, machine, span).unwrap()
+}
+
 fn named<'a>(profile: &'a Profile, name: &str) -> Vec<MarkerRef<'a>> {
     profile.markers.iter().filter(|m| m.name == name).collect()
 }
@@ -41,11 +47,10 @@ fn logs_are_put_on_the_span_timeline_and_the_machine_cut_to_it() {
     };
     let logs = SpanLogs {
         own: vec![task],
-        machine: vec![machine],
         extra: vec![Marker::interval("task", 11_000.0, 12_000.0)],
         tc_profile: Map::from_iter([("exitStatus".to_owned(), json!(3))]),
     };
-    let profile = compact_span(logs, span);
+    let profile = span_profile(logs, vec![machine], span);
     let step = named(&profile, "step");
     assert_eq!(
         (step[0].start_time, step[0].end_time),
@@ -77,12 +82,9 @@ fn what_no_machine_log_covers_is_data_missing() {
     // Two machine logs: 0 to 3 s, then 8 s to 10 s (a daemon killed and restarted).
     let first = log(0.0, "M", &[&marker("cpu", 0.0, 3000.0)]);
     let second = log(8000.0, "M", &[&marker("cpu", 0.0, 2000.0)]);
-    let logs = SpanLogs {
-        machine: vec![second, first],
-        ..SpanLogs::default()
-    };
-    let profile = compact_span(
-        logs,
+    let profile = span_profile(
+        SpanLogs::default(),
+        vec![second, first],
         Span {
             start: 0.0,
             end: 10_200.0,
@@ -102,7 +104,7 @@ fn a_span_without_any_log_is_all_missing_and_still_a_profile() {
         start: 1000.0,
         end: 4000.0,
     };
-    let profile = compact_span(SpanLogs::default(), span);
+    let profile = span_profile(SpanLogs::default(), Vec::new(), span);
     let missing = named(&profile, DATA_MISSING);
     assert_eq!(
         (missing[0].start_time, missing[0].end_time),
@@ -131,7 +133,7 @@ fn an_interval_begun_in_one_part_and_ended_in_a_later_one_is_whole() {
         start: 10_000.0,
         end: 13_000.0,
     };
-    let profile = compact_span(logs, span);
+    let profile = span_profile(logs, Vec::new(), span);
     let phase = named(&profile, "phase");
     assert_eq!(phase.len(), 1);
     assert_eq!(

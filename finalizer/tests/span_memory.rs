@@ -1,0 +1,98 @@
+//! A span's profile holds one machine log's lines at a time, however many logs the span
+//! has (the daemon's 10-minute segments: six for a 1-hour task). Counted in bytes held on
+//! the heap, by an allocator that counts them, not timed: what building the profile holds
+//! beyond the profile it returns grows with the segments only by the profile's own columns
+//! being built, not by their lines.
+//!
+//! The test binary's only test: the allocator counts every thread's bytes.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use tc_profile_finalizer::{compact_span, read_log, ReadError, Recording, Span, SpanLogs};
+
+struct Counting;
+
+static HELD: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: every call is passed on to the system allocator unchanged; only sizes are counted.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let held = HELD.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
+        PEAK.fetch_max(held, Ordering::Relaxed);
+        // SAFETY: the caller's layout, as GlobalAlloc::alloc requires.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        HELD.fetch_sub(layout.size(), Ordering::Relaxed);
+        // SAFETY: `ptr` came from `alloc` with this layout.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+const SEGMENT_MS: f64 = 200_000.0;
+const SAMPLES_PER_SEGMENT: usize = 2000;
+
+/// A machine log of `SEGMENT_MS` from `start` (epoch ms): a sample every 100 ms, each with
+/// 200 bytes of payload text, as a segment's samples hold theirs.
+fn segment(start: f64) -> Vec<u8> {
+    let mut text = format!(
+        r#"{{"type":"meta","startTime":{start},"interval":100,"markerSchema":[],"tcProfile":{{"sources":["m"]}}}}"#
+    );
+    text.push_str("\n{\"type\":\"thread\",\"name\":\"machine\"}\n");
+    let payload = "x".repeat(200);
+    for sample in 0..SAMPLES_PER_SEGMENT {
+        let begins = sample as f64 * 100.0;
+        text.push_str(&format!(
+            r#"{{"type":"marker","name":"sample","startTime":{begins},"endTime":{},"data":{{"type":"Text","text":"{payload}{sample}"}}}}"#,
+            begins + 100.0
+        ));
+        text.push('\n');
+    }
+    text.into_bytes()
+}
+
+/// Bytes held at the peak of building the profile of `segments` consecutive logs, beyond
+/// the profile built; each log read only when it is taken, its text dropped once read.
+fn held_beyond_profile(segments: usize, read_all_first: bool) -> usize {
+    let span = Span {
+        start: 0.0,
+        end: segments as f64 * SEGMENT_MS,
+    };
+    let read = |index: usize| read_log(segment(index as f64 * SEGMENT_MS).as_slice());
+    let before = HELD.load(Ordering::Relaxed);
+    PEAK.store(before, Ordering::Relaxed);
+    let profile = if read_all_first {
+        let all: Vec<Result<Recording, ReadError>> = (0..segments).map(read).collect();
+        compact_span(SpanLogs::default(), all, span)
+    } else {
+        compact_span(SpanLogs::default(), (0..segments).map(read), span)
+    };
+    let profile = profile.unwrap();
+    assert_eq!(profile.markers().len(), segments * SAMPLES_PER_SEGMENT);
+    let peak = PEAK.load(Ordering::Relaxed);
+    let after = HELD.load(Ordering::Relaxed);
+    drop(profile);
+    peak - after
+}
+
+fn main() {
+    let one_segment = segment(0.0).len();
+    let few = held_beyond_profile(2, false);
+    let many = held_beyond_profile(8, false);
+    let all_first = held_beyond_profile(8, true);
+    println!(
+        "held beyond the profile: {few} bytes for 2 segments, {many} for 8, {all_first} for 8 \
+         read before any is folded in (a segment is {one_segment} bytes of text)"
+    );
+    // Each segment more adds to the peak only the profile's own columns being built (a
+    // vector's old buffer while it grows, the sort's order): well under what its lines
+    // took when every segment was read before the first was folded in.
+    let per_segment = |held: usize| held.saturating_sub(few) / 6;
+    assert!(per_segment(many) < one_segment / 3);
+    assert!(2 * per_segment(many) < per_segment(all_first));
+}
