@@ -451,6 +451,8 @@ mod tests {
         assert_eq!(shared.reads(), 3);
     }
 
+    /// Linux alone lists /proc (`list_processes`).
+    #[cfg(target_os = "linux")]
     #[test]
     fn sharers_process_trees_list_proc_once_a_slot() {
         let root =
