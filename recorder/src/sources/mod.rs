@@ -27,6 +27,8 @@ pub(crate) mod proc_connector;
 pub(crate) mod process_tree;
 pub(crate) mod procfs;
 #[cfg(target_os = "linux")]
+pub(crate) mod shared_exits;
+#[cfg(target_os = "linux")]
 pub(crate) mod swap;
 #[cfg(target_os = "linux")]
 pub(crate) mod system;
