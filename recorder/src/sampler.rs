@@ -105,6 +105,7 @@ impl Sampler {
                 tree.starting_from(since.unwrap_or(0.0)).counting_exits(
                     config.process_exits,
                     sys_root,
+                    config.shared_machine.as_deref(),
                     marker_min.as_secs_f64() * 1000.0,
                 )
             });

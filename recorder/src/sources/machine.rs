@@ -3,9 +3,12 @@
 //! of a tick), and the pid last given out (the process tree's new-pid check), from
 //! /proc/loadavg, read again only after /proc/stat has counted a fork. The recorders of one
 //! process (the daemon's machine segment and its tasks) can share one read a tick
-//! ([`SharedMachine`]), and their process trees one listing of /proc ([`SharedListing`]).
+//! ([`SharedMachine`]), their process trees one listing of /proc ([`SharedListing`]) and
+//! one taskstats listener (`shared_exits`).
 
 use crate::sources::procfs::{decimal, fields, lines, numbers, ReadBuffer};
+#[cfg(target_os = "linux")]
+use crate::sources::shared_exits::{ExitReader, SharedExits};
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -166,6 +169,9 @@ pub struct SharedMachine {
     read: Mutex<SlotRead>,
     reads: AtomicU64,
     listing: Arc<SharedListing>,
+    /// The sharers' one taskstats listener while a tree reads it (closed with the last).
+    #[cfg(target_os = "linux")]
+    exits: Mutex<std::sync::Weak<SharedExits>>,
 }
 
 struct SlotRead {
@@ -194,7 +200,25 @@ impl SharedMachine {
                 last: Mutex::new(None),
                 listings: AtomicU64::new(0),
             }),
+            #[cfg(target_os = "linux")]
+            exits: Mutex::new(std::sync::Weak::new()),
         }
+    }
+
+    /// A reader of the sharers' one taskstats listener, opened for the first reader (on the
+    /// CPUs of `possible_cpus`); None when it cannot be (no privilege, no taskstats).
+    #[cfg(target_os = "linux")]
+    pub(crate) fn exit_reader(&self, possible_cpus: &str) -> Option<ExitReader> {
+        let mut exits = self.exits.lock().unwrap_or_else(|e| e.into_inner());
+        let shared = match exits.upgrade() {
+            Some(shared) => shared,
+            None => {
+                let shared = Arc::new(SharedExits::open(possible_cpus).ok()?);
+                *exits = Arc::downgrade(&shared);
+                shared
+            }
+        };
+        Some(shared.reader())
     }
 
     /// How many times /proc was listed for the sharers' process trees.

@@ -35,6 +35,8 @@ pub(crate) mod command_summary {
 }
 pub(crate) mod procfs;
 #[cfg(target_os = "linux")]
+pub(crate) mod shared_exits;
+#[cfg(target_os = "linux")]
 pub(crate) mod swap;
 #[cfg(target_os = "linux")]
 pub(crate) mod system;

@@ -19,9 +19,10 @@ pub(crate) mod process;
 mod tokens;
 
 use crate::clock::Clock;
-use crate::sources::machine::{CpuTimes, Machine};
+use crate::sources::machine::{CpuTimes, Machine, SharedMachine};
 use crate::sources::proc_connector::ProcConnector;
 use crate::sources::procfs::ReadBuffer;
+use crate::sources::shared_exits::ExitReader;
 use crate::sources::task_tracks::TaskSample;
 use crate::sources::taskstats::{TaskExit, Taskstats};
 use crate::sources::{Lines, ProcessExits, Source};
@@ -94,16 +95,29 @@ pub(crate) struct ProcessTree {
 /// Where the kernel's report of every exit comes from.
 enum ExitRecords {
     Taskstats(Taskstats),
+    /// The taskstats listener of the recorders that share the machine's reads.
+    SharedTaskstats(ExitReader),
     ProcConnector(ProcConnector),
 }
 
 impl ExitRecords {
-    /// The first of the sources `way` allows that the machine and the privilege do.
-    fn open(way: ProcessExits, proc_root: &Path, sys_root: &Path) -> Option<ExitRecords> {
+    /// The first of the sources `way` allows that the machine and the privilege do;
+    /// taskstats through the `shared` listener when there is one.
+    fn open(
+        way: ProcessExits,
+        proc_root: &Path,
+        sys_root: &Path,
+        shared: Option<&SharedMachine>,
+    ) -> Option<ExitRecords> {
         let taskstats = || {
             let possible = sys_root.join("devices/system/cpu/possible");
             let possible = std::fs::read_to_string(possible).unwrap_or_default();
-            Taskstats::open(&possible).ok().map(ExitRecords::Taskstats)
+            match shared {
+                Some(shared) => shared
+                    .exit_reader(&possible)
+                    .map(ExitRecords::SharedTaskstats),
+                None => Taskstats::open(&possible).ok().map(ExitRecords::Taskstats),
+            }
         };
         let proc_connector = || {
             let connector = ProcConnector::open(proc_root).ok();
@@ -120,6 +134,7 @@ impl ExitRecords {
     fn drain(&mut self, exits: &mut Vec<TaskExit>) {
         match self {
             ExitRecords::Taskstats(taskstats) => taskstats.drain(exits),
+            ExitRecords::SharedTaskstats(reader) => reader.drain(exits),
             ExitRecords::ProcConnector(connector) => connector.drain(exits),
         }
     }
@@ -127,13 +142,14 @@ impl ExitRecords {
     fn overruns(&self) -> u64 {
         match self {
             ExitRecords::Taskstats(taskstats) => taskstats.overruns(),
+            ExitRecords::SharedTaskstats(reader) => reader.overruns(),
             ExitRecords::ProcConnector(connector) => connector.overruns(),
         }
     }
 
     fn way(&self) -> ProcessExits {
         match self {
-            ExitRecords::Taskstats(_) => ProcessExits::Taskstats,
+            ExitRecords::Taskstats(_) | ExitRecords::SharedTaskstats(_) => ProcessExits::Taskstats,
             ExitRecords::ProcConnector(_) => ProcessExits::ProcConnector,
         }
     }
@@ -213,15 +229,17 @@ impl ProcessTree {
     }
 
     /// Counts every exit of the task, however short, when the kernel reports exits
-    /// (taskstats or the proc connector, as `way` allows: root or CAP_NET_ADMIN);
+    /// (taskstats or the proc connector, as `way` allows: root or CAP_NET_ADMIN), taskstats
+    /// through the listener of the recorders that `shared` the machine's reads;
     /// `marker_min_ms`: the shortest life that gets a "Process" marker.
     pub(crate) fn counting_exits(
         mut self,
         way: ProcessExits,
         sys_root: &Path,
+        shared: Option<&SharedMachine>,
         marker_min_ms: f64,
     ) -> ProcessTree {
-        let records = ExitRecords::open(way, &self.proc_root, sys_root);
+        let records = ExitRecords::open(way, &self.proc_root, sys_root, shared);
         self.exits = records.map(|records| (records, Exits::new(marker_min_ms)));
         self
     }
