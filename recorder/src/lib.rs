@@ -70,11 +70,13 @@ pub use sampler::{sampling_interval, Sampler, COARSE_AFTER, COARSE_INTERVAL};
 pub use sources::cgroup::own::{own_cgroup_name, remove_created_cgroup, CgroupError, OwnCgroup};
 #[cfg(not(target_os = "linux"))]
 pub use sources::command_summary::command_line::summarize as summarize_command;
+#[cfg(all(unix, not(target_os = "linux")))]
+pub use sources::command_summary::wait_status::describe_status as describe_wait_status;
 pub use sources::machine::SharedMachine;
 #[cfg(target_os = "linux")]
 pub use sources::process_tree::command_line::summarize as summarize_command;
 #[cfg(target_os = "linux")]
-pub use sources::process_tree::process::describe_status as describe_wait_status;
+pub use sources::process_tree::wait_status::describe_status as describe_wait_status;
 pub use sources::{Follow, ProcessExits, TaskCgroup};
 pub use statsd::{
     parse_line as parse_statsd_line, record_packet as record_statsd_packet, MAX_PACKET_BYTES,

@@ -1,5 +1,6 @@
 //! Windows: Ctrl-C and Ctrl-Break, `run`'s Job Object, exit codes, the parent process.
 
+use super::refuse_cgroup_options;
 use crate::cli::RunArgs;
 use anyhow::{Context, Result};
 use std::fs::{File, Metadata, OpenOptions};
@@ -9,7 +10,6 @@ use std::os::windows::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, Command, ExitStatus};
 use std::sync::{Condvar, Mutex};
-use tc_profile_finalizer::FinalizeReport;
 use tc_profile_recorder::TaskCgroup;
 use windows_sys::core::BOOL;
 use windows_sys::Win32::Foundation::{HANDLE, INVALID_HANDLE_VALUE};
@@ -106,9 +106,7 @@ pub struct CommandScope {
 impl CommandScope {
     /// The scope; no cgroup (they are Linux's).
     pub fn create(args: &RunArgs) -> Result<(CommandScope, Option<TaskCgroup>)> {
-        if args.cgroup.is_some() || args.own_cgroup {
-            anyhow::bail!("--cgroup and --own-cgroup are Linux's (cgroups); leave them out");
-        }
+        refuse_cgroup_options(args)?;
         // SAFETY: no attributes, no name: a new job of this process's.
         let job = unsafe { CreateJobObjectW(std::ptr::null(), std::ptr::null()) };
         let job = owned(job)
@@ -260,6 +258,3 @@ pub fn blank_environment_values(names: &[&str]) -> bool {
     }
     blanked
 }
-
-/// Nothing to remove: cgroups are Linux's (a Linux log's are on its machine).
-pub fn remove_left_cgroup(_: &FinalizeReport) {}

@@ -511,7 +511,9 @@ pub fn marker_files_note(profile: &Value) -> String {
 pub fn run_on_terminal(mut command: Command) -> (std::process::ExitStatus, String) {
     use std::os::fd::{FromRawFd, OwnedFd};
     let (mut master, mut slave) = (-1, -1);
-    let size = libc::winsize {
+    // Mutable, and a mutable null for the terminal settings: macOS's openpty takes both
+    // as *mut, Linux's as *const.
+    let mut size = libc::winsize {
         ws_row: 24,
         ws_col: 80,
         ws_xpixel: 0,
@@ -523,8 +525,8 @@ pub fn run_on_terminal(mut command: Command) -> (std::process::ExitStatus, Strin
             &mut master,
             &mut slave,
             std::ptr::null_mut(),
-            std::ptr::null(),
-            &size,
+            std::ptr::null_mut(),
+            &raw mut size,
         )
     };
     assert_eq!(result, 0, "openpty: {}", std::io::Error::last_os_error());

@@ -98,7 +98,10 @@ pub fn run(bin: &Path, work: &Path, kills: usize, random: &mut Random) -> Result
     // The task's processes outlive a recorder killed alone: they become ours to reap, so
     // that their group is gone once they are killed.
     // SAFETY: prctl(2) with PR_SET_CHILD_SUBREAPER takes an integer flag.
-    unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1) };
+    #[cfg(target_os = "linux")]
+    unsafe {
+        libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1)
+    };
     let this = std::env::current_exe()?;
     for iteration in 0..kills {
         let dir = work.join(format!("{iteration}"));

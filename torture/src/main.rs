@@ -76,6 +76,11 @@ pub struct SuiteArgs {
 }
 
 fn main() -> ExitCode {
+    // Its checks are Linux's (a subreaper, cgroups, /proc): type-checked elsewhere, not run.
+    if !cfg!(target_os = "linux") {
+        eprintln!("torture: runs on Linux only");
+        return ExitCode::from(2);
+    }
     let result = match Cli::parse().command {
         Command::Suite(args) => suite(args),
         Command::Child(args) => child::run(args).map(|()| true),

@@ -25,13 +25,15 @@ pub(crate) mod pressure;
 pub(crate) mod proc_connector;
 #[cfg(target_os = "linux")]
 pub(crate) mod process_tree;
-/// The command summaries (secrets masked) of `run`'s markers, on every OS; the rest of
-/// process_tree reads /proc.
+/// The command summaries (secrets masked) of `run`'s markers, on every OS, and its wait
+/// statuses in words, on every Unix; the rest of process_tree reads /proc.
 #[cfg(not(target_os = "linux"))]
 #[path = "process_tree"]
 pub(crate) mod command_summary {
     pub(crate) mod command_line;
     mod tokens;
+    #[cfg(unix)]
+    pub(crate) mod wait_status;
 }
 pub(crate) mod procfs;
 #[cfg(target_os = "linux")]

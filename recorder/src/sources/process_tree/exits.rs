@@ -9,7 +9,8 @@
 //! parent was too short as well. Such a child exits before its parent does, so an exit the
 //! tree cannot place waits [`PENDING_MS`] for its parent's before it is counted apart.
 
-use super::process::{describe_status, Process, ProcessEnd, StatUnits};
+use super::process::{Process, ProcessEnd, StatUnits};
+use super::wait_status::describe_status;
 use crate::sources::taskstats::TaskExit;
 use crate::sources::Lines;
 use serde_json::json;

@@ -17,6 +17,7 @@ mod discovery;
 mod exits;
 pub(crate) mod process;
 mod tokens;
+pub(crate) mod wait_status;
 
 use crate::clock::Clock;
 use crate::sources::machine::{CpuTimes, Machine, SharedMachine};
@@ -27,12 +28,13 @@ use crate::sources::task_tracks::TaskSample;
 use crate::sources::taskstats::{TaskExit, Taskstats};
 use crate::sources::{Lines, ProcessExits, Source};
 use exits::{Exits, TreeView};
-use process::{describe_status, open_files_max, parse_stat, stat_path, Process, StatUnits};
+use process::{open_files_max, parse_stat, stat_path, Process, StatUnits};
 use std::collections::HashMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use tc_profile_format::schema::source;
+use wait_status::describe_status;
 
 /// At most this many pids given out since the last look are read one by one; past that, or
 /// when pids wrapped around, /proc is listed whole.
