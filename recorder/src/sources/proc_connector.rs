@@ -656,21 +656,6 @@ mod tests {
             Ok(connector) => connector,
             Err(error) => return eprintln!("skipped: {error}"),
         };
-        let status = std::process::Command::new("sh")
-            .args(["-c", "exit 3"])
-            .status()
-            .unwrap();
-        assert_eq!(status.code(), Some(3));
-        let mut exits = Vec::new();
-        for _ in 0..100 {
-            connector.drain(&mut exits);
-            if exits.iter().any(|e| e.ppid == std::process::id()) {
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(10));
-        }
-        let ours = exits.iter().find(|e| e.ppid == std::process::id());
-        let ours = ours.expect("the child's exit");
-        assert_eq!((ours.comm.as_str(), ours.status), ("sh", 3 << 8));
+        crate::sources::taskstats::tests::failing_childs_exit(|exits| connector.drain(exits));
     }
 }

@@ -298,7 +298,7 @@ fn parse_stats(stats: &[u8]) -> Option<TaskExit> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::sources::netlink::NLMSG_HEADER;
     use std::os::fd::{AsRawFd, FromRawFd};
@@ -407,6 +407,28 @@ mod tests {
         }
     }
 
+    /// Runs `sh -c 'exit 3'` and returns its exit as `drain` (an exit source's) reports it:
+    /// a command and a status that are the child's.
+    pub(crate) fn failing_childs_exit(mut drain: impl FnMut(&mut Vec<TaskExit>)) -> TaskExit {
+        let status = std::process::Command::new("sh")
+            .args(["-c", "exit 3"])
+            .status()
+            .unwrap();
+        assert_eq!(status.code(), Some(3));
+        let ours = |exits: &[TaskExit]| exits.iter().position(|e| e.ppid == std::process::id());
+        let mut exits = Vec::new();
+        for _ in 0..100 {
+            drain(&mut exits);
+            if let Some(at) = ours(&exits) {
+                let ours = exits.swap_remove(at);
+                assert_eq!((ours.comm.as_str(), ours.status), ("sh", 3 << 8));
+                return ours;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        panic!("the child's exit was not reported in a second")
+    }
+
     #[test]
     fn a_child_that_exits_is_reported_with_its_status() {
         let possible = std::fs::read_to_string("/sys/devices/system/cpu/possible").unwrap();
@@ -414,22 +436,7 @@ mod tests {
             Ok(taskstats) => taskstats,
             Err(error) => return eprintln!("skipped: {error}"),
         };
-        let status = std::process::Command::new("sh")
-            .args(["-c", "exit 3"])
-            .status()
-            .unwrap();
-        assert_eq!(status.code(), Some(3));
-        let mut exits = Vec::new();
-        for _ in 0..100 {
-            taskstats.drain(&mut exits);
-            if exits.iter().any(|e| e.ppid == std::process::id()) {
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(10));
-        }
-        let ours = exits.iter().find(|e| e.ppid == std::process::id());
-        let ours = ours.expect("the child's exit");
-        assert_eq!((ours.comm.as_str(), ours.status), ("sh", 3 << 8));
+        let ours = failing_childs_exit(|exits| taskstats.drain(exits));
         assert!(ours.process_ended && ours.peak_rss > 0, "{ours:?}");
     }
 
