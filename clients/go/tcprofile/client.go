@@ -124,6 +124,9 @@ type Status struct {
 	// SegmentBytesRead are the bytes of the segments read for profiles since the daemon
 	// started: each read for its profile's span only.
 	SegmentBytesRead uint64 `json:"segmentBytesRead"`
+	// MachineReads count the reads of the machine's files (/proc/stat, meminfo) for the
+	// segment and every task since the daemon started: one a tick, shared by them all.
+	MachineReads uint64 `json:"machineReads"`
 	// Housekeeping is the last rotation and retention run; nil before the first.
 	Housekeeping *Housekeeping `json:"housekeeping,omitempty"`
 }

@@ -185,8 +185,8 @@ func TestTheWorkersFlowGivesAProfileWithTheTasksMarkerExitStatusAndClaim(t *test
 	if claim := float64(claimedAt.UnixNano()) / 1e6; p.Meta.StartTime > claim+1 {
 		t.Errorf("the profile begins at %f, after the claim at %f", p.Meta.StartTime, claim)
 	}
-	// The end read the machine's segment for the task's span.
-	if status, err := d.client.Status(ctx); err != nil || len(status.Tasks) != 0 || status.SegmentBytesRead == 0 {
+	// The end read the machine's segment for the task's span, and the ticks read the machine.
+	if status, err := d.client.Status(ctx); err != nil || len(status.Tasks) != 0 || status.SegmentBytesRead == 0 || status.MachineReads == 0 {
 		t.Errorf("status after the end: %+v, %v", status, err)
 	}
 }
