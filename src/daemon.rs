@@ -20,6 +20,7 @@ pub fn daemon(args: DaemonArgs) -> Result<u8> {
     };
     share_malloc_arenas();
     give_large_allocations_their_own_pages();
+    crate::os::raise_open_file_limit();
     // Installed first, so that a SIGTERM sent as soon as we are ready is never fatal.
     let mut signals =
         Signals::new([SIGINT, SIGTERM]).context("installing the SIGINT and SIGTERM handlers")?;

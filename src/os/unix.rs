@@ -144,3 +144,23 @@ pub fn blank_environment_values(names: &[&str]) -> bool {
     }
     blanked
 }
+
+/// Raises the soft open-file limit to the hard one, for the daemon: every task's tree keeps
+/// its processes' /proc files open within half of it (a soft limit of 1,024 keeps 256
+/// processes', the rest reopened each tick). The daemon starts no process that would
+/// inherit it. Where the hard limit is more than the kernel takes (macOS's unlimited), the
+/// soft one stays as it is.
+pub fn raise_open_file_limit() {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit(2) and setrlimit(2) read and write only the rlimit they are given.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 && limit.rlim_cur < limit.rlim_max
+        {
+            limit.rlim_cur = limit.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+        }
+    }
+}

@@ -32,8 +32,13 @@ impl Daemon {
     }
 
     pub fn start_with(sandbox: &Sandbox, extra: &[&str], env: &[(&str, &str)]) -> Daemon {
-        let ready = sandbox.path("ready");
-        let _ = std::fs::remove_file(&ready);
+        let mut command = Daemon::command(sandbox, extra);
+        command.envs(env.iter().copied());
+        Daemon::spawn(sandbox, command)
+    }
+
+    /// `tc-profile daemon` on the sandbox's socket and state directory, every 0.1 s.
+    pub fn command(sandbox: &Sandbox, extra: &[&str]) -> Command {
         let mut args = vec![
             "daemon",
             "--state-dir",
@@ -46,10 +51,15 @@ impl Daemon {
             "ready",
         ];
         args.extend_from_slice(extra);
+        sandbox.command(&args)
+    }
+
+    /// Starts `command` (made by [`Daemon::command`]) and waits until it is ready.
+    pub fn spawn(sandbox: &Sandbox, mut command: Command) -> Daemon {
+        let ready = sandbox.path("ready");
+        let _ = std::fs::remove_file(&ready);
         let stderr = sandbox.path("daemon.err");
-        let child = sandbox
-            .command(&args)
-            .envs(env.iter().copied())
+        let child = command
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&stderr).unwrap())
             .spawn()

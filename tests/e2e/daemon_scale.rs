@@ -6,6 +6,8 @@ use crate::daemon::{ask, task_process, Daemon};
 use crate::util::{
     assert_processed_profile, count_named, epoch_ms, profile_markers, read_json, Sandbox,
 };
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command};
 use std::time::Duration;
 
 /// A finished machine segment of an hour, a sample a second from `start` (epoch ms, a
@@ -123,5 +125,60 @@ fn two_tasks_share_one_read_of_the_machine_a_tick_and_both_get_its_tracks() {
         process.kill().unwrap();
         process.wait().unwrap();
     }
+    daemon.stop();
+}
+
+/// A shell of `children` sleeping processes: its tree has `children + 1`.
+fn task_tree(children: usize) -> Child {
+    let script = format!("for i in $(seq {children}); do sleep 30 & done; wait");
+    Command::new("sh").args(["-c", &script]).spawn().unwrap()
+}
+
+#[test]
+fn the_trees_of_all_tasks_keep_files_open_within_one_budget() {
+    const OPEN_FILES: u64 = 128;
+    let sandbox = Sandbox::new();
+    let mut command = Daemon::command(&sandbox, &[]);
+    let limit = libc::rlimit {
+        rlim_cur: OPEN_FILES,
+        rlim_max: OPEN_FILES,
+    };
+    // SAFETY: setrlimit(2) between fork and exec touches nothing but the limit it is given.
+    unsafe {
+        command.pre_exec(move || match libc::setrlimit(libc::RLIMIT_NOFILE, &limit) {
+            0 => Ok(()),
+            _ => Err(std::io::Error::last_os_error()),
+        });
+    }
+    let daemon = Daemon::spawn(&sandbox, command);
+    // Three trees of 40 processes, a stat and a schedstat file each: given half the limit
+    // each, they would hold more files than the whole limit.
+    let tasks = ["a", "b", "c"];
+    let mut trees = Vec::new();
+    for task in tasks {
+        let tree = task_tree(40);
+        let pid = tree.id().to_string();
+        ask(&sandbox, &["task", "start", task, "--pid", &pid]);
+        trees.push(tree);
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    for task in tasks {
+        let output = format!("{task}.json");
+        ask(&sandbox, &["task", "end", task, "-o", &output]);
+        let profile = read_json(&sandbox.path(&output));
+        assert_processed_profile(&profile);
+        let rows = profile_markers(&profile);
+        assert!(count_named(&rows, "Task CPU") > 0, "{task}: no Task CPU");
+    }
+    for mut tree in trees {
+        // SIGKILL to the shell alone leaves its sleeps: the tree's processes get theirs.
+        let _ = Command::new("pkill")
+            .args(["-P", &tree.id().to_string()])
+            .status();
+        tree.kill().unwrap();
+        tree.wait().unwrap();
+    }
+    let stderr = std::fs::read_to_string(&daemon.stderr).unwrap();
+    assert!(!stderr.contains("Too many open files"), "{stderr}");
     daemon.stop();
 }

@@ -4,7 +4,9 @@
 
 use super::{Follow, ProcessTree, LISTING_EVERY_TICKS, PIDS_READ_ONE_BY_ONE};
 use crate::sources::machine::Machine;
-use crate::sources::process_tree::process::{parse_stat, stat_path, Process, RunTime, Stat};
+use crate::sources::process_tree::process::{
+    parse_stat, stat_path, KeptFile, Process, RunTime, Stat,
+};
 use crate::sources::Source;
 use std::fs::{self, File};
 
@@ -151,14 +153,10 @@ impl ProcessTree {
     }
 
     fn admit(&mut self, pid: u32, stat: Stat, comm: Vec<u8>, now: f64) {
-        let file = (self.open_files < self.open_files_max)
-            .then(|| File::open(stat_path(&self.proc_root, pid)).ok())
-            .flatten();
-        self.open_files += u64::from(file.is_some());
-        let run_time = (file.is_some() && self.open_files < self.open_files_max)
-            .then(|| RunTime::open(&self.proc_root, pid))
-            .flatten();
-        self.open_files += u64::from(run_time.is_some());
+        let file = KeptFile::open(&stat_path(&self.proc_root, pid));
+        let run_time = file
+            .as_ref()
+            .and_then(|_| RunTime::open(&self.proc_root, pid));
         // Time used before the first tick is before the recording: not counted.
         let counted_ticks = if self.previous.is_none() {
             stat.total_ticks()

@@ -28,7 +28,7 @@ use crate::sources::task_tracks::TaskSample;
 use crate::sources::taskstats::{TaskExit, Taskstats};
 use crate::sources::{Lines, ProcessExits, Source};
 use exits::{Exits, TreeView};
-use process::{open_files_max, parse_stat, stat_path, Process, StatUnits};
+use process::{parse_stat, stat_path, Process, StatUnits};
 use std::collections::HashMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -73,8 +73,6 @@ pub(crate) struct ProcessTree {
     listed_at_pid: Option<u32>,
     /// When /proc was last listed whole.
     listed_at: f64,
-    open_files: u64,
-    open_files_max: u64,
     /// The recorder's own /proc/<pid>/stat, kept open.
     own_stat: File,
     /// Its reaped ticks as last read, the last pid given out then, and the ticks since.
@@ -202,8 +200,6 @@ impl ProcessTree {
             tick: 0,
             listed_at_pid: None,
             listed_at: f64::NEG_INFINITY,
-            open_files: 0,
-            open_files_max: open_files_max(),
             buffer: ReadBuffer::new(),
             candidates: Vec::new(),
             previous: None,
@@ -322,7 +318,7 @@ impl ProcessTree {
                 }
                 let reopened;
                 let file = match &process.file {
-                    Some(file) => file,
+                    Some(file) => &**file,
                     None => match File::open(stat_path(proc_root, pid)) {
                         Ok(file) => {
                             reopened = file;
@@ -351,10 +347,6 @@ impl ProcessTree {
                 false
             })
             .collect();
-        for (_, process) in &gone {
-            self.open_files -= u64::from(process.file.is_some());
-            self.open_files -= u64::from(process.run_time.is_some());
-        }
         gone
     }
 

@@ -6,12 +6,15 @@ use crate::clock::Clock;
 use crate::sources::procfs::{decimal, sysconf, ReadBuffer};
 use serde_json::json;
 use std::fs::File;
+use std::ops::Deref;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
 use tc_profile_format::schema::{category, data_type};
 use tc_profile_format::Marker;
 
-/// Half the soft open-file limit at most goes to stat files kept open; the rest is left to
-/// the recorder's other files.
+/// Half the soft open-file limit at most goes to stat files kept open, by all the trees of
+/// the process together (a daemon follows one a task); the rest is left to its other files.
 const OPEN_FILES_SHARE: u64 = 2;
 const OPEN_FILES_MAX: u64 = 4096;
 /// A process's stat is read at least once in this many ticks, however still it stays (see
@@ -84,7 +87,7 @@ fn boot_time_ms() -> Option<f64> {
 }
 
 /// How many stat files to keep open: a share of the soft open-file limit.
-pub(crate) fn open_files_max() -> u64 {
+fn open_files_max() -> u64 {
     let mut limit = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
@@ -97,10 +100,57 @@ pub(crate) fn open_files_max() -> u64 {
     (limit.rlim_cur / OPEN_FILES_SHARE).min(OPEN_FILES_MAX)
 }
 
+/// Files kept open now, by every tree of the process.
+static KEPT_OPEN: AtomicU64 = AtomicU64::new(0);
+
+/// A /proc file kept open within the process's budget, whose place in it is given back
+/// when it is dropped: sixteen trees of a daemon, each given half the limit, opened more
+/// than the whole limit, and the daemon's own files failed (EMFILE).
+pub(crate) struct KeptFile(File);
+
+impl KeptFile {
+    /// `path`, opened if the budget has room.
+    pub(crate) fn open(path: &Path) -> Option<KeptFile> {
+        static MAX: OnceLock<u64> = OnceLock::new();
+        let max = *MAX.get_or_init(open_files_max);
+        KEPT_OPEN
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |kept| {
+                (kept < max).then_some(kept + 1)
+            })
+            .ok()?;
+        match File::open(path) {
+            Ok(file) => Some(KeptFile(file)),
+            Err(_) => {
+                KEPT_OPEN.fetch_sub(1, Ordering::Relaxed);
+                None
+            }
+        }
+    }
+
+    #[cfg(test)]
+    pub(crate) fn kept_open() -> u64 {
+        KEPT_OPEN.load(Ordering::Relaxed)
+    }
+}
+
+impl Drop for KeptFile {
+    fn drop(&mut self) {
+        KEPT_OPEN.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+impl Deref for KeptFile {
+    type Target = File;
+
+    fn deref(&self) -> &File {
+        &self.0
+    }
+}
+
 /// A process of the tree.
 pub(crate) struct Process {
     /// Kept open while the open-file budget allows; else reopened at each tick.
-    pub(crate) file: Option<File>,
+    pub(crate) file: Option<KeptFile>,
     /// Its time on CPU, to tell whether it ran since its stat was read; None without a
     /// schedstat file to read it from (budget, kernel).
     pub(crate) run_time: Option<RunTime>,
@@ -126,7 +176,7 @@ pub(crate) struct Process {
 /// keeps exactly and prints in three numbers, where its stat costs some four times as much
 /// to read (52 fields, and the thread group's times summed).
 pub(crate) struct RunTime {
-    file: File,
+    file: KeptFile,
     /// The time on CPU read just before the stat was last read.
     ns: Option<u64>,
     /// Ticks since the stat was last read.
@@ -137,7 +187,7 @@ impl RunTime {
     /// `proc_root/<pid>/schedstat`, opened.
     pub(crate) fn open(proc_root: &Path, pid: u32) -> Option<RunTime> {
         let path = proc_root.join(itoa::Buffer::new().format(pid));
-        let file = File::open(path.join("schedstat")).ok()?;
+        let file = KeptFile::open(&path.join("schedstat"))?;
         Some(RunTime {
             file,
             ns: None,
