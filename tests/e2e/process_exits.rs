@@ -152,6 +152,10 @@ fn every_short_process_is_counted_per_command_with_its_failures() {
     assert_eq!(short.count(), 0, "shorter than --process-markers");
     let output = sandbox.run_ok(&["summary", "--format", "json", "profile.json"]);
     let summary: Value = serde_json::from_slice(&output.stdout).expect("summary JSON");
+    assert_eq!(
+        summary["commandsCpu"],
+        profile["meta"]["tcProfile"]["processCpu"]
+    );
     let runs = |name: &str| {
         let commands = summary["topCommands"].as_array().expect("topCommands");
         let command = commands.iter().find(|c| c["command"] == name);
