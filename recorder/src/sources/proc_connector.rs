@@ -127,8 +127,9 @@ impl ProcConnector {
         self.shared.overruns.load(Ordering::Relaxed)
     }
 
-    /// What the exits' CPU is counted from: the run time in a zombie's schedstat, exact
-    /// after its last moment on a CPU, where the kernel keeps it.
+    /// What the exits' CPU is counted from: the run time in a zombie's schedstat, where the
+    /// kernel keeps it (read at the exit event, as the exit leaves the CPU: some 1 ms for
+    /// a `true` of about that, measured), else the ticks in its stat.
     pub(crate) fn process_cpu(&self) -> ProcessCpu {
         self.process_cpu
     }
