@@ -148,6 +148,9 @@ pub struct MetaInfo {
     /// How the task's processes were seen, when they were followed: `taskstats` (every
     /// exit, from the kernel) or `sampling` (only those a tick found alive).
     pub process_exits: Option<String>,
+    /// What the CPU of the kernel's exits is counted from: `run-time` (the scheduler's
+    /// figures) or `ticks` (whole clock ticks); absent with `sampling`.
+    pub process_cpu: Option<String>,
 }
 
 fn marker_schemas(info: &MetaInfo) -> Value {
@@ -213,6 +216,7 @@ pub fn meta_line(info: &MetaInfo) -> Line {
             ("taskLog", info.task_log.clone().map(Value::from)),
             ("liveServer", info.live_server.clone().map(Value::from)),
             ("processExits", info.process_exits.clone().map(Value::from)),
+            ("processCpu", info.process_cpu.clone().map(Value::from)),
             ("cgroup", info.cgroup.as_ref().map(|cgroup| json!(cgroup))),
         ],
     );
@@ -325,6 +329,7 @@ mod tests {
             task_log: None,
             live_server: None,
             process_exits: None,
+            process_cpu: None,
         };
         let Line::Meta(meta) = meta_line(&info) else {
             panic!("a meta line");

@@ -60,6 +60,7 @@ pub(crate) fn meta(
             .map(|path| path.to_string_lossy().into_owned()),
         live_server: config.live_server.clone(),
         process_exits: sampler.process_exits().map(str::to_owned),
+        process_cpu: sampler.process_cpu().map(str::to_owned),
     })
 }
 

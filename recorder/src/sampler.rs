@@ -51,6 +51,8 @@ pub struct Sampler {
     machine: Option<MachineReader>,
     /// How the task's processes are seen, when they are followed.
     process_exits: Option<&'static str>,
+    /// What the CPU of their exits is counted from, when the kernel reports them.
+    process_cpu: Option<&'static str>,
 }
 
 impl Sampler {
@@ -62,6 +64,7 @@ impl Sampler {
             cgroup: None,
             machine: None,
             process_exits: None,
+            process_cpu: None,
         };
         if !config.sample_system {
             return sampler;
@@ -110,6 +113,7 @@ impl Sampler {
                 )
             });
             sampler.process_exits = tree.as_ref().map(ProcessTree::exits_seen_by);
+            sampler.process_cpu = tree.as_ref().and_then(ProcessTree::exits_cpu);
             sampler.add(tree);
         }
         let task_cgroup = config
@@ -146,6 +150,12 @@ impl Sampler {
     /// followed: `meta.tcProfile.processExits`.
     pub fn process_exits(&self) -> Option<&'static str> {
         self.process_exits
+    }
+
+    /// What the CPU of the kernel's exits is counted from (`run-time` or `ticks`):
+    /// `meta.tcProfile.processCpu`.
+    pub fn process_cpu(&self) -> Option<&'static str> {
+        self.process_cpu
     }
 
     /// The task's cgroup, when its counters are sampled.
@@ -384,6 +394,7 @@ mod tests {
             cgroup: None,
             machine: None,
             process_exits: None,
+            process_cpu: None,
         };
         let [every, paced] = [0.0, 1000.0].map(|pace_ms| {
             let ticks = Arc::default();

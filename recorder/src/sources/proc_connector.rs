@@ -15,7 +15,7 @@
 use crate::sources::netlink::{self, messages, read_u16, read_u32, read_u64, DATAGRAM_MAX};
 use crate::sources::process_tree::process::{parse_stat, stat_path, Stat};
 use crate::sources::procfs::{decimal, sysconf, ReadBuffer};
-use crate::sources::taskstats::TaskExit;
+use crate::sources::taskstats::{ProcessCpu, TaskExit};
 use std::collections::HashMap;
 use std::io;
 use std::os::fd::OwnedFd;
@@ -64,6 +64,7 @@ pub(crate) enum ProcConnectorError {
 pub(crate) struct ProcConnector {
     socket: Arc<OwnedFd>,
     shared: Arc<Shared>,
+    process_cpu: ProcessCpu,
 }
 
 /// What the reader thread hands over.
@@ -82,6 +83,12 @@ impl ProcConnector {
         let socket = netlink::socket(libc::NETLINK_CONNECTOR, groups, RECEIVE_TIMEOUT)
             .map_err(ProcConnectorError::Socket)?;
         let mut reader = Reader::new(proc_root);
+        // The run time is in schedstat where the kernel keeps it (`CONFIG_SCHED_INFO`),
+        // else zeros.
+        let process_cpu = match reader.read_runtime_ns(std::process::id()) {
+            Some(1..) => ProcessCpu::RunTime,
+            _ => ProcessCpu::Ticks,
+        };
         let mut early = Vec::new();
         let listen = control(libc::PROC_CN_MCAST_LISTEN, reader.ack_id);
         netlink::send(&socket, &listen).map_err(ProcConnectorError::Listen)?;
@@ -98,7 +105,11 @@ impl ProcConnector {
             .name("tc-profile-exits".to_owned())
             .spawn(move || reader.run(&thread_socket, &thread_shared))
             .map_err(ProcConnectorError::Thread)?;
-        Ok(ProcConnector { socket, shared })
+        Ok(ProcConnector {
+            socket,
+            shared,
+            process_cpu,
+        })
     }
 
     /// Every exit read since the last call, in the order the kernel sent them.
@@ -114,6 +125,13 @@ impl ProcConnector {
     /// How many times exits were lost; the kernel does not say how many.
     pub(crate) fn overruns(&self) -> u64 {
         self.shared.overruns.load(Ordering::Relaxed)
+    }
+
+    /// What the exits' CPU is counted from: the run time in a zombie's schedstat, where the
+    /// kernel keeps it (read at the exit event, as the exit leaves the CPU: some 1 ms for
+    /// a `true` of about that, measured), else the ticks in its stat.
+    pub(crate) fn process_cpu(&self) -> ProcessCpu {
+        self.process_cpu
     }
 }
 

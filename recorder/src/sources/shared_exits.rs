@@ -12,7 +12,7 @@
 //! The socket lives while a reader does: with no task open it is closed, and the next
 //! reader opens it again.
 
-use crate::sources::taskstats::{TaskExit, Taskstats, TaskstatsError};
+use crate::sources::taskstats::{ProcessCpu, TaskExit, Taskstats, TaskstatsError};
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -26,6 +26,8 @@ trait ExitFeed: Send {
     fn drain(&mut self, exits: &mut Vec<TaskExit>);
     /// How many times the feed lost records so far.
     fn overruns(&self) -> u64;
+    /// What the records' CPU is counted from.
+    fn process_cpu(&self) -> ProcessCpu;
 }
 
 impl ExitFeed for Taskstats {
@@ -35,6 +37,10 @@ impl ExitFeed for Taskstats {
 
     fn overruns(&self) -> u64 {
         Taskstats::overruns(self)
+    }
+
+    fn process_cpu(&self) -> ProcessCpu {
+        Taskstats::process_cpu(self)
     }
 }
 
@@ -152,6 +158,10 @@ impl ExitReader {
         let feed = self.shared.lock().feed.overruns();
         feed.saturating_sub(self.feed_overruns_before) + self.lost
     }
+
+    pub(crate) fn process_cpu(&self) -> ProcessCpu {
+        self.shared.lock().feed.process_cpu()
+    }
 }
 
 impl Drop for ExitReader {
@@ -187,6 +197,10 @@ mod tests {
 
         fn overruns(&self) -> u64 {
             self.0.lock().unwrap().1
+        }
+
+        fn process_cpu(&self) -> ProcessCpu {
+            ProcessCpu::Ticks
         }
     }
 

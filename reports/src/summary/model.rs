@@ -34,6 +34,9 @@ pub struct Summary {
     /// The task's commands that used the most CPU, every run counted, when the profile
     /// has their totals (`Commands` markers: every exit seen, from taskstats).
     pub top_commands: Vec<CommandUse>,
+    /// What the commands' CPU is counted from (`meta.tcProfile.processCpu`): `run-time`
+    /// (the scheduler's figures) or `ticks` (whole clock ticks: short runs mostly missed).
+    pub commands_cpu: Option<String>,
     pub dropped: Vec<Dropped>,
     pub hint: Option<Hint>,
     pub sparklines: Sparklines,

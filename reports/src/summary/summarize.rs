@@ -88,6 +88,11 @@ fn summary_of(profile: &Profile, window: Option<Window>) -> Summary {
         network: tracks.network.clone(),
         top_processes: tracks.processes.clone(),
         top_commands: tracks.top_commands(),
+        commands_cpu: meta
+            .get("tcProfile")
+            .and_then(|tc_profile| tc_profile.get("processCpu"))
+            .and_then(Value::as_str)
+            .map(str::to_owned),
         dropped: dropped(markers)
             .into_iter()
             .filter(|note| in_span(note.start_ms, note.end_ms))

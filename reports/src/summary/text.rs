@@ -127,7 +127,11 @@ pub(super) fn serialize(summary: &Summary, form: Form) -> Vec<u8> {
         processes(&mut out, &summary.top_processes);
     }
     if form == Form::Full && !summary.top_commands.is_empty() {
-        commands(&mut out, &summary.top_commands);
+        commands(
+            &mut out,
+            &summary.top_commands,
+            summary.commands_cpu.as_deref(),
+        );
     }
     out.into_bytes()
 }
@@ -242,7 +246,9 @@ fn processes(out: &mut String, processes: &[ProcessUse]) {
 }
 
 /// The top commands by CPU, every run counted.
-fn commands(out: &mut String, commands: &[CommandUse]) {
+/// The commands' table; a note under it when their CPU is whole clock ticks, which a run
+/// shorter than a tick mostly does not get.
+fn commands(out: &mut String, commands: &[CommandUse], counted_from: Option<&str>) {
     let _ = writeln!(
         out,
         "\n{BOLD}{:<NAME_MAX$} {:>8} {:>8} {:>10} {:>12}{RESET}",
@@ -257,6 +263,13 @@ fn commands(out: &mut String, commands: &[CommandUse]) {
             command.failures,
             duration(command.cpu_ms),
             bytes(command.peak_rss_bytes),
+        );
+    }
+    if counted_from == Some("ticks") {
+        let _ = writeln!(
+            out,
+            "CPU time in whole clock ticks (the kernel gives no run time): runs shorter \
+             than a tick are mostly not counted"
         );
     }
 }
@@ -324,6 +337,26 @@ mod tests {
         assert_eq!(duration(12_345.0), "12.3s");
         assert_eq!(duration(245_000.0), "4m 05s");
         assert_eq!(duration(3_723_000.0), "1h 02m 03s");
+    }
+
+    #[test]
+    fn commands_counted_in_whole_ticks_say_so_under_their_table() {
+        let command = CommandUse {
+            command: "true".to_owned(),
+            runs: 2000,
+            failures: 0,
+            cpu_ms: 120.0,
+            peak_rss_bytes: 1 << 20,
+        };
+        for (counted_from, noted) in [
+            (Some("ticks"), true),
+            (Some("run-time"), false),
+            (None, false),
+        ] {
+            let mut out = String::new();
+            commands(&mut out, std::slice::from_ref(&command), counted_from);
+            assert_eq!(out.contains("whole clock ticks"), noted, "{counted_from:?}");
+        }
     }
 
     #[test]

@@ -25,7 +25,7 @@ use crate::sources::proc_connector::ProcConnector;
 use crate::sources::procfs::ReadBuffer;
 use crate::sources::shared_exits::ExitReader;
 use crate::sources::task_tracks::TaskSample;
-use crate::sources::taskstats::{TaskExit, Taskstats};
+use crate::sources::taskstats::{ProcessCpu, TaskExit, Taskstats};
 use crate::sources::{Lines, ProcessExits, Source};
 use exits::{Exits, TreeView};
 use process::{parse_stat, stat_path, Process, StatUnits};
@@ -147,6 +147,14 @@ impl ExitRecords {
         }
     }
 
+    fn process_cpu(&self) -> ProcessCpu {
+        match self {
+            ExitRecords::Taskstats(taskstats) => taskstats.process_cpu(),
+            ExitRecords::SharedTaskstats(reader) => reader.process_cpu(),
+            ExitRecords::ProcConnector(connector) => connector.process_cpu(),
+        }
+    }
+
     fn way(&self) -> ProcessExits {
         match self {
             ExitRecords::Taskstats(_) | ExitRecords::SharedTaskstats(_) => ProcessExits::Taskstats,
@@ -246,6 +254,13 @@ impl ProcessTree {
     pub(crate) fn exits_seen_by(&self) -> &'static str {
         let way = self.exits.as_ref().map(|(records, _)| records.way());
         way.unwrap_or(ProcessExits::Sampling).name()
+    }
+
+    /// What the CPU of the kernel's exits is counted from, for `meta.tcProfile.processCpu`;
+    /// None when the tree is seen by sampling alone.
+    pub(crate) fn exits_cpu(&self) -> Option<&'static str> {
+        let records = self.exits.as_ref().map(|(records, _)| records);
+        records.map(|records| records.process_cpu().name())
     }
 
     /// Places the exits the kernel reported since the last tick.
