@@ -14,7 +14,17 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 use tc_profile_finalizer::{compact_span, Profile, Recording, Span, SpanLogs};
 use tc_profile_format::{EndReason, FileProgress, TaskInfo};
-use tc_profile_recorder::{Follow, ProfileDirConfig, Recorder, RecorderConfig};
+use tc_profile_recorder::{Follow, ProfileDirConfig, Recorder, RecorderConfig, MIN_SYNC_PERIOD};
+
+/// The least time between two scans of a task's profile directory while its files grow,
+/// whatever the interval: a scan a second, not one a marker (16 tasks each writing 100
+/// markers a second, one a write, took 12 % of a core at `record`'s 1 ms gap, 1.9 % at
+/// 100 ms), nor one a tick at 0.1 s (the marker threads' wake-ups and scans, a fifth of
+/// the daemon's CPU with 16 such tasks). Their lines are durable at the log's sync, once
+/// a second at the most often ([`MIN_SYNC_PERIOD`]), so no sooner for being scanned
+/// sooner; a write after a quiet spell is still taken at once (inotify), and a task's end
+/// takes what is left.
+const MARKER_SCAN_GAP: Duration = MIN_SYNC_PERIOD;
 
 /// Task ids and run ids name files: Taskcluster's slugids fit, paths do not.
 pub fn check_task_id(task: &str) -> Result<(), DaemonError> {
@@ -95,10 +105,7 @@ pub fn start_part(
     // Lines as old as the task's start (a worker's steps before it: --since) are taken.
     dir.limits.time_slack_ms += (epoch_ms() - open.start_time).max(0.0);
     dir.poll_interval = interval.min(Duration::from_millis(100));
-    // A scan an interval (a second at most), not one a marker: 16 tasks each writing 100
-    // markers a second, one a write, took 12 % of a core at the default 1 ms gap, 1.9 % at
-    // 100 ms. Their lines are durable at the interval's sync (a second at least) anyway.
-    dir.scan_gap = interval.min(Duration::from_secs(1));
+    dir.scan_gap = MARKER_SCAN_GAP;
     let resume = resume_points(&open.parts);
     config.task_log.clone_from(&open.task_log);
     // The follower's checkpoints name the file by its path made absolute, as here.

@@ -1,8 +1,10 @@
 //! The daemon at a worker's scale: a task's end reads of the machine's segments only the
 //! bytes its span needs, however long the segments are; the machine's files are read once
-//! a tick for the segment and every task.
+//! a tick for the segment and every task; a task's marker files are scanned a second
+//! apart while they grow, whatever the interval; the trees of all tasks keep their /proc
+//! files open within one budget.
 
-use crate::daemon::{ask, task_process, Daemon};
+use crate::daemon::{ask, mark, task_process, wait_in_task_log, Daemon};
 use crate::util::{
     assert_processed_profile, count_named, epoch_ms, profile_markers, read_json, Sandbox,
 };
@@ -180,5 +182,35 @@ fn the_trees_of_all_tasks_keep_files_open_within_one_budget() {
     }
     let stderr = std::fs::read_to_string(&daemon.stderr).unwrap();
     assert!(!stderr.contains("Too many open files"), "{stderr}");
+    daemon.stop();
+}
+
+#[test]
+fn a_tasks_growing_marker_file_is_scanned_a_second_apart_at_0_1_s_and_loses_no_line() {
+    let sandbox = Sandbox::new();
+    // Every 0.1 s.
+    let daemon = Daemon::start(&sandbox, &[]);
+    let profile_dir = ask(&sandbox, &["task", "start", "a"]).trim().to_owned();
+    let began = std::time::Instant::now();
+    for n in 0..30 {
+        mark(&profile_dir, "1.jsonl", &format!("m{n:02}"));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    wait_in_task_log(&sandbox, "\"m29\"");
+    let seconds = began.elapsed().as_secs_f64();
+    let logs = std::fs::read_dir(sandbox.path("state/tasks")).unwrap();
+    let text: String = logs
+        .map(|entry| std::fs::read_to_string(entry.unwrap().path()).unwrap())
+        .collect();
+    for n in 0..30 {
+        assert_eq!(text.matches(&format!("\"m{n:02}\"")).count(), 1, "m{n:02}");
+    }
+    // The first write's scan at once, then one a second: a scan a tick would make 15.
+    let scans = text.matches("{\"type\":\"checkpoint\"").count();
+    assert!(
+        scans as f64 <= seconds.ceil() + 1.0,
+        "{scans} scans in {seconds:.1} s"
+    );
+    ask(&sandbox, &["task", "end", "a", "-o", "a.json"]);
     daemon.stop();
 }

@@ -28,7 +28,7 @@ impl ProcessTree {
             }
         } else {
             let own_pid = self.own_pid;
-            self.admit_candidates(now, |parent| parent == own_pid);
+            self.admit_candidates(now, machine, |parent| parent == own_pid);
         }
     }
 
@@ -56,13 +56,13 @@ impl ProcessTree {
                     let new = listed.filter(|pid| !known.contains_key(pid));
                     self.candidates.extend(new.map(|pid| (pid, None)));
                 }
-                self.admit_candidates(now, |_| true);
+                self.admit_candidates(now, machine, |_| true);
             }
             Follow::Children | Follow::Pid(_) => {
                 self.list_unknown_processes(now, machine);
                 let own_pid = self.own_pid;
                 let children = self.follow == Follow::Children;
-                self.admit_candidates(now, |parent| children && parent == own_pid);
+                self.admit_candidates(now, machine, |parent| children && parent == own_pid);
             }
         }
     }
@@ -110,23 +110,16 @@ impl ProcessTree {
 
     /// Reads the candidates and admits those whose parent is in the tree (or, by
     /// `is_root_parent`, is the tree's root), until no more join; the rest are others.
-    pub(super) fn admit_candidates(&mut self, now: f64, is_root_parent: impl Fn(u32) -> bool) {
+    pub(super) fn admit_candidates(
+        &mut self,
+        now: f64,
+        machine: &Machine,
+        is_root_parent: impl Fn(u32) -> bool,
+    ) {
         // A v1 cgroup.procs may list a pid twice.
         self.candidates.sort_unstable();
         self.candidates.dedup_by_key(|&mut (pid, _)| pid);
-        // Files are closed once read: the first listing reads every process of the machine.
-        let mut read: Vec<(u32, Option<u64>, Stat, Vec<u8>)> = Vec::new();
-        for (pid, inode) in std::mem::take(&mut self.candidates) {
-            let Ok(file) = File::open(stat_path(&self.proc_root, pid)) else {
-                continue; // a pid read one by one: given to a process that ended, or to none
-            };
-            match self.buffer.head_of(&file).and_then(parse_stat) {
-                Some((stat, comm)) if !stat.thread => {
-                    read.push((pid, inode, stat, comm.to_owned()))
-                }
-                _ => {}
-            }
-        }
+        let mut read = self.read_candidates(machine);
         let whole_list = !matches!(self.follow, Follow::Children | Follow::Pid(_));
         loop {
             let joining: Vec<usize> = (0..read.len())
@@ -150,6 +143,37 @@ impl ProcessTree {
                 self.others.insert(pid, (inode, self.tick));
             }
         }
+    }
+
+    /// The candidates' stats (processes, not threads), read now or, on the shared grid,
+    /// taken from the slot's one read of each for every tree.
+    fn read_candidates(&mut self, machine: &Machine) -> Vec<(u32, Option<u64>, Stat, Vec<u8>)> {
+        let candidates = std::mem::take(&mut self.candidates);
+        let mut read = Vec::new();
+        let mut keep = |(pid, inode): (u32, Option<u64>), head: Option<&[u8]>| {
+            match head.and_then(parse_stat) {
+                Some((stat, comm)) if !stat.thread => read.push((pid, inode, stat, comm.to_vec())),
+                _ => {} // a pid read one by one: given to a process that ended, or to none
+            }
+        };
+        let (proc_root, buffer) = (&self.proc_root, &mut self.buffer);
+        // Files are closed once read: the first listing reads every process of the machine.
+        let open = |pid| File::open(stat_path(proc_root, pid)).ok();
+        match machine.shared_stats() {
+            Some(shared) => {
+                let read = |pid| buffer.head_of(&open(pid)?).map(Box::from);
+                shared.each(candidates, read, &mut keep);
+            }
+            None => {
+                for candidate in candidates {
+                    keep(
+                        candidate,
+                        open(candidate.0).and_then(|f| buffer.head_of(&f)),
+                    );
+                }
+            }
+        }
+        read
     }
 
     fn admit(&mut self, pid: u32, stat: Stat, comm: Vec<u8>, now: f64) {

@@ -219,7 +219,7 @@ impl ProcessTree {
         match *follow {
             Follow::Pid(root) => {
                 tree.candidates.push((root, None));
-                tree.admit_candidates(clock.now_ms(), |_| true);
+                tree.admit_candidates(clock.now_ms(), machine, |_| true);
             }
             Follow::Children => tree.list_before_children(clock.now_ms(), machine),
             Follow::Cgroup(_) => {}
