@@ -78,7 +78,8 @@ pub(crate) fn bound_tracks(
         }
     }
     let mut taken = vec![false; markers.len()];
-    let mut put_back = Vec::new();
+    // Columns too: 20,000 merged samples as parsed markers held 12 MB at once.
+    let mut put_back = Markers::default();
     let mut merged = 0;
     for ((_, kind), mut samples) in tracks {
         for &position in &samples {
@@ -88,21 +89,17 @@ pub(crate) fn bound_tracks(
             samples.sort_by(|&a, &b| markers.start_time(a).total_cmp(&markers.start_time(b)));
             merged += samples.len();
             let breaks = Breaks::of(&kind, missing);
-            put_back.extend(
-                merge_track(markers, &samples, max, &breaks)
-                    .into_iter()
-                    .map(ProfileMarker::from),
-            );
+            merge_track(markers, &samples, max, &breaks, &mut put_back);
         } else {
-            put_back.extend(
-                samples
-                    .iter()
-                    .map(|&position| markers.get(position).owned()),
-            );
+            for &position in &samples {
+                put_back.push(markers.get(position));
+            }
         }
     }
     markers.retain(|position, _| !taken[position]);
-    markers.extend(put_back);
+    for marker in &put_back {
+        markers.push(marker);
+    }
     merged
 }
 
@@ -162,15 +159,20 @@ impl<'a> Breaks<'a> {
 }
 
 /// One sample per stretch of `(last end - first start) / max` of `samples` (positions in
-/// `markers`, in time order), cut where `breaks` says.
-fn merge_track(markers: &Markers, samples: &[usize], max: usize, breaks: &Breaks) -> Vec<Marker> {
+/// `markers`, in time order), cut where `breaks` says, added to `merged` as it is made.
+fn merge_track(
+    markers: &Markers,
+    samples: &[usize],
+    max: usize,
+    breaks: &Breaks,
+    merged: &mut Markers,
+) {
     let start_of = |position: usize| markers.start_time(position);
     let end_of = |position: usize| markers.end_time(position).unwrap_or(start_of(position));
     let start = start_of(samples[0]);
     let end = samples.iter().map(|&s| end_of(s)).fold(start, f64::max);
     let width = ((end - start) / max as f64).max(f64::MIN_POSITIVE);
     let stretch = |position: usize| ((start_of(position) - start) / width).floor();
-    let mut merged = Vec::with_capacity(max + 1);
     let mut group_start = 0;
     let mut group_end = end_of(samples[0]);
     for i in 1..=samples.len() {
@@ -182,7 +184,7 @@ fn merge_track(markers: &Markers, samples: &[usize], max: usize, breaks: &Breaks
                 .iter()
                 .map(|&sample| markers.get(sample).to_marker())
                 .collect();
-            merged.push(stretch::merge(&group));
+            merged.push(ProfileMarker::from(stretch::merge(&group)).as_ref());
             group_start = i;
         }
         if let Some(&sample) = samples.get(i) {
@@ -193,7 +195,6 @@ fn merge_track(markers: &Markers, samples: &[usize], max: usize, breaks: &Breaks
             };
         }
     }
-    merged
 }
 
 #[cfg(test)]
