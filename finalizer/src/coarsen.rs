@@ -12,9 +12,10 @@ mod stretch;
 pub(crate) use intervals::merge_metric_intervals;
 
 use crate::marker_columns::Markers;
-use crate::profile_marker::ProfileMarker;
+use crate::profile_marker::{MarkerRef, ProfileMarker};
 use serde_json::{Map, Value};
-use std::collections::{BTreeMap, HashSet};
+use std::borrow::Cow;
+use std::collections::BTreeMap;
 use tc_profile_format::metric::MetricKind;
 use tc_profile_format::schema::data_type;
 use tc_profile_format::Marker;
@@ -62,45 +63,43 @@ pub(crate) fn bound_tracks(
                 .leading_type()
                 .is_none_or(|kind| is_graph_type(&graph_types, kind))
     });
-    let crowded: HashSet<String> = intervals
-        .iter()
-        .zip(markers.names())
-        .filter(|&(&count, _)| count > max)
-        .map(|(_, name)| name.to_string())
-        .collect();
-    if crowded.is_empty() {
+    let crowded: Vec<bool> = intervals.iter().map(|&count| count > max).collect();
+    if !crowded.contains(&true) {
         return 0;
     }
-    // Kept as read: a payload is parsed only while its stretch is merged, so that a day of
-    // samples never sits in memory as JSON trees.
-    let mut tracks: BTreeMap<(String, String), Vec<ProfileMarker>> = BTreeMap::new();
-    let mut others = Vec::with_capacity(markers.len());
-    for marker in markers.to_vec() {
-        let track = crowded
-            .contains(&marker.name)
-            .then(|| track_of(&marker, &graph_types))
-            .flatten();
-        match track {
-            Some(key) => tracks.entry(key).or_default().push(marker),
-            None => others.push(marker),
+    // The crowded names' samples, by track, as positions in the columns: only they are
+    // taken out (and parsed a stretch at a time while merged); every other marker stays
+    // where it is. Taking every marker out as an owned one, to put most of them back, was
+    // most of bounding a log with a crowded track.
+    let mut tracks: BTreeMap<(&str, Cow<str>), Vec<usize>> = BTreeMap::new();
+    for position in (0..markers.len()).filter(|&p| crowded[markers.name_id(p) as usize]) {
+        if let Some(key) = track_of(markers.get(position), &graph_types) {
+            tracks.entry(key).or_default().push(position);
         }
     }
+    let mut taken = vec![false; markers.len()];
+    // Columns too: 20,000 merged samples as parsed markers held 12 MB at once.
+    let mut put_back = Markers::default();
     let mut merged = 0;
     for ((_, kind), mut samples) in tracks {
+        for &position in &samples {
+            taken[position] = true;
+        }
         if samples.len() > max {
-            samples.sort_by(|a, b| a.start_time.total_cmp(&b.start_time));
+            samples.sort_by(|&a, &b| markers.start_time(a).total_cmp(&markers.start_time(b)));
             merged += samples.len();
             let breaks = Breaks::of(&kind, missing);
-            others.extend(
-                merge_track(&samples, max, &breaks)
-                    .into_iter()
-                    .map(ProfileMarker::from),
-            );
+            merge_track(markers, &samples, max, &breaks, &mut put_back);
         } else {
-            others.extend(samples);
+            for &position in &samples {
+                put_back.push(markers.get(position));
+            }
         }
     }
-    *markers = others.into_iter().collect();
+    markers.retain(|position, _| !taken[position]);
+    for marker in &put_back {
+        markers.push(marker);
+    }
     merged
 }
 
@@ -120,11 +119,10 @@ fn graph_types(meta: &Map<String, Value>) -> Vec<String> {
 }
 
 /// (marker name, data type) of a sample of a graph track.
-fn track_of(marker: &ProfileMarker, graph_types: &[String]) -> Option<(String, String)> {
+fn track_of<'a>(marker: MarkerRef<'a>, graph_types: &[String]) -> Option<(&'a str, Cow<'a, str>)> {
     marker.end_time?;
-    let figures = marker.as_ref().figures();
-    let kind = figures.kind?;
-    is_graph_type(graph_types, &kind).then(|| (marker.name.clone(), kind.into_owned()))
+    let kind = marker.data_type()?;
+    is_graph_type(graph_types, &kind).then_some((marker.name, kind))
 }
 
 /// Looked up in a list: a few compares cost less than hashing the type of each marker.
@@ -160,29 +158,36 @@ impl<'a> Breaks<'a> {
     }
 }
 
-/// One sample per stretch of `(last end - first start) / max`, cut where `breaks` says.
-fn merge_track(samples: &[ProfileMarker], max: usize, breaks: &Breaks) -> Vec<Marker> {
-    let start = samples[0].start_time;
-    let end_of = |s: &ProfileMarker| s.end_time.unwrap_or(s.start_time);
-    let end = samples.iter().map(end_of).fold(start, f64::max);
+/// One sample per stretch of `(last end - first start) / max` of `samples` (positions in
+/// `markers`, in time order), cut where `breaks` says, added to `merged` as it is made.
+fn merge_track(
+    markers: &Markers,
+    samples: &[usize],
+    max: usize,
+    breaks: &Breaks,
+    merged: &mut Markers,
+) {
+    let start_of = |position: usize| markers.start_time(position);
+    let end_of = |position: usize| markers.end_time(position).unwrap_or(start_of(position));
+    let start = start_of(samples[0]);
+    let end = samples.iter().map(|&s| end_of(s)).fold(start, f64::max);
     let width = ((end - start) / max as f64).max(f64::MIN_POSITIVE);
-    let stretch = |s: &ProfileMarker| ((s.start_time - start) / width).floor();
-    let mut merged = Vec::with_capacity(max + 1);
+    let stretch = |position: usize| ((start_of(position) - start) / width).floor();
     let mut group_start = 0;
-    let mut group_end = end_of(&samples[0]);
+    let mut group_end = end_of(samples[0]);
     for i in 1..=samples.len() {
         let cut = i == samples.len()
-            || stretch(&samples[i]) != stretch(&samples[group_start])
-            || breaks.between(group_end, samples[i].start_time);
+            || stretch(samples[i]) != stretch(samples[group_start])
+            || breaks.between(group_end, start_of(samples[i]));
         if cut {
             let group: Vec<Marker> = samples[group_start..i]
                 .iter()
-                .map(|sample| sample.as_ref().to_marker())
+                .map(|&sample| markers.get(sample).to_marker())
                 .collect();
-            merged.push(stretch::merge(&group));
+            merged.push(ProfileMarker::from(stretch::merge(&group)).as_ref());
             group_start = i;
         }
-        if let Some(sample) = samples.get(i) {
+        if let Some(&sample) = samples.get(i) {
             group_end = if cut {
                 end_of(sample)
             } else {
@@ -190,7 +195,6 @@ fn merge_track(samples: &[ProfileMarker], max: usize, breaks: &Breaks) -> Vec<Ma
             };
         }
     }
-    merged
 }
 
 #[cfg(test)]

@@ -161,9 +161,9 @@ impl Markers {
         })
     }
 
-    /// Keeps the markers that `keep` says to, in their order.
-    pub(crate) fn retain(&mut self, mut keep: impl FnMut(MarkerRef<'_>) -> bool) {
-        let kept: Vec<bool> = self.iter().map(&mut keep).collect();
+    /// Keeps the markers that `keep` says to (given each one's position), in their order.
+    pub(crate) fn retain(&mut self, mut keep: impl FnMut(usize, MarkerRef<'_>) -> bool) {
+        let kept: Vec<bool> = self.iter().enumerate().map(|(p, m)| keep(p, m)).collect();
         if kept.iter().all(|&k| k) {
             return;
         }
@@ -362,7 +362,7 @@ mod tests {
         markers.sort_by_start();
         let names: Vec<&str> = markers.iter().map(|m| m.name).collect();
         assert_eq!(names, ["first", "middle", "late", "tie"]);
-        markers.retain(|m| m.data != Some("1"));
+        markers.retain(|_, m| m.data != Some("1"));
         let data: Vec<_> = markers.iter().map(|m| m.data).collect();
         assert_eq!(data, [None, Some("3"), Some("2")]);
     }

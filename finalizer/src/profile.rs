@@ -365,7 +365,7 @@ fn drop_values_the_profiler_cannot_show(
     if rules.is_empty() {
         return;
     }
-    markers.retain(|marker| {
+    markers.retain(|_, marker| {
         // The recorder's own markers lead with their type, never a task's schema: unparsed.
         if marker
             .leading_type()

@@ -2,13 +2,16 @@
 //! has (the daemon's 10-minute segments: six for a 1-hour task). Counted in bytes held on
 //! the heap, by an allocator that counts them, not timed: what building the profile holds
 //! beyond the profile it returns grows with the segments only by the profile's own columns
-//! being built, not by their lines.
+//! being built, not by their lines. And bounding a log's long track holds little beyond
+//! the log's columns: only the track's samples are taken out, and as positions.
 //!
-//! The test binary's only test: the allocator counts every thread's bytes.
+//! The test binary's only tests: the allocator counts every thread's bytes.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use tc_profile_finalizer::{compact_span, read_log, ReadError, Recording, Span, SpanLogs};
+use tc_profile_finalizer::{
+    compact, compact_span, read_log, ReadError, Recording, Span, SpanLogs, MAX_SAMPLES_PER_TRACK,
+};
 
 struct Counting;
 
@@ -80,7 +83,47 @@ fn held_beyond_profile(segments: usize, read_all_first: bool) -> usize {
     peak - after
 }
 
+/// A log of one memory track of `samples` samples 100 ms apart, with its graph's schema.
+fn memory_track(samples: usize) -> Vec<u8> {
+    let schema = r#"{"name":"Mem","display":[],"data":[],"graphs":[{"key":"used","type":"bar","color":"orange"}]}"#;
+    let mut text = format!(
+        r#"{{"type":"meta","startTime":0,"interval":100,"markerSchema":[{schema}],"tcProfile":{{"sources":["memory"]}}}}"#
+    );
+    text.push_str("\n{\"type\":\"thread\",\"name\":\"machine\"}\n");
+    for sample in 0..samples {
+        let (begins, used) = (sample as f64 * 100.0, 1_000_000 + sample);
+        text.push_str(&format!(
+            r#"{{"type":"marker","name":"Memory","startTime":{begins},"endTime":{},"data":{{"type":"Mem","used":{used},"available":{used},"cached":{used}}}}}"#,
+            begins + 100.0
+        ));
+        text.push('\n');
+    }
+    text.into_bytes()
+}
+
+/// Bytes the log of a track 1.5 times the bound holds once read, and bytes held at the
+/// peak of compacting it (its track merged) beyond them.
+fn bounding_a_long_track() -> (usize, usize) {
+    let text = memory_track(MAX_SAMPLES_PER_TRACK * 3 / 2);
+    let before = HELD.load(Ordering::Relaxed);
+    let recording = read_log(text.as_slice()).unwrap();
+    let read = HELD.load(Ordering::Relaxed);
+    PEAK.store(read, Ordering::Relaxed);
+    let (profile, compaction) = compact(recording);
+    assert_eq!(compaction.merged_samples, MAX_SAMPLES_PER_TRACK * 3 / 2);
+    let peak = PEAK.load(Ordering::Relaxed);
+    drop(profile);
+    (read - before, peak - read)
+}
+
 fn main() {
+    let (log, bounding) = bounding_a_long_track();
+    println!("bounding a long track: {bounding} bytes beyond the {log} of its log");
+    // Its merged samples and the columns they go back into, under twice the log's: every
+    // marker taken out as an owned one, and the merged samples held as parsed ones until
+    // the last was made, held 22 MB beyond this 3 MB log (4.9 MB now).
+    assert!(bounding < 2 * log, "{bounding} bytes held, the log {log}");
+
     let one_segment = segment(0.0).len();
     let few = held_beyond_profile(2, false);
     let many = held_beyond_profile(8, false);

@@ -49,10 +49,16 @@ pub(super) fn merge(group: &[Marker]) -> Marker {
     if let Value::Object(fields) = &mut merged {
         fields.insert("samples".to_owned(), Value::from(group.len()));
     }
+    // The first sample's name and start, not a clone of it: its payload's tree was a tenth
+    // of merging a track.
+    let first = &group[0];
     Marker {
+        name: first.name.clone(),
+        start_time: first.start_time,
         end_time: last.end_time,
+        category: first.category,
         data: Some(merged),
-        ..group[0].clone()
+        open_id: first.open_id,
     }
 }
 
