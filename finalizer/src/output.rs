@@ -60,7 +60,7 @@ pub fn write_profile(path: &Path, profile: &impl Serialize) -> io::Result<u64> {
             // Buffered before the `dyn Write`: serde_json writes a few bytes at a time, and
             // a call through it each time was a tenth of writing a profile. A buffer this
             // size or more is written on past the file's smaller one, without a copy.
-            let mut buffered = ProfileBuffer::new(out);
+            let mut buffered = BufWriter::with_capacity(PROFILE_BUFFER, out);
             let mut json = serde_json::Serializer::with_formatter(&mut buffered, ProfileFormatter);
             profile.serialize(&mut json).map_err(io::Error::other)?;
             buffered.flush()
@@ -70,90 +70,6 @@ pub fn write_profile(path: &Path, profile: &impl Serialize) -> io::Result<u64> {
 
 /// The profile writer's buffer: writes of 128 KiB at a time (twice the file's buffer).
 const PROFILE_BUFFER: usize = 1 << 17;
-/// The longest piece [`ProfileBuffer`] copies itself: a number, a comma, a short payload.
-const SHORT_PIECE: usize = 32;
-
-/// A buffer like `BufWriter`'s, but a piece of [`SHORT_PIECE`] bytes at most (nearly every
-/// piece serde_json writes) is copied inline, a few moves of fixed width: `BufWriter` calls
-/// memcpy for a piece whose length is not known when compiled, each number of the marker
-/// table among them, and those calls were 2 % of the CPU of finalizing 100,000 markers.
-struct ProfileBuffer<'a> {
-    buffer: Box<[u8]>,
-    /// Bytes of `buffer` filled.
-    filled: usize,
-    out: &'a mut dyn Write,
-}
-
-impl<'a> ProfileBuffer<'a> {
-    fn new(out: &'a mut dyn Write) -> Self {
-        ProfileBuffer {
-            buffer: vec![0; PROFILE_BUFFER].into_boxed_slice(),
-            filled: 0,
-            out,
-        }
-    }
-
-    fn write_buffer(&mut self) -> io::Result<()> {
-        let filled = std::mem::take(&mut self.filled);
-        self.out.write_all(&self.buffer[..filled])
-    }
-}
-
-impl Write for ProfileBuffer<'_> {
-    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
-        self.write_all(bytes).map(|()| bytes.len())
-    }
-
-    #[inline]
-    fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
-        // Room for a whole short piece, so that its copies may write past its end.
-        if PROFILE_BUFFER - self.filled < bytes.len().max(SHORT_PIECE) {
-            self.write_buffer()?;
-            if bytes.len() >= PROFILE_BUFFER {
-                return self.out.write_all(bytes);
-            }
-        }
-        let rest = &mut self.buffer[self.filled..];
-        match bytes.len() {
-            0..=SHORT_PIECE => copy_short(bytes, rest),
-            length => rest[..length].copy_from_slice(bytes),
-        }
-        self.filled += bytes.len();
-        Ok(())
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        self.write_buffer()?;
-        self.out.flush()
-    }
-}
-
-/// Copies `bytes`, [`SHORT_PIECE`] long at most, to the start of `to`, at least that
-/// long: two copies of a fixed width that overlap, as memcpy does, without its call.
-#[inline]
-fn copy_short(bytes: &[u8], to: &mut [u8]) {
-    let length = bytes.len();
-    fn both_ends<const WIDTH: usize>(bytes: &[u8], to: &mut [u8]) {
-        let length = bytes.len();
-        let (Some(head), Some(tail)) = (bytes.first_chunk::<WIDTH>(), bytes.last_chunk::<WIDTH>())
-        else {
-            return;
-        };
-        to[..WIDTH].copy_from_slice(head);
-        to[length - WIDTH..length].copy_from_slice(tail);
-    }
-    match length {
-        16.. => both_ends::<16>(bytes, to),
-        8.. => both_ends::<8>(bytes, to),
-        4.. => both_ends::<4>(bytes, to),
-        1.. => {
-            to[0] = bytes[0];
-            to[length / 2] = bytes[length / 2];
-            to[length - 1] = bytes[length - 1];
-        }
-        0 => {}
-    }
-}
 
 /// Creates and locks the temporary file. One already there is a killed writer's leftover
 /// (taken over), another writer's (refused), or what a task put there (removed): it is
@@ -409,21 +325,6 @@ mod tests {
         let error = write_atomically(&path, SHARED_FILE, |out| out.write_all(b"{}")).unwrap_err();
         assert!(error.to_string().contains("symbolic link"), "{error}");
         assert!(!dir.path().join("real/p.json").exists());
-    }
-
-    #[test]
-    fn pieces_of_every_length_are_written_in_order() {
-        let pieces: Vec<Vec<u8>> = (0..3 * PROFILE_BUFFER / 40)
-            .map(|i| (0..i % 80).map(|j| (i * 7 + j) as u8).collect())
-            .chain([vec![1; PROFILE_BUFFER], vec![2; 3]])
-            .collect();
-        let mut written = Vec::new();
-        let mut buffer = ProfileBuffer::new(&mut written);
-        for piece in &pieces {
-            buffer.write_all(piece).unwrap();
-        }
-        buffer.flush().unwrap();
-        assert!(written == pieces.concat());
     }
 
     #[test]
