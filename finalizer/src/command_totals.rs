@@ -43,6 +43,12 @@ impl CommandRuns {
     /// Every `Commands` marker of `markers`.
     pub fn of(markers: &Markers) -> CommandRuns {
         let mut runs = CommandRuns::default();
+        // A payload's type reads `Commands` only if its text holds the word or a `\u`
+        // escape: a log of other markers is passed over with one search, where reading
+        // each marker's type was 5 % of finalizing 100,000 markers.
+        if !markers.payloads_hold(data_type::COMMANDS) && !markers.payloads_hold("\\u") {
+            return runs;
+        }
         for marker in markers.iter() {
             if marker.data_type().as_deref() == Some(data_type::COMMANDS) {
                 runs.add(marker);
@@ -243,6 +249,17 @@ mod tests {
             (Some(11), Some(4))
         );
         assert_eq!(whole["top"][1], serde_json::json!(["sh", 4, 4, 2.0, 4000]));
+    }
+
+    #[test]
+    fn a_commands_type_spelled_with_an_escape_is_added_up() {
+        let escaped = log().replace(r#""type":"Commands""#, r#""type":"Comm\u0061nds""#);
+        assert!(!escaped.contains("Commands"));
+        let (profile, _) = compact(read_log(escaped.as_bytes()).unwrap());
+        let whole = totals(&profile)
+            .into_iter()
+            .find(|(name, _)| name == "Command totals (whole task)");
+        assert_eq!(whole.map(|(_, data)| data["runs"].clone()), Some(11.into()));
     }
 
     #[test]

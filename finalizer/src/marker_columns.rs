@@ -78,6 +78,12 @@ impl Markers {
         (!data.is_empty()).then_some(data)
     }
 
+    /// Whether any payload's text holds `text`: one search of them all, for a caller that
+    /// looks for a rare kind of payload before reading each marker's.
+    pub(crate) fn payloads_hold(&self, text: &str) -> bool {
+        memchr::memmem::find(self.arena.as_bytes(), text.as_bytes()).is_some()
+    }
+
     fn payload_text(&self, payload: usize) -> &str {
         let start = payload
             .checked_sub(1)
