@@ -149,3 +149,101 @@ fn an_interval_begun_in_one_part_and_ended_in_a_later_one_is_whole() {
         "no end without its begin"
     );
 }
+
+/// A machine segment from `start` (epoch ms) of `samples` memory samples 100 ms apart, the
+/// memory used `used(sample)`, with the memory schema and its graph.
+fn memory_segment(start: f64, samples: usize, used: impl Fn(usize) -> u64) -> Recording {
+    let schema = r#"{"name":"Mem","display":[],"data":[],"graphs":[{"key":"used","type":"bar","color":"orange"}]}"#;
+    let mut text = format!(
+        r#"{{"type":"meta","startTime":{start},"interval":100,"markerSchema":[{schema}],"tcProfile":{{"sources":["memory"]}}}}"#
+    );
+    text.push_str("\n{\"type\":\"thread\",\"name\":\"machine\"}\n");
+    for sample in 0..samples {
+        let (begins, ends) = (sample as f64 * 100.0, (sample + 1) as f64 * 100.0);
+        let used = used(sample);
+        text.push_str(&format!(
+            r#"{{"type":"marker","name":"Memory","startTime":{begins},"endTime":{ends},"data":{{"type":"Mem","used":{used}}}}}"#
+        ));
+        text.push('\n');
+    }
+    let ends = samples as f64 * 100.0;
+    text.push_str(&format!(
+        r#"{{"type":"footer","endTime":{ends},"reason":"stopped"}}"#
+    ));
+    read_log(text.as_bytes()).unwrap()
+}
+
+/// Three segments of 1,000 s at 0.1 s, 100 s apart (the daemon down in between), 25,000
+/// samples inside a span from the first's middle to the last's end; a peak of memory in
+/// the second.
+fn crowded_segments() -> (Vec<Recording>, Span) {
+    let peak = |sample: usize| if sample == 4321 { 9_000 } else { 1_000 };
+    let segments = vec![
+        memory_segment(0.0, 10_000, |_| 1_000),
+        memory_segment(1_000_000.0, 10_000, peak),
+        memory_segment(2_100_000.0, 10_000, |_| 1_000),
+    ];
+    let span = Span {
+        start: 500_000.0,
+        end: 3_100_000.0,
+    };
+    (segments, span)
+}
+
+#[test]
+fn the_machine_tracks_of_a_span_are_bounded_together_not_a_segment_at_a_time() {
+    let (segments, span) = crowded_segments();
+    let profile = span_profile(SpanLogs::default(), segments, span);
+    let memory = named(&profile, "Memory");
+    let max = crate::MAX_SAMPLES_PER_TRACK;
+    // Each segment to its share of the bound (its time in the span over the span's):
+    // 3,847, 7,693 and 7,693, the daemon's downtime's share left unused.
+    assert!(
+        (max * 9 / 10..=max).contains(&memory.len()),
+        "{} samples",
+        memory.len()
+    );
+    let length = span.end - span.start;
+    let missing = named(&profile, DATA_MISSING);
+    assert_eq!(
+        (missing[0].start_time, missing[0].end_time),
+        (1_500_000.0, Some(1_600_000.0))
+    );
+    for sample in &memory {
+        let end = sample.end_time.unwrap();
+        assert!(sample.start_time >= 0.0 && end <= length, "inside the span");
+        assert!(
+            end <= 1_500_000.0 || sample.start_time >= 1_600_000.0,
+            "never across the downtime"
+        );
+    }
+    let widths: Vec<f64> = memory
+        .iter()
+        .map(|m| m.end_time.unwrap() - m.start_time)
+        .collect();
+    assert!(
+        widths.iter().all(|&w| (100.0..=200.0).contains(&w)),
+        "every segment's stretches alike: {:?}",
+        widths
+            .iter()
+            .fold((f64::MAX, 0.0_f64), |(lo, hi), &w| (lo.min(w), hi.max(w)))
+    );
+    let peak = memory
+        .iter()
+        .filter_map(|m| m.figures().get("used"))
+        .fold(0.0, f64::max);
+    assert_eq!(peak, 9_000.0, "the peak survives");
+}
+
+#[test]
+fn a_short_span_keeps_every_sample() {
+    let (segments, _) = crowded_segments();
+    let span = Span {
+        start: 1_500_000.0,
+        end: 1_502_000.0,
+    };
+    let profile = span_profile(SpanLogs::default(), segments, span);
+    let memory = named(&profile, "Memory");
+    assert_eq!(memory.len(), 22, "20, and the two that touch its ends");
+    assert!(memory.iter().all(|m| !m.data.unwrap().contains("samples")));
+}
