@@ -25,19 +25,6 @@ use tc_profile_format::Marker;
 /// 9,000 per track), a 24-hour one is merged into samples of about 4.3 s.
 pub const MAX_SAMPLES_PER_TRACK: usize = 20_000;
 
-/// The samples a track may keep of a log that covers `covered` milliseconds of a span of
-/// `length` (the daemon's segments over a task's span): its part of
-/// [`MAX_SAMPLES_PER_TRACK`], so that the span's logs together keep about that many, each
-/// merged sample about as long as any other's; at least one.
-pub(crate) fn share_of_bound(covered: f64, length: f64) -> usize {
-    let part = if length > 0.0 {
-        (covered / length).clamp(0.0, 1.0)
-    } else {
-        1.0
-    };
-    ((MAX_SAMPLES_PER_TRACK as f64 * part).ceil() as usize).max(1)
-}
-
 /// Merges the samples of each graph track in `markers` down to about `max`, never across
 /// `missing` (spans, start to end, where nothing was recorded: "Data missing"); returns how
 /// many samples went into merged ones.

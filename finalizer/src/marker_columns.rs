@@ -182,25 +182,6 @@ impl Markers {
         *self = kept_markers;
     }
 
-    /// Moves every marker by `offset` milliseconds.
-    pub(crate) fn shift(&mut self, offset: f64) {
-        // An instant's NaN end stays NaN.
-        for time in self.start.iter_mut().chain(&mut self.end) {
-            *time += offset;
-        }
-    }
-
-    /// Cuts every marker to `[0, length]`: one with none of it inside is dropped.
-    pub(crate) fn cut_to(&mut self, length: f64) {
-        self.retain(|_, m| m.end_time.unwrap_or(m.start_time) >= 0.0 && m.start_time <= length);
-        for start in &mut self.start {
-            *start = start.max(0.0);
-        }
-        for end in self.end.iter_mut().filter(|end| !end.is_nan()) {
-            *end = end.min(length);
-        }
-    }
-
     /// Sorts by start time, keeping the order of equal starts.
     pub(crate) fn sort_by_start(&mut self) {
         let sorted = (1..self.len()).all(|i| {

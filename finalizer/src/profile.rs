@@ -2,7 +2,7 @@
 //! profiler's JSON Lines importer would build from the log, with open intervals closed and
 //! flagged, notes about damage and an early end, and `meta.profilingEndTime`.
 
-use crate::coarsen::{bound_tracks, merge_metric_intervals, share_of_bound, MAX_SAMPLES_PER_TRACK};
+use crate::coarsen::{bound_tracks, merge_metric_intervals, MAX_SAMPLES_PER_TRACK};
 use crate::command_totals::command_totals;
 use crate::marker_columns::Markers;
 use crate::marker_table::{ThreadOut, UniqueStrings};
@@ -221,7 +221,7 @@ pub enum ProfileError {
 
 /// Closes what is open, adds the notes, and sorts markers by start time.
 pub fn compact(recording: Recording) -> (Profile, Compaction) {
-    let (mut profile, compaction) = compact_markers(recording, Timeline::Own);
+    let (mut profile, compaction) = compact_markers(recording);
     add_command_totals(&mut profile, compaction.end_time);
     (profile, compaction)
 }
@@ -235,26 +235,8 @@ pub(crate) fn add_command_totals(profile: &mut Profile, end_time: f64) {
     }
 }
 
-/// The timeline a log's markers are compacted onto, which its graph tracks are bounded
-/// over (SPEC.md, "The finalized profile").
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum Timeline {
-    /// The log's own: each track bounded to [`MAX_SAMPLES_PER_TRACK`].
-    Own,
-    /// A span's (`compact_span`) of `length` milliseconds: the markers moved by `offset`
-    /// (the log's start less the span's) and cut to the span when `cut` (a machine log),
-    /// then each track bounded to the log's share of the span's bound, so that the span's
-    /// logs together keep about [`MAX_SAMPLES_PER_TRACK`] a track. Bounded each to the
-    /// whole bound, an hour's six 10-minute segments at 0.1 s kept 36,000 samples a track.
-    Span { offset: f64, length: f64, cut: bool },
-}
-
-/// [`compact`] without the commands' totals, its markers on `timeline` (the meta and the
-/// [`Compaction`]'s times stay the log's own).
-pub(crate) fn compact_markers(
-    mut recording: Recording,
-    timeline: Timeline,
-) -> (Profile, Compaction) {
+/// [`compact`] without the commands' totals: of one part of a span.
+pub(crate) fn compact_markers(mut recording: Recording) -> (Profile, Compaction) {
     let end_time = recording
         .footer
         .as_ref()
@@ -311,7 +293,7 @@ pub(crate) fn compact_markers(
     add_schemas(&mut meta, recording.schemas);
     let interval_ms = meta.get("interval").and_then(Value::as_f64).unwrap_or(0.0);
     merge_metric_intervals(&mut markers, interval_ms, end_time);
-    let merged_samples = place(&mut markers, timeline, &meta, missing, end_time);
+    let merged_samples = bound_tracks(&mut markers, &meta, &missing, MAX_SAMPLES_PER_TRACK);
     markers.sort_by_start();
     let mut thread = recording.thread;
     thread.remove("markers");
@@ -332,37 +314,6 @@ pub(crate) fn compact_markers(
         merged_samples,
     };
     (profile, compaction)
-}
-
-/// Puts the markers of a log that ends at `end_time` onto `timeline`, and bounds their
-/// graph tracks there (never across `missing`, in the log's time); returns how many
-/// samples were merged. On a span's timeline, cut first: a merged sample never reaches
-/// outside the span.
-fn place(
-    markers: &mut Markers,
-    timeline: Timeline,
-    meta: &Map<String, Value>,
-    mut missing: Vec<(f64, f64)>,
-    end_time: f64,
-) -> usize {
-    let Timeline::Span {
-        offset,
-        length,
-        cut,
-    } = timeline
-    else {
-        return bound_tracks(markers, meta, &missing, MAX_SAMPLES_PER_TRACK);
-    };
-    markers.shift(offset);
-    if cut {
-        markers.cut_to(length);
-    }
-    for (start, end) in &mut missing {
-        *start += offset;
-        *end += offset;
-    }
-    let covered = (offset + end_time).min(length) - offset.max(0.0);
-    bound_tracks(markers, meta, &missing, share_of_bound(covered, length))
 }
 
 /// Ends, with each `close` in time order, the latest open interval of its key begun at or

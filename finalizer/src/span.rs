@@ -1,12 +1,11 @@
 //! Several logs of one machine on one timeline, over a span (the daemon's task and worker
 //! profiles): each log compacted on its own, its markers moved to the span's time 0, the
-//! machine's markers cut to the span, each log's graph tracks bounded to its share of the
-//! span's bound (its time in the span), and every stretch of the span that no machine log
+//! machine's markers cut to the span, and every stretch of the span that no machine log
 //! covers drawn as "Data missing" (the machine was not being recorded).
 
 use crate::marker_columns::Markers;
 use crate::profile::{
-    add_command_totals, compact_markers, match_closes, Profile, Timeline, DATA_MISSING, ENDED_EARLY,
+    add_command_totals, compact_markers, match_closes, Profile, DATA_MISSING, ENDED_EARLY,
 };
 use crate::profile_marker::{MarkerRef, ProfileMarker};
 use crate::reader::Recording;
@@ -40,10 +39,7 @@ pub struct SpanLogs {
 }
 
 /// The profile of `logs` and the `machine`'s logs over `span`, time 0 at `span.start`. The
-/// machine's logs, cut to the span, say together what was recorded when; each log's graph
-/// tracks are bounded, once on the span's timeline, to its share of
-/// [`crate::MAX_SAMPLES_PER_TRACK`] (so that an hour's six segments keep about that many a
-/// track together, not each; a short span keeps every sample). Each machine log is taken
+/// machine's logs, cut to the span, say together what was recorded when; each is taken
 /// from `machine` only once the one before it is folded in and dropped, so that a span of
 /// many segments holds one segment's lines at a time (a 1-hour span at 0.1 s read all six
 /// of its 10-minute segments first, 22 MB of payload text at once). The first error
@@ -68,19 +64,23 @@ pub fn compact_span<E>(
         let (recording, is_machine) = input?;
         let origin = start_time(&recording.meta);
         let interval = number(&recording.meta, "interval").unwrap_or(100.0);
+        let (mut profile, compaction) = compact_markers(recording);
         let offset = origin - span.start;
-        let timeline = Timeline::Span {
-            offset,
-            length,
-            cut: is_machine,
-        };
-        let (mut profile, compaction) = compact_markers(recording, timeline);
         if is_machine {
             shortest_gap = shortest_gap.max(2.5 * interval);
             covered.push((offset, offset + compaction.end_time));
         }
         for marker in &std::mem::take(&mut profile.markers) {
-            if marker.name != ENDED_EARLY {
+            if marker.name == ENDED_EARLY {
+                continue;
+            }
+            let marker = shift(marker, offset);
+            let kept = if is_machine {
+                cut(marker, length)
+            } else {
+                Some(marker)
+            };
+            if let Some(marker) = kept {
                 markers.push(marker);
             }
         }
@@ -163,6 +163,17 @@ fn shift(mut marker: MarkerRef<'_>, offset: f64) -> MarkerRef<'_> {
     marker.start_time += offset;
     marker.end_time = marker.end_time.map(|end| end + offset);
     marker
+}
+
+/// A marker cut to `[0, length]`; None when none of it is inside.
+fn cut(mut marker: MarkerRef<'_>, length: f64) -> Option<MarkerRef<'_>> {
+    let end = marker.end_time.unwrap_or(marker.start_time);
+    if end < 0.0 || marker.start_time > length {
+        return None;
+    }
+    marker.start_time = marker.start_time.max(0.0);
+    marker.end_time = marker.end_time.map(|end| end.min(length));
+    Some(marker)
 }
 
 /// The stretches of `[0, length]` that no `(start, end)` covers.
