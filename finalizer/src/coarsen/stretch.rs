@@ -16,6 +16,35 @@ const KEEP_HIGHEST: [(&str, &str); 4] = [
     (data_type::CGROUP_MEMORY, "current"),
 ];
 
+/// How a stretch's samples become one, by their payloads' `type` (the rules in
+/// `coarsen.rs`'s comment).
+pub(super) enum Rule {
+    /// The sample with the highest of this field.
+    KeepHighest(&'static str),
+    Metric(MetricKind),
+    Sum,
+    CpuMean,
+    ShareMean,
+    Mean,
+}
+
+pub(super) fn rule(kind: Option<&str>) -> Rule {
+    if let Some((_, key)) = KEEP_HIGHEST.iter().find(|(k, _)| Some(*k) == kind) {
+        return Rule::KeepHighest(key);
+    }
+    if let Some(metric) = kind.and_then(MetricKind::from_data_type) {
+        return Rule::Metric(metric);
+    }
+    match kind {
+        Some(data_type::IO | data_type::NET_IO | data_type::SWAP | data_type::PROCESSES_ENDED) => {
+            Rule::Sum
+        }
+        Some(data_type::CPU) => Rule::CpuMean,
+        Some(data_type::TASK_CPU | data_type::OTHER_CPU | data_type::CGROUP_CPU) => Rule::ShareMean,
+        _ => Rule::Mean,
+    }
+}
+
 pub(super) fn merge(group: &[Marker]) -> Marker {
     let last = &group[group.len() - 1];
     if group.len() == 1 {
@@ -26,25 +55,19 @@ pub(super) fn merge(group: &[Marker]) -> Marker {
         .as_ref()
         .and_then(|d| d.get("type"))
         .and_then(Value::as_str);
-    let highest = KEEP_HIGHEST.iter().find(|(k, _)| Some(*k) == kind);
-    let metric = kind.and_then(MetricKind::from_data_type);
-    let mut merged = match kind {
-        _ if let Some((_, key)) = highest => {
+    let mut merged = match rule(kind) {
+        Rule::KeepHighest(key) => {
             let value = |m: &Marker| number(m, key).unwrap_or(0.0);
             group
                 .iter()
                 .max_by(|a, b| value(a).total_cmp(&value(b)))
                 .map_or(Value::Null, data_of)
         }
-        _ if let Some(metric) = metric => merge_metric(group, metric),
-        Some(data_type::IO | data_type::NET_IO | data_type::SWAP | data_type::PROCESSES_ENDED) => {
-            sum(group)
-        }
-        Some(data_type::CPU) => cpu_mean(group),
-        Some(data_type::TASK_CPU | data_type::OTHER_CPU | data_type::CGROUP_CPU) => {
-            share_mean(group)
-        }
-        _ => mean(group),
+        Rule::Metric(metric) => merge_metric(group, metric),
+        Rule::Sum => sum(group),
+        Rule::CpuMean => cpu_mean(group),
+        Rule::ShareMean => share_mean(group),
+        Rule::Mean => mean(group),
     };
     if let Value::Object(fields) = &mut merged {
         fields.insert("samples".to_owned(), Value::from(group.len()));
@@ -163,7 +186,7 @@ fn cpu_mean(group: &[Marker]) -> Value {
     if let Value::Object(fields) = &mut merged {
         fields.retain(|key, value| !(key.ends_with("_pct") && value.is_string()));
         if let Some(busy) = busy_share(|key| fields.get(key)?.as_f64()) {
-            let percent = share_as(fields.get("cpuPercent"), busy);
+            let percent = share_as(is_text(fields.get("cpuPercent")), busy);
             fields.insert("cpuPercent".to_owned(), percent);
         }
         fields.insert("peak".to_owned(), Value::from(peak));
@@ -175,17 +198,22 @@ fn cpu_mean(group: &[Marker]) -> Value {
 fn share_mean(group: &[Marker]) -> Value {
     let mut merged = mean(group);
     if let Some(cpu) = merged.get("cpu").and_then(Value::as_f64) {
-        merged["cpuPercent"] = share_as(merged.get("cpuPercent"), cpu);
+        merged["cpuPercent"] = share_as(is_text(merged.get("cpuPercent")), cpu);
     }
     merged
 }
 
+fn is_text(value: Option<&Value>) -> bool {
+    matches!(value, Some(Value::String(_)))
+}
+
 /// `share` as the samples' `cpuPercent` was written: a fraction (a field of format
-/// `percentage`), or in an older log text, "45.0%".
-fn share_as(written: Option<&Value>, share: f64) -> Value {
-    match written {
-        Some(Value::String(_)) => Value::from(format!("{:.1}%", share * 100.0)),
-        _ => Value::from((share * 1000.0).round() / 1000.0),
+/// `percentage`), or in an older log as text (`as_text`), "45.0%".
+pub(super) fn share_as(as_text: bool, share: f64) -> Value {
+    if as_text {
+        Value::from(format!("{:.1}%", share * 100.0))
+    } else {
+        Value::from((share * 1000.0).round() / 1000.0)
     }
 }
 
