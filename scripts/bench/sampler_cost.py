@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent.parent
+BIN = Path(os.environ.get("CARGO_TARGET_DIR", REPO / "target")) / "release" / "tc-profile"
 TREE = 500
 
 
@@ -91,7 +92,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--short", action="store_true", help="3 s windows, one run")
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--bin", default=str(REPO / "target/release/tc-profile"))
+    parser.add_argument("--bin", default=str(BIN))
     args = parser.parse_args()
     runs = 1 if args.short else args.runs
     windows = {0.1: 3, 1.0: 3} if args.short else {0.1: 10, 1.0: 30}
