@@ -84,6 +84,16 @@ impl DaemonConfig {
             http_max_span: Duration::from_secs(86_400),
         }
     }
+
+    /// Where the tasks' logs are, in parts.
+    pub fn tasks_dir(&self) -> PathBuf {
+        self.state_dir.join("tasks")
+    }
+
+    /// The live server's base URL, as task logs name it (`meta.tcProfile.liveServer`).
+    pub fn live_server(&self) -> Option<String> {
+        self.http.map(|address| format!("http://{address}"))
+    }
 }
 
 #[cfg(test)]

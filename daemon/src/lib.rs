@@ -94,7 +94,7 @@ impl Daemon {
             if open.token.is_empty() {
                 open.token = Token::new()?;
             }
-            let recorder = tasks::start_part(&mut open, &dir.join("tasks"), &sampling)?;
+            let recorder = tasks::start_part(&mut open, &config, &sampling)?;
             running.push(Running {
                 open,
                 recorder: Some(recorder),
@@ -117,9 +117,6 @@ impl Daemon {
         let http = listener
             .map(|listener| serve_live(listener, &shared))
             .transpose()?;
-        if let Some(http) = &http {
-            shared.board.serving_http(http.address());
-        }
         let housekeeping = start_housekeeping(Arc::clone(&shared))?;
         Ok(Daemon {
             shared,

@@ -10,7 +10,7 @@ use crate::protocol::{Reply, Request};
 use crate::protocol::{Status, TaskStarted};
 use crate::segments::{Sampling, Segments};
 use crate::state::{EndedTask, Followed, OpenTask, StateFiles};
-use crate::status::{status, Board};
+use crate::status::{status, task_started, Board};
 use crate::tasks::{self, check_task_id};
 use crate::token::Token;
 use crate::worker;
@@ -179,10 +179,6 @@ impl Shared {
         self.config.state_dir.join("timed-out").join(name)
     }
 
-    fn tasks_dir(&self) -> PathBuf {
-        self.config.state_dir.join("tasks")
-    }
-
     fn profiles_dir(&self) -> PathBuf {
         self.config.state_dir.join("profiles")
     }
@@ -217,7 +213,11 @@ impl Shared {
                 )));
             }
             let attached = self.attach(running, follow);
-            let started = self.board.started(&running.open, running.recorder.as_ref());
+            let started = task_started(
+                &running.open,
+                running.recorder.as_ref(),
+                self.config.live_server().as_deref(),
+            );
             self.save_locked(&inner)?;
             return attached.map(|()| started);
         }
@@ -240,14 +240,18 @@ impl Shared {
             start_time: since.unwrap_or_else(epoch_ms),
             token: Token::new()?,
         };
-        let recorder = tasks::start_part(&mut open, &self.tasks_dir(), &self.sampling)
+        let recorder = tasks::start_part(&mut open, &self.config, &self.sampling)
             .inspect_err(|_| remove_profile_dir(&open))?;
         let running = Running {
             open,
             recorder: Some(recorder),
             tree: None,
         };
-        let started = self.board.started(&running.open, running.recorder.as_ref());
+        let started = task_started(
+            &running.open,
+            running.recorder.as_ref(),
+            self.config.live_server().as_deref(),
+        );
         inner.tasks.push(running);
         self.save_locked(&inner)?;
         Ok(started)
@@ -265,7 +269,7 @@ impl Shared {
             });
         }
         open.follow = follow;
-        match tasks::start_tree_part(open, &self.tasks_dir(), &self.sampling) {
+        match tasks::start_tree_part(open, &self.config, &self.sampling) {
             Ok(tree) => running.tree = Some(tree),
             Err(error) => {
                 open.follow = None;
@@ -316,7 +320,7 @@ impl Shared {
             })
         });
         if let Err(error) = saved {
-            let recorder = tasks::start_part(&mut open, &self.tasks_dir(), &self.sampling);
+            let recorder = tasks::start_part(&mut open, &self.config, &self.sampling);
             inner.tasks.push(Running {
                 open,
                 recorder: recorder.ok(),

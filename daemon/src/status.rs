@@ -7,7 +7,7 @@ use crate::segments::Segments;
 use crate::state::OpenTask;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::Mutex;
 use tc_profile_recorder::Recorder;
 
 /// What the daemon notes of itself as it runs.
@@ -15,8 +15,6 @@ pub struct Board {
     /// Epoch ms.
     started: f64,
     housekeeping: Mutex<Option<Housekeeping>>,
-    /// The live server's base URL (`http://ADDR`), once it listens.
-    http_base: OnceLock<String>,
     /// Bytes of machine segments read for profiles (task ends, live and worker profiles).
     pub segment_bytes_read: AtomicU64,
 }
@@ -26,13 +24,8 @@ impl Board {
         Board {
             started: epoch_ms(),
             housekeeping: Mutex::new(None),
-            http_base: OnceLock::new(),
             segment_bytes_read: AtomicU64::new(0),
         }
-    }
-
-    pub fn serving_http(&self, address: std::net::SocketAddr) {
-        let _ = self.http_base.set(format!("http://{address}"));
     }
 
     pub fn housekept(&self, deleted: usize, error: Option<String>) {
@@ -43,29 +36,33 @@ impl Board {
         };
         *self.housekeeping.lock().unwrap_or_else(|e| e.into_inner()) = Some(run);
     }
+}
 
-    /// What the worker hands a task just started (or attached), `recorder` the part that
-    /// follows its profile directory.
-    pub fn started(&self, open: &OpenTask, recorder: Option<&Recorder>) -> TaskStarted {
-        let live = |file: &str| {
-            let base = self.http_base.get()?;
-            // The token is the run's: no `?run=` needed.
-            Some(format!(
-                "{base}/tasks/{}/{}/{file}",
-                open.task,
-                open.token.as_str()
-            ))
-        };
-        TaskStarted {
-            profile_dir: open.profile_dir.clone(),
-            statsd_address: recorder
-                .and_then(|r| r.statsd_address())
-                .map(|a| a.to_string()),
-            statsd_socket: recorder.and_then(|r| r.statsd_socket()).map(Path::to_owned),
-            influx_url: recorder.and_then(|r| r.influx_url()),
-            live_profile_url: live("profile.json"),
-            live_log_url: live("log.jsonl"),
-        }
+/// What the worker hands a task just started (or attached), `recorder` the part that
+/// follows its profile directory, `live_server` the daemon's live server if it has one.
+pub fn task_started(
+    open: &OpenTask,
+    recorder: Option<&Recorder>,
+    live_server: Option<&str>,
+) -> TaskStarted {
+    let live = |file: &str| {
+        let base = live_server?;
+        // The token is the run's: no `?run=` needed.
+        Some(format!(
+            "{base}/tasks/{}/{}/{file}",
+            open.task,
+            open.token.as_str()
+        ))
+    };
+    TaskStarted {
+        profile_dir: open.profile_dir.clone(),
+        statsd_address: recorder
+            .and_then(|r| r.statsd_address())
+            .map(|a| a.to_string()),
+        statsd_socket: recorder.and_then(|r| r.statsd_socket()).map(Path::to_owned),
+        influx_url: recorder.and_then(|r| r.influx_url()),
+        live_profile_url: live("profile.json"),
+        live_log_url: live("log.jsonl"),
     }
 }
 

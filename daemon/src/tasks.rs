@@ -3,6 +3,7 @@
 //! directory), resuming the marker files from the earlier parts' checkpoints; and a task's
 //! profile cut from its parts and the machine's segments.
 
+use crate::config::DaemonConfig;
 use crate::error::DaemonError;
 use crate::logs::{epoch_ms, read_complete, read_complete_within};
 use crate::segments::{self, Sampling};
@@ -39,13 +40,13 @@ pub fn check_task_id(task: &str) -> Result<(), DaemonError> {
 
 /// The next part's log (after the last one in `open.parts`) and what every part records:
 /// the task's processes when it has them, from their real start; the machine's files as
-/// the daemon reads them once a tick for all its recorders.
+/// the daemon reads them once a tick for all its recorders; the live server, if any.
 fn part_config(
     open: &OpenTask,
-    tasks_dir: &Path,
+    daemon: &DaemonConfig,
     sampling: &Sampling,
 ) -> (PathBuf, RecorderConfig) {
-    let path = tasks_dir.join(format!(
+    let path = daemon.tasks_dir().join(format!(
         "{}-{}-{}.jsonl",
         open.task,
         open.run,
@@ -70,6 +71,7 @@ fn part_config(
     });
     // A process alive at an attach or a restart keeps its start, within the task's span.
     config.processes_since = Some(open.start_time);
+    config.live_server = daemon.live_server();
     (path, config)
 }
 
@@ -78,10 +80,10 @@ fn part_config(
 /// task began before the attach stays whole); no metric listener.
 pub fn start_tree_part(
     open: &mut OpenTask,
-    tasks_dir: &Path,
+    daemon: &DaemonConfig,
     sampling: &Sampling,
 ) -> Result<Recorder, DaemonError> {
-    let (path, mut config) = part_config(open, tasks_dir, sampling);
+    let (path, mut config) = part_config(open, daemon, sampling);
     config.statsd = None;
     config.influx = false;
     let recorder = Recorder::start(config)?;
@@ -92,10 +94,10 @@ pub fn start_tree_part(
 /// Starts the task's next part: a new log after the last one in `open.parts`.
 pub fn start_part(
     open: &mut OpenTask,
-    tasks_dir: &Path,
+    daemon: &DaemonConfig,
     sampling: &Sampling,
 ) -> Result<Recorder, DaemonError> {
-    let (path, mut config) = part_config(open, tasks_dir, sampling);
+    let (path, mut config) = part_config(open, daemon, sampling);
     let interval = sampling.interval;
     // The statsd listener stays on (its address in the log's meta): with it the metric
     // lines of marker files have their schemas. The InfluxDB endpoint, a listener and two

@@ -531,6 +531,7 @@ fn live_profiles_are_served_while_the_task_runs_and_leave_its_logs_alone() {
     assert_eq!((status, origin.as_str()), (200, "*"));
     let profile: serde_json::Value = serde_json::from_slice(&body).unwrap();
     assert_processed_profile(&profile);
+    assert_eq!(profile["meta"]["tcProfile"]["liveServer"], base);
     let rows = profile_markers(&profile);
     assert_eq!(count_named(&rows, "while it runs"), 1);
     assert!(count_named(&rows, "Task CPU") > 0);
@@ -567,8 +568,9 @@ fn live_profiles_are_served_while_the_task_runs_and_leave_its_logs_alone() {
     );
     process.kill().unwrap();
     process.wait().unwrap();
-    let rows = profile_markers(&read_json(&sandbox.path("end.json")));
-    assert_eq!(count_named(&rows, "while it runs"), 1);
+    let ended = read_json(&sandbox.path("end.json"));
+    assert_eq!(ended["meta"]["tcProfile"]["liveServer"], base);
+    assert_eq!(count_named(&profile_markers(&ended), "while it runs"), 1);
     daemon.stop();
 }
 
