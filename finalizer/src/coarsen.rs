@@ -13,7 +13,7 @@ mod stretch;
 pub(crate) use intervals::merge_metric_intervals;
 
 use crate::marker_columns::Markers;
-use crate::profile_marker::{MarkerRef, ProfileMarker};
+use crate::profile_marker::{leading_type, MarkerRef, ProfileMarker};
 use serde_json::{Map, Value};
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -42,28 +42,27 @@ pub(crate) fn bound_tracks(
     // with more than `max` intervals can need merging, and only their payloads are read.
     // A payload that leads with another type is none (a million text markers, say).
     // Counted by name id: hashing each marker's name was a tenth of compacting.
-    let intervals_by_name = |is_sample: &dyn Fn(usize) -> bool| {
-        let mut intervals = vec![0usize; markers.names().len()];
-        for position in (0..markers.len()).filter(|&p| markers.end_time(p).is_some()) {
-            if is_sample(position) {
-                intervals[markers.name_id(position) as usize] += 1;
-            }
-        }
-        intervals
-    };
     // Intervals first, by their columns alone: most recordings have no name over `max`,
     // and then no payload is read.
-    let candidates = intervals_by_name(&|_| true);
+    let mut candidates = vec![0usize; markers.names().len()];
+    for position in (0..markers.len()).filter(|&p| markers.end_time(p).is_some()) {
+        candidates[markers.name_id(position) as usize] += 1;
+    }
     if candidates.iter().all(|&count| count <= max) {
         return 0;
     }
-    let intervals = intervals_by_name(&|position| {
-        candidates[markers.name_id(position) as usize] > max
-            && markers
-                .get(position)
-                .leading_type()
-                .is_none_or(|kind| is_graph_type(&graph_types, kind))
-    });
+    // Then the candidates' payloads, in order (each found without a rank:
+    // `Markers::payloads`).
+    let mut intervals = vec![0usize; markers.names().len()];
+    for (position, data) in markers.payloads().enumerate() {
+        let name = markers.name_id(position) as usize;
+        let is_sample = candidates[name] > max
+            && markers.end_time(position).is_some()
+            && data
+                .and_then(leading_type)
+                .is_none_or(|kind| is_graph_type(&graph_types, kind));
+        intervals[name] += usize::from(is_sample);
+    }
     let crowded: Vec<bool> = intervals.iter().map(|&count| count > max).collect();
     if !crowded.contains(&true) {
         return 0;

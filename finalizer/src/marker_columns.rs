@@ -7,6 +7,7 @@
 
 use crate::profile_marker::{MarkerRef, ProfileMarker};
 use std::collections::HashMap;
+use std::ops::Range;
 
 /// Markers in columns, in the order they were added until [`Markers::sort_by_start`].
 #[derive(Clone, Debug, Default)]
@@ -28,6 +29,9 @@ pub struct Markers {
     /// empty one is none (no JSON value is empty).
     payload_end: Offsets,
     arena: String,
+    /// Where the last payload starts: it is the arena's tail, which the next marker's
+    /// payload is checked against.
+    last_payload_start: usize,
     /// The column index of the marker at each position, once sorting moved any: a
     /// permutation costs 4 bytes a marker, columns moved would cost twice them all.
     order: Option<Vec<u32>>,
@@ -52,14 +56,18 @@ impl Markers {
 
     /// The marker at `position`; panics past the end, as a slice does.
     pub fn get(&self, position: usize) -> MarkerRef<'_> {
-        let index = self.index(position);
+        self.at_index(self.index(position), self.payload_at(position))
+    }
+
+    /// The marker in column `index`, given its payload's text (empty for none).
+    fn at_index<'a>(&'a self, index: usize, data: &'a str) -> MarkerRef<'a> {
         let (name, category) = self.kinds[self.kind[index] as usize];
         MarkerRef {
             name: &self.names[name as usize],
             start_time: self.start[index],
-            end_time: self.end_time(position),
+            end_time: end_or_none(self.end[index]),
             category,
-            data: self.data(position),
+            data: payload_or_none(data),
         }
     }
 
@@ -69,13 +77,12 @@ impl Markers {
     }
 
     pub(crate) fn end_time(&self, position: usize) -> Option<f64> {
-        let end = self.end[self.index(position)];
-        (!end.is_nan()).then_some(end)
+        end_or_none(self.end[self.index(position)])
     }
 
-    pub(crate) fn data(&self, position: usize) -> Option<&str> {
-        let data = self.payload_text(self.brought_payload.count_through(self.index(position)) - 1);
-        (!data.is_empty()).then_some(data)
+    /// The text of the payload of the marker at `position`, empty for none.
+    fn payload_at(&self, position: usize) -> &str {
+        self.payload_text(self.brought_payload.count_through(self.index(position)) - 1)
     }
 
     /// Whether any payload's text holds `text`: one search of them all, for a caller that
@@ -85,10 +92,15 @@ impl Markers {
     }
 
     fn payload_text(&self, payload: usize) -> &str {
+        &self.arena[self.payload_range(payload)]
+    }
+
+    /// Where the payload numbered `payload` lies in the arena.
+    fn payload_range(&self, payload: usize) -> Range<usize> {
         let start = payload
             .checked_sub(1)
             .map_or(0, |p| self.payload_end.get(p));
-        &self.arena[start..self.payload_end.get(payload)]
+        start..self.payload_end.get(payload)
     }
 
     pub(crate) fn category(&self, position: usize) -> Option<u32> {
@@ -102,7 +114,21 @@ impl Markers {
     }
 
     pub fn iter(&self) -> impl ExactSizeIterator<Item = MarkerRef<'_>> + '_ {
-        (0..self.len()).map(|i| self.get(i))
+        self.in_order()
+            .map(|(index, data)| self.at_index(index, data))
+    }
+
+    /// The payloads in order: [`Markers::iter`]'s, without the rest of each marker.
+    pub(crate) fn payloads(&self) -> impl ExactSizeIterator<Item = Option<&str>> + '_ {
+        self.in_order().map(|(_, data)| payload_or_none(data))
+    }
+
+    fn in_order(&self) -> InOrder<'_> {
+        InOrder {
+            markers: self,
+            position: 0,
+            walk: PayloadWalk::default(),
+        }
     }
 
     /// The index in [`Markers::names`] of the name of the marker at `position`.
@@ -126,9 +152,10 @@ impl Markers {
         self.start.push(marker.start_time);
         self.end.push(marker.end_time.unwrap_or(f64::NAN));
         let data = marker.data.unwrap_or_default();
-        let last = self.payload_end.low.len().checked_sub(1);
-        let repeated = last.is_some_and(|last| self.payload_text(last) == data);
+        let repeated = !self.payload_end.low.is_empty()
+            && same_payload(&self.arena[self.last_payload_start..], data);
         if !repeated {
+            self.last_payload_start = self.arena.len();
             self.arena.push_str(data);
             self.payload_end.push(self.arena.len());
         }
@@ -205,6 +232,76 @@ impl Markers {
     }
 }
 
+/// The markers in order, as each one's column index and payload text (empty for none).
+struct InOrder<'a> {
+    markers: &'a Markers,
+    position: usize,
+    walk: PayloadWalk,
+}
+
+impl<'a> Iterator for InOrder<'a> {
+    type Item = (usize, &'a str);
+
+    fn next(&mut self) -> Option<(usize, &'a str)> {
+        let markers = self.markers;
+        if self.position == markers.len() {
+            return None;
+        }
+        let index = markers.index(self.position);
+        self.position += 1;
+        Some((index, self.walk.payload(markers, index)))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let left = self.markers.len() - self.position;
+        (left, Some(left))
+    }
+}
+
+impl ExactSizeIterator for InOrder<'_> {}
+
+/// Finds the payloads of markers taken in order by walking the arena along
+/// `brought_payload` from the marker before's: counting the bits through each marker (a
+/// rank a marker) and reading where its payload starts was most of reading every payload.
+/// Sorting moves few markers, so the walk starts again with a rank only where the order
+/// jumps.
+#[derive(Default)]
+struct PayloadWalk {
+    /// The column index the walk stands before.
+    next_index: usize,
+    /// The payloads brought before `next_index`, and where the last of them lies in the
+    /// arena.
+    payloads_brought: usize,
+    payload: Range<usize>,
+}
+
+impl PayloadWalk {
+    /// The text of the payload of the marker in column `index`, empty for none.
+    fn payload<'a>(&mut self, markers: &'a Markers, index: usize) -> &'a str {
+        if index != self.next_index {
+            self.jump_to(markers, index);
+        }
+        self.next_index = index + 1;
+        if markers.brought_payload.get(index) {
+            let start = self.payload.end;
+            self.payload = start..markers.payload_end.get(self.payloads_brought);
+            self.payloads_brought += 1;
+        }
+        &markers.arena[self.payload.clone()]
+    }
+
+    /// Stands just before the marker in column `index`: a rank.
+    fn jump_to(&mut self, markers: &Markers, index: usize) {
+        self.payloads_brought = index
+            .checked_sub(1)
+            .map_or(0, |before| markers.brought_payload.count_through(before));
+        self.payload = match self.payloads_brought.checked_sub(1) {
+            Some(last) => markers.payload_range(last),
+            None => 0..0,
+        };
+    }
+}
+
 /// Offsets into the arena, in order, as their low 32 bits: the high bits are the 4 GiB
 /// boundaries passed before each (a few, if any), kept apart.
 #[derive(Clone, Debug, Default)]
@@ -257,6 +354,12 @@ impl Bits {
         self.len += 1;
     }
 
+    /// The bit at `index`; panics past the end, as a slice does.
+    fn get(&self, index: usize) -> bool {
+        assert!(index < self.len, "bit {index} of {}", self.len);
+        self.words[index / 64] >> (index % 64) & 1 == 1
+    }
+
     /// The set bits among the first `index + 1`; panics past the end, as a slice does.
     fn count_through(&self, index: usize) -> usize {
         assert!(index < self.len, "bit {index} of {}", self.len);
@@ -264,6 +367,24 @@ impl Bits {
         let through = self.words[word] & (u64::MAX >> (63 - at));
         self.set_before[word] as usize + through.count_ones() as usize
     }
+}
+
+/// Whether two payloads are the same text. Payloads that differ mostly differ near their
+/// end (a step's text, a sample's figures), so their last 8 bytes are compared first, in
+/// one instruction, before the whole texts.
+fn same_payload(a: &str, b: &str) -> bool {
+    let tail = |text: &str| text.as_bytes().last_chunk::<8>().copied();
+    a.len() == b.len() && tail(a) == tail(b) && a == b
+}
+
+/// An end as a marker has it: NaN is an instant's.
+fn end_or_none(end: f64) -> Option<f64> {
+    (!end.is_nan()).then_some(end)
+}
+
+/// A payload as a marker has it: the empty text is none.
+fn payload_or_none(data: &str) -> Option<&str> {
+    (!data.is_empty()).then_some(data)
 }
 
 /// The index the next item of `items` will have: below 4 G, as a marker takes more than a
@@ -392,6 +513,50 @@ mod tests {
             data,
             [Some("{}"), Some("{}"), None, Some("{}"), Some("[1]")]
         );
+    }
+
+    #[test]
+    fn walking_the_payloads_finds_what_a_rank_finds_in_any_order() {
+        // Repeats, payloads and none, across a word of bits; then sorted, so that the
+        // order jumps back and forth.
+        let added: Vec<MarkerRef> = (0..150)
+            .map(|i| {
+                let data = ["{}", "[1]", "", "[1]"][i % 7 % 4];
+                let start = ((i * 37) % 150) as f64;
+                marker(&format!("m{}", i % 3), start, payload_or_none(data))
+            })
+            .collect();
+        let mut markers = columns(&added);
+        for sorted in [false, true] {
+            if sorted {
+                markers.sort_by_start();
+            }
+            let by_rank: Vec<MarkerRef> = (0..markers.len()).map(|p| markers.get(p)).collect();
+            assert_eq!(markers.iter().collect::<Vec<_>>(), by_rank);
+            let payloads: Vec<Option<&str>> = markers.payloads().collect();
+            let data: Vec<Option<&str>> = by_rank.iter().map(|m| m.data).collect();
+            assert_eq!(payloads, data);
+        }
+        assert_eq!(markers.iter().filter(|m| m.data.is_some()).count(), 107);
+    }
+
+    #[test]
+    fn payloads_are_the_same_only_when_their_whole_texts_are() {
+        let pairs = [
+            ("", "", true),
+            ("{}", "{}", true),
+            (r#"{"text":"step 10"}"#, r#"{"text":"step 10"}"#, true),
+            (r#"{"text":"step 10"}"#, r#"{"text":"step 11"}"#, false),
+            (
+                r#"{"a":1,"text":"same tail"}"#,
+                r#"{"a":2,"text":"same tail"}"#,
+                false,
+            ),
+            ("[1]", "[1,2]", false),
+        ];
+        for (a, b, same) in pairs {
+            assert_eq!(same_payload(a, b), same, "{a} and {b}");
+        }
     }
 
     #[test]

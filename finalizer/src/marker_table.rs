@@ -92,7 +92,7 @@ impl Serialize for ThreadOut<'_> {
         #[derive(Serialize)]
         #[serde(rename_all = "camelCase")]
         struct MarkerTable<'a> {
-            data: Column<'a, Option<&'a RawValue>>,
+            data: Payloads<'a>,
             name: Column<'a, Option<usize>>,
             start_time: Column<'a, f64>,
             end_time: Column<'a, Option<f64>>,
@@ -126,15 +126,14 @@ impl Serialize for ThreadOut<'_> {
                 rewritten.insert(i, data);
             }
         }
-        let data = |i: usize| match rewritten.get(&i) {
-            Some(data) => Some(&**data),
-            None => markers.data(i).map(raw_json_text),
-        };
         let name = |i: usize| name_index[markers.name_id(i) as usize];
         Thread {
             base: self.base,
             markers: MarkerTable {
-                data: Column(count, &data),
+                data: Payloads {
+                    markers,
+                    rewritten: &rewritten,
+                },
                 name: Column(count, &name),
                 start_time: Column(count, &|i| markers.start_time(i)),
                 end_time: Column(count, &|i| markers.end_time(i)),
@@ -164,6 +163,24 @@ struct Column<'a, T>(usize, &'a dyn Fn(usize) -> T);
 impl<T: Serialize> Serialize for Column<'_, T> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.collect_seq((0..self.0).map(self.1))
+    }
+}
+
+/// The payload column: in the markers' order, so that each payload is found by walking
+/// the arena ([`Markers::payloads`]) rather than by a rank a marker.
+struct Payloads<'a> {
+    markers: &'a Markers,
+    /// Payloads whose `unique-string` values were interned, by position.
+    rewritten: &'a HashMap<usize, Box<RawValue>>,
+}
+
+impl Serialize for Payloads<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let payloads = self.markers.payloads().enumerate();
+        serializer.collect_seq(payloads.map(|(i, data)| match self.rewritten.get(&i) {
+            Some(data) => Some(&**data),
+            None => data.map(raw_json_text),
+        }))
     }
 }
 

@@ -95,13 +95,9 @@ impl<'a> MarkerRef<'a> {
         serde_json::from_str(self.data?).ok()
     }
 
-    /// The payload's `type` when it is its first key, as the recorder writes payloads:
-    /// found without parsing the rest. None when the payload starts otherwise.
+    /// The payload's [`leading_type`].
     pub fn leading_type(self) -> Option<&'a str> {
-        let rest = self.data?.strip_prefix(r#"{"type":""#)?;
-        let length = rest.bytes().position(|b| b == b'"' || b == b'\\')?;
-        // An escaped character: left to a parser.
-        (rest.as_bytes()[length] == b'"').then(|| &rest[..length])
+        leading_type(self.data?)
     }
 
     /// The payload's `type` wherever it is (a metric's payload has its keys sorted):
@@ -119,6 +115,15 @@ impl<'a> MarkerRef<'a> {
             .and_then(|data| serde_json::from_str(data).ok())
             .unwrap_or_default()
     }
+}
+
+/// A payload's `type` when it is its first key, as the recorder writes payloads: found
+/// without parsing the rest. None when the payload starts otherwise.
+pub(crate) fn leading_type(data: &str) -> Option<&str> {
+    let rest = data.strip_prefix(r#"{"type":""#)?;
+    let length = rest.bytes().position(|b| b == b'"' || b == b'\\')?;
+    // An escaped character: left to a parser.
+    (rest.as_bytes()[length] == b'"').then(|| &rest[..length])
 }
 
 impl From<Marker> for ProfileMarker {
