@@ -14,10 +14,14 @@ pub(crate) enum CpuTotal {
 }
 
 impl CpuTotal {
+    /// The total of the cgroup at `cgroup`, if it has one that reads: a v1 cpu,cpuacct
+    /// cgroup has a `cpu.stat` too, of throttling alone.
     pub(crate) fn open(cgroup: &Path) -> Option<CpuTotal> {
-        let v2 = File::open(cgroup.join("cpu.stat")).map(CpuTotal::V2CpuStat);
-        let v1 = || File::open(cgroup.join("cpuacct.usage")).map(CpuTotal::V1CpuacctUsage);
-        v2.or_else(|_| v1()).ok()
+        let open = |name: &str| File::open(cgroup.join(name)).ok();
+        let reads = |total: &CpuTotal| total.read_ns(&mut ReadBuffer::new()).is_some();
+        let v2 = open("cpu.stat").map(CpuTotal::V2CpuStat).filter(reads);
+        v2.or_else(|| open("cpuacct.usage").map(CpuTotal::V1CpuacctUsage))
+            .filter(reads)
     }
 
     /// The total now, ns (v2 counts whole µs).
@@ -43,9 +47,15 @@ mod tests {
     use crate::sources::fake_root;
 
     #[test]
-    fn the_total_is_read_in_ns_from_v2_or_v1_cpuacct() {
+    fn the_total_is_read_in_ns_from_v2_or_v1_cpuacct_beside_v1_cpus_stat() {
         let v2 = fake_root(&[("cpu.stat", "usage_usec 1234\nuser_usec 1000\n")]);
-        let v1 = fake_root(&[("cpuacct.usage", "987654321\n")]);
+        let v1 = fake_root(&[
+            (
+                "cpu.stat",
+                "nr_periods 0\nnr_throttled 0\nthrottled_time 0\n",
+            ),
+            ("cpuacct.usage", "987654321\n"),
+        ]);
         let neither = fake_root(&[("memory.current", "1\n")]);
         let mut buffer = ReadBuffer::new();
         let mut total = |root: &Path| CpuTotal::open(root).map(|t| t.read_ns(&mut buffer));
