@@ -83,7 +83,7 @@ pub(crate) struct ProcessTree {
     /// little, only the pids in between can be new ones, read one by one rather than by
     /// listing /proc (the costliest read of a tick, on a machine busy starting processes).
     listed_at_pid: Option<u32>,
-    /// When /proc was last listed whole.
+    /// When /proc was last listed whole, or a followed cgroup's processes read.
     listed_at: f64,
     /// The recorder's own /proc/<pid>/stat, kept open.
     own_stat: File,
@@ -106,6 +106,9 @@ pub(crate) struct ProcessTree {
     /// when it shows that none of them ran; None when following a pid, or the cgroup has
     /// no total to read.
     cgroup_cpu: Option<CgroupCpu>,
+    /// This tick's reads of the tree's processes explained all that the cgroup's CPU total
+    /// grew by (false without a total): no process that the tree does not know ran in it.
+    cgroup_cpu_explained: bool,
 }
 
 /// A followed cgroup's CPU total and its value at the previous tick.
@@ -252,6 +255,7 @@ impl ProcessTree {
                 }),
                 Follow::Pid(_) | Follow::Children => None,
             },
+            cgroup_cpu_explained: false,
         };
         tree.read_own_reaped_ticks()?;
         match *follow {
@@ -385,20 +389,23 @@ impl ProcessTree {
                 gone
             })
             .collect();
-        let unexplained = cgroup_ran.map(|ran| ran.saturating_sub(read_ran_ns));
-        let none_ran = unexplained.is_some_and(|ns| ns <= UNEXPLAINED_CPU_NS);
+        let explained = |read_ns: u64| {
+            cgroup_ran.is_some_and(|ran| ran.saturating_sub(read_ns) <= UNEXPLAINED_CPU_NS)
+        };
+        let none_ran = explained(read_ran_ns);
         for pid in deferred {
             let Some(process) = self.processes.get_mut(&pid) else {
                 continue;
             };
             if none_ran {
-                process.pass_over();
-                process.reaped_increase = 0;
-                process.last_seen = now;
+                process.pass_over(now);
             } else if reread(pid, process, proc_root, buffer, now) {
                 gone.extend(self.processes.remove_entry(&pid));
+            } else {
+                read_ran_ns += process.ran_ns();
             }
         }
+        self.cgroup_cpu_explained = explained(read_ran_ns);
         gone
     }
 
@@ -596,8 +603,7 @@ fn reread(
     now: f64,
 ) -> bool {
     if process.is_still(buffer) {
-        process.reaped_increase = 0;
-        process.last_seen = now;
+        process.seen_still(now);
         return false;
     }
     let reopened;

@@ -240,12 +240,20 @@ impl Process {
         run.is_some_and(|run| run.skipped > 0 && run.skipped + 1 < STAT_EVERY_TICKS)
     }
 
-    /// Passes it over unread: a still tick, which brings its stat's next read nearer.
-    pub(crate) fn pass_over(&mut self) {
+    /// Passes it over unread at `now`: a still tick, which brings its stat's next read
+    /// nearer.
+    pub(crate) fn pass_over(&mut self, now: f64) {
         if let Some(run) = &mut self.run_time {
             run.skipped += 1;
             run.passed_over = true;
         }
+        self.seen_still(now);
+    }
+
+    /// Found alive at `now` with nothing changed: no child reaped since.
+    pub(crate) fn seen_still(&mut self, now: f64) {
+        self.reaped_increase = 0;
+        self.last_seen = now;
     }
 
     /// Its time on CPU since the tick before, ns, as far as its last read tells (see

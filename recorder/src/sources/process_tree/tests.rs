@@ -469,3 +469,54 @@ fn following_a_cgroup_still_processes_are_read_only_when_its_cpu_total_shows_the
     }
     assert!(ticks_until_read > 1, "passed over meanwhile");
 }
+
+/// Sleeper 7 in a fake cgroup whose CPU total does not grow: cgroup.procs is read again
+/// when a pid is given out, when the total shows CPU that the tree's processes did not
+/// use, or once in ten ticks.
+#[test]
+fn a_followed_cgroups_processes_are_read_again_only_when_a_new_one_can_be_there() {
+    let root = fake_proc("0.10 0.20 0.30 1/100 5000\n");
+    let cgroup =
+        crate::sources::fake_root(&[("cgroup.procs", "7\n"), ("cpu.stat", "usage_usec 1000\n")]);
+    write_sleeper(root.path(), 7, 1, 5_000_000);
+    let follow = Follow::Cgroup(cgroup.path().to_owned());
+    let (clock, machine) = (Clock::start(), machine_of(root.path()));
+    let interval = Duration::from_millis(100);
+    let mut tree = ProcessTree::probe(root.path(), &follow, interval, clock, &machine).unwrap();
+    let mut now = 0.0;
+    let mut tick = |tree: &mut ProcessTree| {
+        now += 100.0;
+        tick_markers_under(tree, now, root.path());
+    };
+    (0..3).for_each(|_| tick(&mut tree));
+    let move_in = |pid: u32| {
+        write_sleeper(root.path(), pid, 0, 1_000);
+        let procs = cgroup.path().join("cgroup.procs");
+        let listed = fs::read_to_string(&procs).unwrap();
+        fs::write(procs, format!("{listed}{pid}\n")).unwrap();
+    };
+
+    move_in(8);
+    let mut ticks_until_found = 0;
+    while !tree.processes.contains_key(&8) {
+        assert!(ticks_until_found < 10, "read once in ten ticks");
+        tick(&mut tree);
+        ticks_until_found += 1;
+    }
+    assert!(ticks_until_found > 1, "not read while nothing could be new");
+
+    tick(&mut tree);
+    move_in(9);
+    fs::write(root.path().join("loadavg"), "0.10 0.20 0.30 1/101 5001\n").unwrap();
+    tick(&mut tree);
+    assert!(tree.processes.contains_key(&9), "a pid was given out");
+
+    tick(&mut tree);
+    move_in(10);
+    fs::write(cgroup.path().join("cpu.stat"), "usage_usec 2000\n").unwrap();
+    tick(&mut tree);
+    assert!(
+        tree.processes.contains_key(&10),
+        "CPU that no known process used"
+    );
+}
