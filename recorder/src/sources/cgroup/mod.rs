@@ -1,10 +1,12 @@
 //! The task's cgroup: its counters as tracks ("Cgroup Memory", "Cgroup CPU", "Cgroup IO"),
 //! an "OOM kill" marker when its OOM-kill counter goes up, and [`own::OwnCgroup`], a fresh
-//! cgroup that `run --own-cgroup` puts the command into.
+//! cgroup that `run --own-cgroup` puts the command into, and [`cpu_total::CpuTotal`], the
+//! CPU total by which the process tree skips reading processes that cannot have run.
 //!
 //! Both cgroup v2 and the v1 memory controller are read: hosts on the hybrid hierarchy
 //! (systemd's, and this kind of CI machine) have v2 mounted without its memory controller.
 
+pub(crate) mod cpu_total;
 pub(crate) mod mount;
 pub(crate) mod oom;
 pub(crate) mod own;

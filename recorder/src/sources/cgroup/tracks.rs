@@ -1,6 +1,7 @@
 //! The task cgroup's tracks: its counters, from its files kept open, as "Cgroup Memory",
 //! "Cgroup CPU" and "Cgroup IO", and its OOM kills as markers (see [`OomWatch`]).
 
+use crate::sources::cgroup::cpu_total::usage_usec;
 use crate::sources::cgroup::mount::Hierarchy;
 use crate::sources::cgroup::oom::OomWatch;
 use crate::sources::cgroup::TaskCgroup;
@@ -233,7 +234,7 @@ impl CgroupSampler {
         if self.cpu {
             counters.cpu = self.read("cpu.stat").and_then(|text| {
                 Some(CpuCounters {
-                    usage_usec: keyed_number(text, "usage_usec")?,
+                    usage_usec: usage_usec(text)?,
                     throttled_usec: keyed_number(text, "throttled_usec").unwrap_or(0),
                     throttled_count: keyed_number(text, "nr_throttled").unwrap_or(0),
                 })

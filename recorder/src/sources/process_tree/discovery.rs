@@ -50,7 +50,11 @@ impl ProcessTree {
         match &self.follow {
             Follow::Cgroup(path) => {
                 let procs = path.join("cgroup.procs");
-                if let Some(text) = self.buffer.read_text(&procs) {
+                let may_have_new = self.cgroup_may_have_new(now, machine);
+                if let Some(text) = may_have_new
+                    .then(|| self.buffer.read_text(&procs))
+                    .flatten()
+                {
                     let listed = text.lines().filter_map(|l| l.trim().parse().ok());
                     let known = &self.processes;
                     let new = listed.filter(|pid| !known.contains_key(pid));
@@ -65,6 +69,23 @@ impl ProcessTree {
                 self.admit_candidates(now, machine, |parent| children && parent == own_pid);
             }
         }
+    }
+
+    /// Whether the followed cgroup may hold a process the tree does not know, so that its
+    /// cgroup.procs is read (the costliest read of its tick: the kernel walks its tasks):
+    /// a pid was given out since the last read (a fork), its CPU total grew by more than
+    /// the tree's processes used (one moved in and ran), there is no total, or it was read
+    /// [`LISTING_EVERY_TICKS`] ticks ago (one moved in that has not run yet, found that late).
+    fn cgroup_may_have_new(&mut self, now: f64, machine: &Machine) -> bool {
+        let last_pid = machine.last_pid;
+        let quiet = self.cgroup_cpu_explained
+            && last_pid.is_some()
+            && last_pid == self.listed_at_pid
+            && now - self.listed_at < self.listing_pace_ms();
+        if !quiet {
+            (self.listed_at_pid, self.listed_at) = (last_pid, now);
+        }
+        !quiet
     }
 
     /// Puts into `candidates` the processes that are neither in the tree nor known to be

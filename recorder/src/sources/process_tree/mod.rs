@@ -8,9 +8,11 @@
 //! file stays bound to its process, so a reused pid is never mistaken for it), and of a
 //! process of one thread that has not run since (its schedstat's time on CPU the same,
 //! a quarter of a stat's cost) only once in ten ticks ([`process::Process::is_still`]); other
-//! processes are read once, when first listed, to learn their parent. A process that lived
-//! between two ticks is never seen, but its CPU time is not lost: its parent's stat counts
-//! it among the reaped children's time (cutime, cstime) once it has been waited for.
+//! processes are read once, when first listed, to learn their parent. Following a cgroup,
+//! its CPU total, read first, tells when none of the still ones can have run: then not even
+//! their schedstat is read ([`ProcessTree::refresh`]). A process that lived between two
+//! ticks is never seen, but its CPU time is not lost: its parent's stat counts it among the
+//! reaped children's time (cutime, cstime) once it has been waited for.
 
 pub(crate) mod command_line;
 mod discovery;
@@ -20,6 +22,7 @@ mod tokens;
 pub(crate) mod wait_status;
 
 use crate::clock::Clock;
+use crate::sources::cgroup::cpu_total::CpuTotal;
 use crate::sources::machine::{CpuTimes, Machine, SharedMachine};
 use crate::sources::proc_connector::ProcConnector;
 use crate::sources::procfs::ReadBuffer;
@@ -52,6 +55,15 @@ const LISTING_EVERY_TICKS: f64 = 10.0;
 /// The recorder's own stat is read at least once in this many ticks, whatever else says
 /// that it cannot have changed (see [`ProcessTree::own_reaped_ticks`]).
 const OWN_STAT_EVERY_TICKS: u32 = 10;
+/// A followed cgroup's CPU total may grow by this much more than the processes read at a
+/// tick used, and the still ones still be passed over unread ([`ProcessTree::refresh`]).
+/// Both figures come from the scheduler's own ns (a task's run time is charged to it and
+/// to its cgroup by the same update), so with nothing else run the difference is what v2's
+/// whole µs lose: under 1 µs. A still process that ran less than this (a wake-up that
+/// found nothing to do) is read at its stat's next due read, within ten ticks, its CPU
+/// then counted: 10 µs late by a second is nothing on a track of fractions of all cores.
+/// An exit, or a wake-up that does work, takes tens of µs or more, and is read at once.
+const UNEXPLAINED_CPU_NS: u64 = 10_000;
 
 pub(crate) use super::Follow;
 
@@ -71,7 +83,7 @@ pub(crate) struct ProcessTree {
     /// little, only the pids in between can be new ones, read one by one rather than by
     /// listing /proc (the costliest read of a tick, on a machine busy starting processes).
     listed_at_pid: Option<u32>,
-    /// When /proc was last listed whole.
+    /// When /proc was last listed whole, or a followed cgroup's processes read.
     listed_at: f64,
     /// The recorder's own /proc/<pid>/stat, kept open.
     own_stat: File,
@@ -90,6 +102,28 @@ pub(crate) struct ProcessTree {
     /// Every exit the kernel reports, and what sorts them; None: the tree is seen by
     /// sampling alone.
     exits: Option<(ExitRecords, Exits)>,
+    /// A followed cgroup's CPU total, by which the still processes are passed over unread
+    /// when it shows that none of them ran; None when following a pid, or the cgroup has
+    /// no total to read.
+    cgroup_cpu: Option<CgroupCpu>,
+    /// This tick's reads of the tree's processes explained all that the cgroup's CPU total
+    /// grew by (false without a total): no process that the tree does not know ran in it.
+    cgroup_cpu_explained: bool,
+}
+
+/// A followed cgroup's CPU total and its value at the previous tick.
+struct CgroupCpu {
+    total: CpuTotal,
+    last_ns: Option<u64>,
+}
+
+impl CgroupCpu {
+    /// Its CPU since the previous tick, ns; None at the first tick or when it cannot be read.
+    fn ran_ns(&mut self, buffer: &mut ReadBuffer) -> Option<u64> {
+        let now = self.total.read_ns(buffer);
+        let before = std::mem::replace(&mut self.last_ns, now);
+        Some(now?.saturating_sub(before?))
+    }
 }
 
 /// Where the kernel's report of every exit comes from.
@@ -214,6 +248,14 @@ impl ProcessTree {
             reapers: HashMap::new(),
             owed_ticks: 0,
             exits: None,
+            cgroup_cpu: match follow {
+                Follow::Cgroup(path) => CpuTotal::open(path).map(|total| CgroupCpu {
+                    total,
+                    last_ns: None,
+                }),
+                Follow::Pid(_) | Follow::Children => None,
+            },
+            cgroup_cpu_explained: false,
         };
         tree.read_own_reaped_ticks()?;
         match *follow {
@@ -319,49 +361,51 @@ impl ProcessTree {
         Some(stat.reaped_ticks)
     }
 
-    /// Re-reads every process of the tree; returns those that are gone.
+    /// Re-reads the tree's processes; returns those that are gone. Following a cgroup, its
+    /// CPU total is read first, then the processes that may have run: all but those found
+    /// still at their last read whose stat is not yet due ([`Process::may_pass_over`]).
+    /// When the total grew by no more than what those used (and [`UNEXPLAINED_CPU_NS`]),
+    /// no still one can have run: they are passed over unread. Else they are read too: a
+    /// process that ended, or moved in, or was not read the tick before, only costs reads.
+    /// The order makes a process that runs between the two reads count against the total
+    /// (its run is in its own read, not in the total's): a skip it hides is made good by
+    /// its stat's read once in ten ticks. Only a followed cgroup: the tree of a followed
+    /// pid may have processes outside its cgroup, whose CPU the total would not show.
     fn refresh(&mut self, now: f64) -> Vec<(u32, Process)> {
-        let proc_root = &self.proc_root;
         let buffer = &mut self.buffer;
-        let gone: Vec<(u32, Process)> = self
+        let cgroup_ran = self.cgroup_cpu.as_mut().and_then(|cpu| cpu.ran_ns(buffer));
+        let proc_root = &self.proc_root;
+        let mut deferred = Vec::new();
+        let mut read_ran_ns = 0;
+        let mut gone: Vec<(u32, Process)> = self
             .processes
             .extract_if(|&pid, process| {
-                if process.is_still(buffer) {
-                    process.reaped_increase = 0;
-                    process.last_seen = now;
+                if cgroup_ran.is_some() && process.may_pass_over() {
+                    deferred.push(pid);
                     return false;
                 }
-                let reopened;
-                let file = match &process.file {
-                    Some(file) => &**file,
-                    None => match File::open(stat_path(proc_root, pid)) {
-                        Ok(file) => {
-                            reopened = file;
-                            &reopened
-                        }
-                        Err(_) => return true,
-                    },
-                };
-                let Some((stat, comm)) = buffer.head_of(file).and_then(parse_stat) else {
-                    return true;
-                };
-                if stat.start_ticks != process.stat.start_ticks {
-                    return true; // the pid was reused (only possible without a kept file)
-                }
-                if comm != process.comm || (!process.command_known && !stat.is_zombie()) {
-                    process.comm = comm.to_owned();
-                    process.describe(buffer, &proc_root.join(pid.to_string()));
-                }
-                process.reaped_increase =
-                    stat.reaped_ticks.saturating_sub(process.stat.reaped_ticks);
-                process.stat = stat;
-                process.peak_rss_pages = process.peak_rss_pages.max(stat.rss_pages);
-                if !stat.is_zombie() {
-                    process.last_seen = now;
-                }
-                false
+                let gone = reread(pid, process, proc_root, buffer, now);
+                read_ran_ns += process.ran_ns();
+                gone
             })
             .collect();
+        let explained = |read_ns: u64| {
+            cgroup_ran.is_some_and(|ran| ran.saturating_sub(read_ns) <= UNEXPLAINED_CPU_NS)
+        };
+        let none_ran = explained(read_ran_ns);
+        for pid in deferred {
+            let Some(process) = self.processes.get_mut(&pid) else {
+                continue;
+            };
+            if none_ran {
+                process.pass_over(now);
+            } else if reread(pid, process, proc_root, buffer, now) {
+                gone.extend(self.processes.remove_entry(&pid));
+            } else {
+                read_ran_ns += process.ran_ns();
+            }
+        }
+        self.cgroup_cpu_explained = explained(read_ran_ns);
         gone
     }
 
@@ -547,6 +591,49 @@ impl ProcessTree {
         };
         sample.write(previous.time, now, out);
     }
+}
+
+/// Reads `process` again (its stat, or only its schedstat while it is still); whether it
+/// is gone.
+fn reread(
+    pid: u32,
+    process: &mut Process,
+    proc_root: &Path,
+    buffer: &mut ReadBuffer,
+    now: f64,
+) -> bool {
+    if process.is_still(buffer) {
+        process.seen_still(now);
+        return false;
+    }
+    let reopened;
+    let file = match &process.file {
+        Some(file) => &**file,
+        None => match File::open(stat_path(proc_root, pid)) {
+            Ok(file) => {
+                reopened = file;
+                &reopened
+            }
+            Err(_) => return true,
+        },
+    };
+    let Some((stat, comm)) = buffer.head_of(file).and_then(parse_stat) else {
+        return true;
+    };
+    if stat.start_ticks != process.stat.start_ticks {
+        return true; // the pid was reused (only possible without a kept file)
+    }
+    if comm != process.comm || (!process.command_known && !stat.is_zombie()) {
+        process.comm = comm.to_owned();
+        process.describe(buffer, &proc_root.join(pid.to_string()));
+    }
+    process.reaped_increase = stat.reaped_ticks.saturating_sub(process.stat.reaped_ticks);
+    process.stat = stat;
+    process.peak_rss_pages = process.peak_rss_pages.max(stat.rss_pages);
+    if !stat.is_zombie() {
+        process.last_seen = now;
+    }
+    false
 }
 
 /// CPU times of the machine and the memory it uses.

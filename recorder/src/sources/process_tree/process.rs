@@ -181,6 +181,11 @@ pub(crate) struct RunTime {
     ns: Option<u64>,
     /// Ticks since the stat was last read.
     skipped: u32,
+    /// Its time on CPU between its last read and the one before, when that was at the tick
+    /// before (else 0): its main thread's, the whole process's while it has one thread.
+    ran_ns: u64,
+    /// A tick has passed it over unread since its last read ([`Process::pass_over`]).
+    passed_over: bool,
 }
 
 impl RunTime {
@@ -192,6 +197,8 @@ impl RunTime {
             file,
             ns: None,
             skipped: 0,
+            ran_ns: 0,
+            passed_over: false,
         })
     }
 }
@@ -208,6 +215,11 @@ impl Process {
             return false;
         };
         let ns = buffer.head_of(&run.file).and_then(parse_run_ns);
+        run.ran_ns = match (ns, run.ns) {
+            (Some(now), Some(before)) if !run.passed_over => now.saturating_sub(before),
+            _ => 0,
+        };
+        run.passed_over = false;
         let still = self.stat.threads == 1
             && !self.stat.is_zombie()
             && ns.is_some()
@@ -219,6 +231,35 @@ impl Process {
             (run.ns, run.skipped) = (ns, 0);
         }
         still
+    }
+
+    /// Whether a tick may pass it over unread, when its cgroup shows that none of the
+    /// still ones ran: it was still at its last read, and its stat is not due at this one.
+    pub(crate) fn may_pass_over(&self) -> bool {
+        let run = self.run_time.as_ref();
+        run.is_some_and(|run| run.skipped > 0 && run.skipped + 1 < STAT_EVERY_TICKS)
+    }
+
+    /// Passes it over unread at `now`: a still tick, which brings its stat's next read
+    /// nearer.
+    pub(crate) fn pass_over(&mut self, now: f64) {
+        if let Some(run) = &mut self.run_time {
+            run.skipped += 1;
+            run.passed_over = true;
+        }
+        self.seen_still(now);
+    }
+
+    /// Found alive at `now` with nothing changed: no child reaped since.
+    pub(crate) fn seen_still(&mut self, now: f64) {
+        self.reaped_increase = 0;
+        self.last_seen = now;
+    }
+
+    /// Its time on CPU since the tick before, ns, as far as its last read tells (see
+    /// [`RunTime`]'s `ran_ns`): at most what it used.
+    pub(crate) fn ran_ns(&self) -> u64 {
+        self.run_time.as_ref().map_or(0, |run| run.ran_ns)
     }
 
     /// Its "Process" marker, ending at `now`.

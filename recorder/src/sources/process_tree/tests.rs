@@ -383,3 +383,140 @@ fn with_children_at_the_probe_the_processes_listed_are_read() {
     let tree = probed(root.path());
     assert!(tree.processes.contains_key(&77));
 }
+
+/// The stat of a `sleep` of one thread, child of pid 1, that has used `own_ticks`.
+fn sleeper_stat(pid: u32, own_ticks: u64) -> String {
+    // Fields 5 to 37: utime (14) and the thread count (20) set, the rest zeros.
+    let fields: Vec<String> = (5..=37)
+        .map(|field| match field {
+            14 => own_ticks.to_string(),
+            20 => "1".to_owned(),
+            _ => "0".to_owned(),
+        })
+        .collect();
+    format!(
+        "{pid} (sleep) S 1 {} 17{}\n",
+        fields.join(" "),
+        " 0".repeat(14)
+    )
+}
+
+/// Sets what the fake /proc says of `pid` (its stat and its schedstat's time on CPU).
+fn write_sleeper(root: &Path, pid: u32, own_ticks: u64, run_ns: u64) {
+    let dir = root.join(pid.to_string());
+    fs::create_dir_all(&dir).unwrap();
+    fs::write(dir.join("stat"), sleeper_stat(pid, own_ticks)).unwrap();
+    fs::write(dir.join("schedstat"), format!("{run_ns} 0 1\n")).unwrap();
+}
+
+/// Processes 7 and 8 in a fake cgroup whose CPU total is usage_usec. The fake's files
+/// change without the cgroup's total where a test says so: whether a process was read
+/// then shows in the stat the tree keeps of it.
+#[test]
+fn following_a_cgroup_still_processes_are_read_only_when_its_cpu_total_shows_they_can_have_run() {
+    let root = fake_proc("0.10 0.20 0.30 1/100 5000\n");
+    let cgroup = crate::sources::fake_root(&[("cgroup.procs", "7\n8\n")]);
+    let usage = |usec: u64| {
+        let text = format!("usage_usec {usec}\nuser_usec {usec}\nsystem_usec 0\n");
+        fs::write(cgroup.path().join("cpu.stat"), text).unwrap();
+    };
+    usage(1000);
+    write_sleeper(root.path(), 7, 1, 5_000_000);
+    write_sleeper(root.path(), 8, 1, 6_000_000);
+    let follow = Follow::Cgroup(cgroup.path().to_owned());
+    let (clock, machine) = (Clock::start(), machine_of(root.path()));
+    let interval = Duration::from_millis(100);
+    let mut tree = ProcessTree::probe(root.path(), &follow, interval, clock, &machine).unwrap();
+    let mut now = 0.0;
+    let mut tick = |tree: &mut ProcessTree| {
+        now += 100.0;
+        tick_markers_under(tree, now, root.path());
+    };
+    let own_ticks = |tree: &ProcessTree, pid: u32| tree.processes[&pid].stat.own_ticks;
+    // Found; their time on CPU learnt; found still.
+    (0..3).for_each(|_| tick(&mut tree));
+    assert_eq!(tree.processes.len(), 2);
+
+    write_sleeper(root.path(), 8, 2, 6_000_500);
+    tick(&mut tree);
+    assert_eq!(
+        own_ticks(&tree, 8),
+        1,
+        "the cgroup used no CPU: the still ones are passed over, not even their schedstat read"
+    );
+
+    // It burns CPU: 10 ms, which the cgroup's total shows.
+    write_sleeper(root.path(), 8, 3, 16_000_500);
+    usage(11_000);
+    tick(&mut tree);
+    assert_eq!(own_ticks(&tree, 8), 3, "read at the tick its CPU shows");
+    tick(&mut tree);
+    assert_eq!(own_ticks(&tree, 8), 3);
+
+    // Process 8 runs on, within what its own read explains; 7's stat changes alone (its
+    // memory reclaimed): still, 7 is passed over, but read within ten ticks.
+    write_sleeper(root.path(), 7, 4, 5_000_000);
+    let mut run_ns = 16_000_500;
+    let mut usec = 11_000;
+    let mut ticks_until_read = 0;
+    while own_ticks(&tree, 7) == 1 {
+        assert!(ticks_until_read < 10, "7's stat read once in ten ticks");
+        (run_ns, usec) = (run_ns + 2_000_000, usec + 2_000);
+        write_sleeper(root.path(), 8, 3, run_ns);
+        usage(usec);
+        tick(&mut tree);
+        ticks_until_read += 1;
+    }
+    assert!(ticks_until_read > 1, "passed over meanwhile");
+}
+
+/// Sleeper 7 in a fake cgroup whose CPU total does not grow: cgroup.procs is read again
+/// when a pid is given out, when the total shows CPU that the tree's processes did not
+/// use, or once in ten ticks.
+#[test]
+fn a_followed_cgroups_processes_are_read_again_only_when_a_new_one_can_be_there() {
+    let root = fake_proc("0.10 0.20 0.30 1/100 5000\n");
+    let cgroup =
+        crate::sources::fake_root(&[("cgroup.procs", "7\n"), ("cpu.stat", "usage_usec 1000\n")]);
+    write_sleeper(root.path(), 7, 1, 5_000_000);
+    let follow = Follow::Cgroup(cgroup.path().to_owned());
+    let (clock, machine) = (Clock::start(), machine_of(root.path()));
+    let interval = Duration::from_millis(100);
+    let mut tree = ProcessTree::probe(root.path(), &follow, interval, clock, &machine).unwrap();
+    let mut now = 0.0;
+    let mut tick = |tree: &mut ProcessTree| {
+        now += 100.0;
+        tick_markers_under(tree, now, root.path());
+    };
+    (0..3).for_each(|_| tick(&mut tree));
+    let move_in = |pid: u32| {
+        write_sleeper(root.path(), pid, 0, 1_000);
+        let procs = cgroup.path().join("cgroup.procs");
+        let listed = fs::read_to_string(&procs).unwrap();
+        fs::write(procs, format!("{listed}{pid}\n")).unwrap();
+    };
+
+    move_in(8);
+    let mut ticks_until_found = 0;
+    while !tree.processes.contains_key(&8) {
+        assert!(ticks_until_found < 10, "read once in ten ticks");
+        tick(&mut tree);
+        ticks_until_found += 1;
+    }
+    assert!(ticks_until_found > 1, "not read while nothing could be new");
+
+    tick(&mut tree);
+    move_in(9);
+    fs::write(root.path().join("loadavg"), "0.10 0.20 0.30 1/101 5001\n").unwrap();
+    tick(&mut tree);
+    assert!(tree.processes.contains_key(&9), "a pid was given out");
+
+    tick(&mut tree);
+    move_in(10);
+    fs::write(cgroup.path().join("cpu.stat"), "usage_usec 2000\n").unwrap();
+    tick(&mut tree);
+    assert!(
+        tree.processes.contains_key(&10),
+        "CPU that no known process used"
+    );
+}
