@@ -20,10 +20,16 @@ pub use values::ValueRules;
 /// Decodes and checks one line (without its newline). Times are checked against the
 /// recording by [`crate::Merger`].
 pub fn decode_file_line(bytes: &[u8], limits: &Limits) -> Result<FileLine, Problem> {
-    if std::str::from_utf8(bytes).is_err() {
-        return Err(Problem::InvalidUtf8);
+    match std::str::from_utf8(bytes) {
+        Ok(text) => decode_text(text, limits),
+        Err(_) => Err(Problem::InvalidUtf8),
     }
-    if rules::nesting_depth(bytes) > limits.depth {
+}
+
+/// [`decode_file_line`] of a line known to be UTF-8.
+fn decode_text(text: &str, limits: &Limits) -> Result<FileLine, Problem> {
+    let bytes = text.as_bytes();
+    if rules::deeper_than(bytes, limits.depth) {
         return Err(Problem::TooDeep);
     }
     let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
@@ -70,7 +76,7 @@ pub fn decode_text_or_plain<'a>(text: &'a str, limits: &Limits) -> Result<Decode
             return Ok(Decoded::Plain(marker));
         }
     }
-    decode_file_line(text.as_bytes(), limits).map(Decoded::Line)
+    decode_text(text, limits).map(Decoded::Line)
 }
 
 fn is_json(bytes: &[u8]) -> bool {

@@ -165,6 +165,18 @@ fn nesting_is_capped_but_brackets_in_strings_do_not_count() {
         "[".repeat(40)
     );
     assert!(decode(&text).is_ok());
+    // The count of opening brackets bounds the nesting: at the cap, the nesting decides.
+    let nested = |levels: usize| "{\"a\":".repeat(levels - 1) + "{}" + &"}".repeat(levels - 1);
+    let in_string = |levels: usize| format!(r#"{{"a":"{}\"{}"}}"#, "[".repeat(levels), "{");
+    for (line, deeper) in [
+        (nested(3), false),
+        (nested(4), true),
+        (in_string(9), false),
+        (format!("[{}]", nested(3)), true),
+        (format!(r#"["\\",[{}]]"#, nested(1)), false),
+    ] {
+        assert_eq!(rules::deeper_than(line.as_bytes(), 3), deeper, "{line}");
+    }
 }
 
 #[test]
