@@ -17,6 +17,9 @@ use tc_profile_format::Merger;
 const MARKERS: u64 = 10_000;
 const START_EPOCH_MS: f64 = 1.7e12;
 
+/// The line of marker `i` at `time` (epoch ms).
+type MarkerLine = fn(u64, f64) -> String;
+
 fn ingest(c: &mut Criterion) {
     let mut group = c.benchmark_group("ingest");
     group.throughput(Throughput::Elements(MARKERS));
@@ -32,14 +35,14 @@ fn ingest(c: &mut Criterion) {
              \"endTime\": null, \"data\": {{\"type\": \"Text\", \"text\": \"step {i}\"}}}}\n"
         )
     };
-    let cases: [(&str, &dyn Fn(u64, f64) -> String); 2] = [
+    let cases: [(&str, MarkerLine); 2] = [
         (
             "10k text markers, read, checked, converted and encoded",
-            &compact,
+            compact,
         ),
         (
             "10k spaced text markers (json.dumps), read, checked, converted and encoded",
-            &spaced,
+            spaced,
         ),
     ];
     for (name, line) in cases {
