@@ -6,6 +6,7 @@ mod caps;
 mod line;
 mod plain;
 mod rules;
+mod typed;
 mod values;
 
 pub use crate::metric::MetricKind;
@@ -19,10 +20,16 @@ pub use values::ValueRules;
 /// Decodes and checks one line (without its newline). Times are checked against the
 /// recording by [`crate::Merger`].
 pub fn decode_file_line(bytes: &[u8], limits: &Limits) -> Result<FileLine, Problem> {
-    if std::str::from_utf8(bytes).is_err() {
-        return Err(Problem::InvalidUtf8);
+    match std::str::from_utf8(bytes) {
+        Ok(text) => decode_text(text, limits),
+        Err(_) => Err(Problem::InvalidUtf8),
     }
-    if rules::nesting_depth(bytes) > limits.depth {
+}
+
+/// [`decode_file_line`] of a line known to be UTF-8.
+fn decode_text(text: &str, limits: &Limits) -> Result<FileLine, Problem> {
+    let bytes = text.as_bytes();
+    if rules::deeper_than(bytes, limits.depth) {
         return Err(Problem::TooDeep);
     }
     let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
@@ -69,7 +76,7 @@ pub fn decode_text_or_plain<'a>(text: &'a str, limits: &Limits) -> Result<Decode
             return Ok(Decoded::Plain(marker));
         }
     }
-    decode_file_line(text.as_bytes(), limits).map(Decoded::Line)
+    decode_text(text, limits).map(Decoded::Line)
 }
 
 fn is_json(bytes: &[u8]) -> bool {
@@ -128,7 +135,9 @@ pub fn decode_schema_file(
 
 /// Lines that start with their `type`, as helpers and the examples write them, are decoded
 /// straight into their kind; the tagged enum would first copy the whole line into a tree of
-/// its own (two thirds of the instructions of ingesting a marker).
+/// its own (two thirds of the instructions of ingesting a marker). Lines with whitespace
+/// between the tokens (Python's `json.dumps`) go the same way, through [`typed`], which
+/// keeps the tagged enum's checks.
 fn decode_object(bytes: &[u8]) -> serde_json::Result<FileLine> {
     if starts_with_type(bytes, "marker") {
         serde_json::from_slice(bytes).map(FileLine::Marker)
@@ -136,6 +145,8 @@ fn decode_object(bytes: &[u8]) -> serde_json::Result<FileLine> {
         serde_json::from_slice(bytes).map(FileLine::Begin)
     } else if starts_with_type(bytes, "end") {
         serde_json::from_slice(bytes).map(FileLine::End)
+    } else if let Some(line) = typed::decode(bytes) {
+        Ok(line)
     } else {
         serde_json::from_slice(bytes)
     }

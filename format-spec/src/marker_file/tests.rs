@@ -165,6 +165,18 @@ fn nesting_is_capped_but_brackets_in_strings_do_not_count() {
         "[".repeat(40)
     );
     assert!(decode(&text).is_ok());
+    // The count of opening brackets bounds the nesting: at the cap, the nesting decides.
+    let nested = |levels: usize| "{\"a\":".repeat(levels - 1) + "{}" + &"}".repeat(levels - 1);
+    let in_string = |levels: usize| format!(r#"{{"a":"{}\"{}"}}"#, "[".repeat(levels), "{");
+    for (line, deeper) in [
+        (nested(3), false),
+        (nested(4), true),
+        (in_string(9), false),
+        (format!("[{}]", nested(3)), true),
+        (format!(r#"["\\",[{}]]"#, nested(1)), false),
+    ] {
+        assert_eq!(rules::deeper_than(line.as_bytes(), 3), deeper, "{line}");
+    }
 }
 
 #[test]
@@ -181,4 +193,95 @@ fn limits_are_set_by_name() {
 fn begin_and_end_keys_are_global_by_id_and_per_file_by_name() {
     assert_eq!(interval_key("1.jsonl", "b", Some("x")), "id:x");
     assert_eq!(interval_key("1.jsonl", "b", None), "file:1.jsonl:b");
+}
+
+/// Spaced lines that give their `type` first take the way of marker_file/typed.rs, which
+/// must take what the tagged enum takes, with the same values, and refuse the rest.
+#[test]
+fn spaced_lines_decode_as_the_tagged_enum_decodes_them() {
+    let taken = [
+        r#"{"type": "marker", "name": "step", "startTime": 1733437981123.456, "endTime": null, "data": {"type": "Text", "text": "step 1"}}"#,
+        "{ \"type\"\t:\r\n\"marker\" , \"name\":\"a\",\"startTime\":1,\"endTime\":2,\"category\":\"task\",\"data\":null}",
+        r#"{"type": "marker", "name": "a", "startTime": 18446744073709551616, "category": {"worker": null}}"#,
+        r#"{"type": "marker", "n\u0061me": "a\n", "startTime": -0, "extra": {"k": [1, 2.5e3, "\u00e9", {}]}, "\u0078": 1}"#,
+        r#"{"type": "begin", "name": "build", "id": "b1", "time": 1, "category": "user", "data": {"type": "Text", "a": [null]}}"#,
+        r#"{"type": "end", "name": "build", "time": 2, "data": {"x": {"y": 1}}, "category": "ignored"}"#,
+        r#"{"type":"marker","name":"compact","startTime":1}"#,
+    ];
+    for line in taken {
+        let tagged: FileLine = serde_json::from_str(line).expect(line);
+        assert_eq!(typed::decode(line.as_bytes()), Some(tagged), "{line}");
+    }
+    let refused = [
+        r#"{"type": "marker", "name": "a", "startTime": 1, "type": "marker"}"#,
+        r#"{"type": "marker", "name": "a", "startTime": 1, "typ\u0065": "begin"}"#,
+        r#"{"type": "marker", "name": "a", "startTime": 1, "x": 1e999}"#,
+        r#"{"type": "marker", "name": "a", "startTime": 1, "x": {"y": [1e999]}}"#,
+        r#"{"type": "marker", "name": "a", "startTime": 1, "x": "\ud800"}"#,
+        r#"{"type": "marker", "name": "a", "startTime": 1, "name": "b"}"#,
+        r#"{"type": "marker", "name": 5, "startTime": 1}"#,
+        r#"{"type": "marker", "name": "a"}"#,
+        r#"{"type": "marker", "name": "a", "startTime": 1} x"#,
+        r#"{"type": "marker", "name": "a", "startTime": 1,}"#,
+        r#"{"type": "begin", "name": "a", "time": 1, "category": "root"}"#,
+        r#"{"type": "end", "name": "a", "time": "1"}"#,
+    ];
+    for line in refused {
+        assert!(serde_json::from_str::<FileLine>(line).is_err(), "{line}");
+        assert_eq!(typed::decode(line.as_bytes()), None, "{line}");
+    }
+    // Not this way: another kind, or a first key that is not a plain `type`.
+    for line in [
+        r#"{"type": "metric", "name": "m", "kind": "c", "value": 1, "time": 1}"#,
+        r#"{"name": "a", "type": "marker", "startTime": 1}"#,
+        r#"{"typ\u0065": "marker", "name": "a", "startTime": 1}"#,
+        r#"{"type": "m\u0061rker", "name": "a", "startTime": 1}"#,
+        r#"{"type": "Marker", "name": "a", "startTime": 1}"#,
+    ] {
+        assert_eq!(typed::decode(line.as_bytes()), None, "{line}");
+    }
+}
+
+#[test]
+fn the_typed_way_reads_every_field_of_its_kinds() {
+    fn keys(value: impl serde::Serialize) -> Vec<String> {
+        let mut keys: Vec<_> = serde_json::to_value(value)
+            .unwrap()
+            .as_object()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect();
+        keys.sort();
+        keys
+    }
+    fn sorted(keys: &[&str]) -> Vec<String> {
+        let mut keys: Vec<_> = keys.iter().map(|key| key.to_string()).collect();
+        keys.sort();
+        keys
+    }
+    let data = Some(Map::new());
+    let marker = FileMarker {
+        name: "a".into(),
+        start_time: 1.0,
+        end_time: Some(2.0),
+        category: Some(Category::Task),
+        data: data.clone(),
+    };
+    let begin = Begin {
+        name: "a".into(),
+        id: Some("i".into()),
+        time: 1.0,
+        category: Some(Category::Task),
+        data: data.clone(),
+    };
+    let end = End {
+        name: "a".into(),
+        id: Some("i".into()),
+        time: 1.0,
+        data,
+    };
+    assert_eq!(keys(marker), sorted(typed::MARKER_KEYS));
+    assert_eq!(keys(begin), sorted(typed::BEGIN_KEYS));
+    assert_eq!(keys(end), sorted(typed::END_KEYS));
 }

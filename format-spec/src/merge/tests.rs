@@ -414,3 +414,59 @@ fn a_character_cut_by_a_newline_leaves_both_lines_invalid_utf8() {
     let dropped: Vec<_> = batch.dropped.iter().map(|d| (d.problem, d.count)).collect();
     assert_eq!(dropped, [(Problem::InvalidUtf8, 2)]);
 }
+
+/// Lines as Python's `json.dumps` writes them (scripts/bench/task_tree.py), and spaced
+/// lines the tagged enum refuses (a `type` twice, an unknown key out of range): the log
+/// bytes of their batch, as they were before such lines were decoded without the tagged
+/// enum's tree (marker_file/typed.rs).
+#[test]
+fn spaced_lines_make_the_log_bytes_they_always_made() {
+    let dir = tempfile::tempdir().unwrap();
+    let at = |ms: f64| START + ms;
+    let lines = [
+        format!(
+            r#"{{"type": "marker", "name": "step", "startTime": {}, "endTime": null, "data": {{"type": "Text", "text": "step 0"}}}}"#,
+            at(1.25)
+        ),
+        format!(
+            "{{ \"type\" :\t\"marker\" ,\"name\": \"span\", \"category\": \"task\", \"startTime\": {}, \"endTime\": {}, \"data\": {{\"z\": [1, 2.50, {{\"a\": null}}], \"b\": \"\\u00e9\"}}, \"extra\": {{\"k\": [true]}}}}",
+            at(2.0),
+            at(3.5)
+        ),
+        format!(r#"{{"type": "begin", "name": "build", "id": "b1", "time": {}, "data": {{"type": "Text", "text": "go"}}}}"#, at(4.0)),
+        format!(r#"{{"type": "end", "n\u0061me": "build", "id": "b1", "time": {}}}"#, at(5.0)),
+        format!(r#"{{"type": "begin", "name": "test", "time": {}}}"#, at(6.0)),
+        format!(r#"{{"type": "end", "name": "test", "time": {}, "data": {{"ok": 1}}}}"#, at(7.0)),
+        format!(r#"{{"type": "marker", "name": "twice", "startTime": {}, "type": "marker"}}"#, at(8.0)),
+        format!(r#"{{"type": "marker", "name": "far", "startTime": {}, "x": [1e999]}}"#, at(9.0)),
+        format!(r#"{{"type": "marker", "name": "bad", "startTime": {}, "x": "\ud800"}}"#, at(10.0)),
+        format!(r#"{{"type": "marker", "name": "late", "startTime": {}}}"#, at(99_000.0)),
+    ];
+    std::fs::write(dir.path().join("1.jsonl"), lines.join("\n") + "\n").unwrap();
+    let mut reader = DirReader::open(dir.path(), Limits::default()).unwrap();
+    let mut bytes = Vec::new();
+    let end = merger()
+        .read_batch_with(&mut reader, false, START + 60_000.0, &mut |taken| {
+            taken.encode_into(&mut bytes)
+        })
+        .unwrap();
+    let mut dropped: Vec<_> = end.dropped.iter().map(|d| (d.problem, d.count)).collect();
+    dropped.sort_by_key(|(problem, _)| problem.describe());
+    let expected = [
+        r#"{"type":"marker","name":"step","startTime":1.25,"endTime":null,"category":3,"data":{"text":"step 0","type":"Text"}}"#,
+        r#"{"type":"marker","name":"span","startTime":2.0,"endTime":3.5,"category":2,"data":{"b":"é","z":[1,2.5,{"a":null}]}}"#,
+        r#"{"type":"open","id":1,"name":"build","startTime":4.0,"category":3,"data":{"text":"go","type":"Text"},"key":"id:b1"}"#,
+        r#"{"type":"marker","name":"build","startTime":4.0,"endTime":5.0,"category":3,"data":{"text":"go","type":"Text"},"openId":1}"#,
+        r#"{"type":"open","id":2,"name":"test","startTime":6.0,"category":3,"key":"file:1.jsonl:test"}"#,
+        r#"{"type":"marker","name":"test","startTime":6.0,"endTime":7.0,"category":3,"data":{"ok":1},"openId":2}"#,
+        r#"{"type":"marker","name":"late","startTime":99000.0,"endTime":null,"category":3}"#,
+    ];
+    assert_eq!(
+        String::from_utf8(bytes).unwrap(),
+        expected.join("\n") + "\n"
+    );
+    assert_eq!(
+        dropped,
+        [(Problem::NumberOutOfRange, 1), (Problem::WrongFields, 2)]
+    );
+}
