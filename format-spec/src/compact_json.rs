@@ -135,8 +135,24 @@ impl<'a> Cursor<'a> {
         })
     }
 
-    /// Any value, containers `depth` levels deep at most.
+    /// Any value, containers `depth` levels deep at most. Always inlined (`#[inline]` alone
+    /// was not taken), so that a string or a number, most values skipped (a payload's
+    /// fields, a marker line's `type`), costs no call; only a container calls
+    /// [`Self::skip_container`].
+    #[inline(always)]
     pub(crate) fn skip_value(&mut self, depth: usize, numbers: Numbers) -> Option<()> {
+        match self.peek()? {
+            b'{' | b'[' => self.skip_container(depth, numbers),
+            b'"' => self.string().map(drop),
+            b't' => self.literal("true"),
+            b'f' => self.literal("false"),
+            b'n' => self.literal("null"),
+            _ => self.skip_number(numbers),
+        }
+    }
+
+    /// An object or an array, `depth` levels deep at most.
+    fn skip_container(&mut self, depth: usize, numbers: Numbers) -> Option<()> {
         match self.peek()? {
             b'{' => {
                 let inner = depth.checked_sub(1)?;
@@ -147,11 +163,7 @@ impl<'a> Cursor<'a> {
                 self.at += 1;
                 self.items(b']', |cursor| cursor.skip_value(inner, numbers))
             }
-            b'"' => self.string().map(drop),
-            b't' => self.literal("true"),
-            b'f' => self.literal("false"),
-            b'n' => self.literal("null"),
-            _ => self.skip_number(numbers),
+            _ => None,
         }
     }
 
