@@ -25,14 +25,6 @@ pub(crate) fn each_field<'a>(
     cursor.at_end().then_some(())
 }
 
-/// An unsigned integer value that fits `T`.
-pub(crate) fn unsigned<T: std::str::FromStr>(text: &str) -> Option<T> {
-    if !text.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    text.parse().ok()
-}
-
 /// The numbers a value may hold.
 #[derive(Clone, Copy)]
 pub(crate) enum Numbers {
@@ -143,8 +135,24 @@ impl<'a> Cursor<'a> {
         })
     }
 
-    /// Any value, containers `depth` levels deep at most.
+    /// Any value, containers `depth` levels deep at most. Always inlined (`#[inline]` alone
+    /// was not taken), so that a string or a number, most values skipped (a payload's
+    /// fields, a marker line's `type`), costs no call; only a container calls
+    /// [`Self::skip_container`].
+    #[inline(always)]
     pub(crate) fn skip_value(&mut self, depth: usize, numbers: Numbers) -> Option<()> {
+        match self.peek()? {
+            b'{' | b'[' => self.skip_container(depth, numbers),
+            b'"' => self.string().map(drop),
+            b't' => self.literal("true"),
+            b'f' => self.literal("false"),
+            b'n' => self.literal("null"),
+            _ => self.skip_number(numbers),
+        }
+    }
+
+    /// An object or an array, `depth` levels deep at most.
+    fn skip_container(&mut self, depth: usize, numbers: Numbers) -> Option<()> {
         match self.peek()? {
             b'{' => {
                 let inner = depth.checked_sub(1)?;
@@ -155,11 +163,7 @@ impl<'a> Cursor<'a> {
                 self.at += 1;
                 self.items(b']', |cursor| cursor.skip_value(inner, numbers))
             }
-            b'"' => self.string().map(drop),
-            b't' => self.literal("true"),
-            b'f' => self.literal("false"),
-            b'n' => self.literal("null"),
-            _ => self.skip_number(numbers),
+            _ => None,
         }
     }
 
@@ -184,8 +188,9 @@ impl<'a> Cursor<'a> {
         self.eat(b'"')?;
         let start = self.at;
         let rest = &self.text.as_bytes()[start..];
-        // Keys and names are short: one pass beats a vectorized search's set-up, and a
-        // table one comparison a byte.
+        // Keys and names are short: one pass beats a vectorized search's set-up (and eight
+        // bytes a step, their tests on a word, which took more than it saved), and a table
+        // one comparison a byte.
         let length = rest.iter().position(|&b| ENDS_A_SCAN[usize::from(b)])?;
         (rest[length] == b'"').then_some(())?;
         self.at = start + length + 1;
@@ -200,9 +205,21 @@ impl<'a> Cursor<'a> {
         Some(())
     }
 
-    /// A number of the grammar `numbers` names; its text.
-    pub(crate) fn number(&mut self, numbers: Numbers) -> Option<&'a str> {
-        self.with_text(|cursor| cursor.skip_number(numbers))
+    /// An unsigned integer that fits `T`, read in one pass; None for any other value, which
+    /// serde_json may still read (`-0`) or refuse (`2.5`, `01`).
+    pub(crate) fn unsigned<T: TryFrom<u64>>(&mut self) -> Option<T> {
+        let start = self.at;
+        let mut value = 0;
+        let digits = self.digits(usize::MAX, &mut value)?;
+        let leading_zero = digits > 1 && self.text.as_bytes()[start] == b'0';
+        let fraction_or_exponent = matches!(self.peek(), Some(b'.' | b'e' | b'E'));
+        (!leading_zero && !fraction_or_exponent).then_some(())?;
+        let value = match digits {
+            ..=19 => value,
+            // `digits` wrapped.
+            _ => self.text[start..self.at].parse().ok()?,
+        };
+        T::try_from(value).ok()
     }
 
     /// A number of JSON's grammar, read as serde_json reads one into an f64 (with
@@ -366,9 +383,27 @@ mod tests {
             assert_eq!(got.map(f64::to_bits), expected.map(f64::to_bits), "{text}");
         }
         assert_eq!(number("1.5,"), None);
-        assert_eq!(unsigned::<u32>("4294967295"), Some(u32::MAX));
-        assert_eq!(unsigned::<u32>("4294967296"), None);
-        assert_eq!(unsigned::<u32>("-1"), None);
+    }
+
+    #[test]
+    fn unsigned_integers_are_read_where_serde_json_reads_them_the_same() {
+        let unsigned = |text: &str| {
+            let mut cursor = Cursor::new(text);
+            let value = cursor.unsigned::<u32>()?;
+            cursor.at_end().then_some(value)
+        };
+        assert_eq!(unsigned("0"), Some(0));
+        assert_eq!(unsigned("4294967295"), Some(u32::MAX));
+        assert_eq!(unsigned("00000000000000000000004"), None);
+        for refused in ["4294967296", "-1", "-0", "01", "2.0", "2e0", "2E0", "", "x"] {
+            assert_eq!(unsigned(refused), None, "{refused}");
+        }
+        let mut cursor = Cursor::new("18446744073709551615");
+        assert_eq!(cursor.unsigned::<u64>(), Some(u64::MAX));
+        let mut cursor = Cursor::new("18446744073709551616");
+        assert_eq!(cursor.unsigned::<u64>(), None);
+        let mut cursor = Cursor::new("99999999999999999999");
+        assert_eq!(cursor.unsigned::<u64>(), None);
     }
 
     /// A number's text from its parts: JSON's grammar, with digits enough to leave the fast

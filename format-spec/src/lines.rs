@@ -448,13 +448,9 @@ fn compact_marker(text: &str) -> Option<RawMarker<'_>> {
             MarkerField::StartTime => marker.start_time = value.f64()?,
             _ if null => {}
             MarkerField::EndTime => marker.end_time = Some(value.f64()?),
-            MarkerField::Category => {
-                marker.category = Some(compact_json::unsigned(value.number(Numbers::Any)?)?);
-            }
+            MarkerField::Category => marker.category = Some(value.unsigned()?),
             MarkerField::Data => marker.data = Some(shown_payload(value)?),
-            MarkerField::OpenId => {
-                marker.open_id = Some(compact_json::unsigned(value.number(Numbers::Any)?)?);
-            }
+            MarkerField::OpenId => marker.open_id = Some(value.unsigned()?),
         }
         Some(())
     })?;
