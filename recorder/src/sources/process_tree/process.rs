@@ -126,11 +126,6 @@ impl KeptFile {
             }
         }
     }
-
-    #[cfg(test)]
-    pub(crate) fn kept_open() -> u64 {
-        KEPT_OPEN.load(Ordering::Relaxed)
-    }
 }
 
 impl Drop for KeptFile {

@@ -409,6 +409,14 @@ fn write_sleeper(root: &Path, pid: u32, own_ticks: u64, run_ns: u64) {
     fs::write(dir.join("schedstat"), format!("{run_ns} 0 1\n")).unwrap();
 }
 
+/// A tree following the fake cgroup `cgroup` over the fake /proc `root`, at 0.1 s.
+fn following_cgroup(root: &Path, cgroup: &Path) -> ProcessTree {
+    let follow = Follow::Cgroup(cgroup.to_owned());
+    let (clock, machine) = (Clock::start(), machine_of(root));
+    let interval = Duration::from_millis(100);
+    ProcessTree::probe(root, &follow, interval, clock, &machine).unwrap()
+}
+
 /// Processes 7 and 8 in a fake cgroup whose CPU total is usage_usec. The fake's files
 /// change without the cgroup's total where a test says so: whether a process was read
 /// then shows in the stat the tree keeps of it.
@@ -423,10 +431,7 @@ fn following_a_cgroup_still_processes_are_read_only_when_its_cpu_total_shows_the
     usage(1000);
     write_sleeper(root.path(), 7, 1, 5_000_000);
     write_sleeper(root.path(), 8, 1, 6_000_000);
-    let follow = Follow::Cgroup(cgroup.path().to_owned());
-    let (clock, machine) = (Clock::start(), machine_of(root.path()));
-    let interval = Duration::from_millis(100);
-    let mut tree = ProcessTree::probe(root.path(), &follow, interval, clock, &machine).unwrap();
+    let mut tree = following_cgroup(root.path(), cgroup.path());
     let mut now = 0.0;
     let mut tick = |tree: &mut ProcessTree| {
         now += 100.0;
@@ -479,10 +484,7 @@ fn a_followed_cgroups_processes_are_read_again_only_when_a_new_one_can_be_there(
     let cgroup =
         crate::sources::fake_root(&[("cgroup.procs", "7\n"), ("cpu.stat", "usage_usec 1000\n")]);
     write_sleeper(root.path(), 7, 1, 5_000_000);
-    let follow = Follow::Cgroup(cgroup.path().to_owned());
-    let (clock, machine) = (Clock::start(), machine_of(root.path()));
-    let interval = Duration::from_millis(100);
-    let mut tree = ProcessTree::probe(root.path(), &follow, interval, clock, &machine).unwrap();
+    let mut tree = following_cgroup(root.path(), cgroup.path());
     let mut now = 0.0;
     let mut tick = |tree: &mut ProcessTree| {
         now += 100.0;
