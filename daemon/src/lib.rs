@@ -48,6 +48,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
+use tc_profile_recorder::Handover;
 use token::Token;
 
 /// The file in the state directory that holds the token of `/worker/TOKEN/profile.json`.
@@ -94,11 +95,10 @@ impl Daemon {
             if open.token.is_empty() {
                 open.token = Token::new()?;
             }
-            let recorder = tasks::start_part(&mut open, &config, &sampling)?;
+            let recorder = tasks::start_part(&mut open, &config, &sampling, Handover::default())?;
             running.push(Running {
                 open,
                 recorder: Some(recorder),
-                tree: None,
             });
         }
         let shared = Arc::new(Shared {

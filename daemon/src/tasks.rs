@@ -15,7 +15,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 use tc_profile_finalizer::{compact_span, Profile, Recording, Span, SpanLogs};
 use tc_profile_format::{EndReason, FileProgress, TaskInfo};
-use tc_profile_recorder::{Follow, ProfileDirConfig, Recorder, RecorderConfig, MIN_SYNC_PERIOD};
+use tc_profile_recorder::{
+    Follow, Handover, ProfileDirConfig, Recorder, RecorderConfig, MIN_SYNC_PERIOD,
+};
 
 /// The least time between two scans of a task's profile directory while its files grow,
 /// whatever the interval: a scan a second, not one a marker (16 tasks each writing 100
@@ -75,27 +77,13 @@ fn part_config(
     (path, config)
 }
 
-/// The task's processes from an attach on, in a part of their own beside the part that
-/// follows the profile directory from the start (which goes on, so that an interval the
-/// task began before the attach stays whole); no metric listener.
-pub fn start_tree_part(
-    open: &mut OpenTask,
-    daemon: &DaemonConfig,
-    sampling: &Sampling,
-) -> Result<Recorder, DaemonError> {
-    let (path, mut config) = part_config(open, daemon, sampling);
-    config.statsd = None;
-    config.influx = false;
-    let recorder = Recorder::start(config)?;
-    open.parts.push(path);
-    Ok(recorder)
-}
-
-/// Starts the task's next part: a new log after the last one in `open.parts`.
+/// Starts the task's next part: a new log after the last one in `open.parts`, on what the
+/// part before handed over, if it did.
 pub fn start_part(
     open: &mut OpenTask,
     daemon: &DaemonConfig,
     sampling: &Sampling,
+    handover: Handover,
 ) -> Result<Recorder, DaemonError> {
     let (path, mut config) = part_config(open, daemon, sampling);
     let interval = sampling.interval;
@@ -119,7 +107,7 @@ pub fn start_part(
         .partition(|progress| Some(progress.name.as_str()) == task_log.as_deref());
     dir.resume_schemas = resume.schemas;
     config.profile_dir = Some(dir);
-    let recorder = Recorder::start(config)?;
+    let recorder = Recorder::take_over(config, handover)?;
     open.parts.push(path);
     Ok(recorder)
 }
@@ -154,6 +142,14 @@ fn resume_points(parts: &[PathBuf]) -> ResumePoints {
 pub fn finish_part(recorder: Recorder) -> Result<(), DaemonError> {
     drop(recorder.finish(EndReason::Stopped)?);
     Ok(())
+}
+
+/// Ends a part cleanly for the next, which takes over at once: the same, except that the
+/// task's log file is left open and the statsd socket handed over.
+pub fn hand_over_part(recorder: Recorder) -> Result<Handover, DaemonError> {
+    let (finished, handover) = recorder.hand_over()?;
+    drop(finished);
+    Ok(handover)
 }
 
 /// Ends a part cleanly while its task goes on (the daemon stops): the same, except that

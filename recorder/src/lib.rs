@@ -133,6 +133,14 @@ pub struct Finished {
     pub forwarded: Option<ForwardStats>,
 }
 
+/// What a recording of a task hands to the next one ([`Recorder::hand_over`]).
+#[derive(Default)]
+pub struct Handover {
+    /// The statsd listener's sockets, bound and with what clients sent still queued.
+    #[cfg(target_os = "linux")]
+    statsd: Option<statsd::listener::Inputs>,
+}
+
 /// A sample asked for by [`Recorder::sample_now`].
 #[must_use = "wait() tells when the sample is in the log"]
 pub struct SampleTaken {
@@ -180,7 +188,7 @@ struct StatsdThread {
     /// Written to stop the thread: made at start, so that stopping needs no new descriptor
     /// (which the stop could fail to open, out of descriptors, and then wait for ever).
     stop: PipeWriter,
-    handle: JoinHandle<()>,
+    handle: JoinHandle<statsd::listener::Sockets>,
 }
 
 #[cfg(target_os = "linux")]
@@ -215,12 +223,22 @@ impl StatsdThread {
         })
     }
 
-    /// Stops the thread once it has taken what is queued, then removes the socket.
-    fn stop(mut self) {
+    /// Stops the thread once it has taken what is queued; then returns its sockets, to
+    /// `keep`, or removes the socket's file.
+    fn stop(mut self, keep: bool) -> Option<statsd::listener::Inputs> {
         let _ = self.stop.write_all(&[0]);
-        let _ = self.handle.join();
-        if let Some(file) = self.socket_file {
-            file.remove();
+        let sockets = self.handle.join().ok();
+        match (keep, sockets) {
+            (true, Some((socket, udp))) => Some(statsd::listener::Inputs {
+                socket: socket.zip(self.socket_file),
+                udp,
+            }),
+            _ => {
+                if let Some(file) = self.socket_file {
+                    file.remove();
+                }
+                None
+            }
         }
     }
 }
@@ -229,6 +247,15 @@ impl Recorder {
     /// Creates the log (never over an existing one) and locks it for the recording's whole
     /// life, makes its meta and thread lines durable, and starts the writer and the sampler.
     pub fn start(config: RecorderConfig) -> Result<Recorder, RecorderError> {
+        Recorder::take_over(config, Handover::default())
+    }
+
+    /// Starts as [`Recorder::start`] does, on what an earlier recording of the task handed
+    /// over ([`Recorder::hand_over`]).
+    pub fn take_over(
+        config: RecorderConfig,
+        #[cfg_attr(not(target_os = "linux"), allow(unused_variables))] handover: Handover,
+    ) -> Result<Recorder, RecorderError> {
         if let Some(limits) = &config.statsd {
             if !MetricLimits::is_valid_prefix(&limits.prefix) {
                 return Err(RecorderError::MetricPrefix(limits.prefix.clone()));
@@ -244,8 +271,12 @@ impl Recorder {
         #[cfg(target_os = "linux")]
         let statsd_inputs = match &config.statsd {
             Some(limits) => {
-                let inputs =
-                    statsd::listener::Inputs::bind(profile_dir.as_deref(), config.statsd_udp)?;
+                let inputs = match handover.statsd {
+                    Some(inputs) => inputs,
+                    None => {
+                        statsd::listener::Inputs::bind(profile_dir.as_deref(), config.statsd_udp)?
+                    }
+                };
                 let info = inputs.info(limits).map_err(RecorderError::Statsd)?;
                 Some((inputs, info))
             }
@@ -435,9 +466,27 @@ impl Recorder {
     /// [`RecorderError::WriterHung`] and leaves the writer thread behind, holding the log
     /// (and its lock) until the process exits; what the writer had written is in the log,
     /// and what the sources had not taken is still in the marker files.
-    pub fn finish(mut self, reason: EndReason) -> Result<Finished, RecorderError> {
+    pub fn finish(self, reason: EndReason) -> Result<Finished, RecorderError> {
+        self.end(reason, false).map(|(finished, _)| finished)
+    }
+
+    /// Finishes as [`Recorder::finish`] does, for a next recording of the task that takes
+    /// over at once ([`Recorder::take_over`]): the task's log file is left open (see
+    /// [`Recorder::leave_task_log_open`]) and the statsd listener's sockets are handed
+    /// over, so that a client connected to them stays connected and what it sends
+    /// meanwhile waits in them.
+    pub fn hand_over(mut self) -> Result<(Finished, Handover), RecorderError> {
+        self.task_log_goes_on = true;
+        self.end(EndReason::Stopped, true)
+    }
+
+    fn end(
+        mut self,
+        reason: EndReason,
+        hand_over: bool,
+    ) -> Result<(Finished, Handover), RecorderError> {
         let deadline = Instant::now() + FINISH_WAIT;
-        self.stop_sources(deadline, !self.task_log_goes_on);
+        let handover = self.stop_sources(deadline, !self.task_log_goes_on, hand_over);
         let footer = Line::Footer(Footer {
             end_time: self.markers.now(),
             reason,
@@ -456,15 +505,22 @@ impl Recorder {
             }
         };
         let forwarded = self.forwarder.take().map(|f| f.finish(FORWARD_WAIT));
-        Ok(Finished {
+        let finished = Finished {
             stats,
             log: log.file,
             forwarded,
-        })
+        };
+        Ok((finished, handover))
     }
 
-    /// Stops every source; with `end_task_log`, the task's log file is done with.
-    fn stop_sources(&mut self, deadline: Instant, end_task_log: bool) {
+    /// Stops every source; with `end_task_log`, the task's log file is done with; with
+    /// `hand_over`, the statsd listener's sockets are returned rather than closed.
+    fn stop_sources(
+        &mut self,
+        deadline: Instant,
+        end_task_log: bool,
+        #[cfg_attr(not(target_os = "linux"), allow(unused_variables))] hand_over: bool,
+    ) -> Handover {
         if let Some(output) = self.task_output.take() {
             output.stop(deadline);
         }
@@ -476,16 +532,17 @@ impl Recorder {
             handle.thread().unpark();
             let _ = handle.join();
         }
-        #[cfg(target_os = "linux")]
-        if let Some(statsd) = self.statsd.take() {
-            statsd.stop();
-        }
+        let handover = Handover {
+            #[cfg(target_os = "linux")]
+            statsd: self.statsd.take().and_then(|statsd| statsd.stop(hand_over)),
+        };
         if let Some(influx) = self.influx.take() {
             influx.stop();
         }
         if let Some(ingester) = self.ingester.take() {
             ingester.stop(deadline);
         }
+        handover
     }
 
     fn stop_writer(
@@ -506,7 +563,7 @@ impl Drop for Recorder {
     fn drop(&mut self) {
         let deadline = Instant::now() + DROP_WAIT;
         // As a crash leaves it: the rest of the task's log file for whoever reads it next.
-        self.stop_sources(deadline, false);
+        self.stop_sources(deadline, false, false);
         let _ = self.stop_writer(deadline);
         if let Some(forwarder) = self.forwarder.take() {
             forwarder.abandon();

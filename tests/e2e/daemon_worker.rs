@@ -184,6 +184,45 @@ fn a_phase_the_task_begins_before_the_attach_is_whole_in_fifty_runs_of_fifty() {
     daemon.stop();
 }
 
+/// The attach hands the statsd socket to the task's next part: a client that connected
+/// before it sends after it on the same connection, and nothing is lost or counted twice.
+#[test]
+fn a_statsd_client_connected_before_the_attach_stays_connected_after_it() {
+    let sandbox = Sandbox::new();
+    let daemon = Daemon::start(&sandbox, &[]);
+    let started = ask(&sandbox, &["task", "start", "s", "--json"]);
+    let started: serde_json::Value = serde_json::from_str(&started).unwrap();
+    let client = std::os::unix::net::UnixDatagram::unbound().unwrap();
+    client
+        .connect(started["statsdSocket"].as_str().unwrap())
+        .unwrap();
+    client.send(b"sent.before:1|c").unwrap();
+    let mut process = crate::daemon::task_process("30.5");
+    let pid = process.id().to_string();
+    ask(&sandbox, &["task", "start", "s", "--pid", &pid]);
+    client.send(b"sent.after:2|c").unwrap();
+    ask(&sandbox, &["task", "end", "s", "-o", "s.json"]);
+    process.kill().unwrap();
+    process.wait().unwrap();
+    let profile = read_json(&sandbox.path("s.json"));
+    assert_processed_profile(&profile);
+    let rows = profile_markers(&profile);
+    let sum = |series: &str| -> f64 {
+        let values = rows.iter().filter(|m| m.series() == series);
+        values.map(|m| m.data["value"].as_f64().unwrap()).sum()
+    };
+    assert_eq!(
+        (sum("task.sent.before"), sum("task.sent.after")),
+        (1.0, 2.0)
+    );
+    assert_eq!(
+        processes(&rows, "sleep 30.5").len(),
+        1,
+        "the tree is followed"
+    );
+    daemon.stop();
+}
+
 #[test]
 fn a_process_started_before_a_daemon_kill_keeps_its_start_time_after_the_restart() {
     let sandbox = Sandbox::new();

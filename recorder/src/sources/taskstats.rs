@@ -588,18 +588,20 @@ pub(crate) mod tests {
     /// Runs `sh -c 'exit 3'` and returns its exit as `drain` (an exit source's) reports it:
     /// a command and a status that are the child's.
     pub(crate) fn failing_childs_exit(mut drain: impl FnMut(&mut Vec<TaskExit>)) -> TaskExit {
-        let status = std::process::Command::new("sh")
+        let mut child = std::process::Command::new("sh")
             .args(["-c", "exit 3"])
-            .status()
+            .spawn()
             .unwrap();
-        assert_eq!(status.code(), Some(3));
-        let ours = |exits: &[TaskExit]| exits.iter().position(|e| e.ppid == std::process::id());
+        assert_eq!(child.wait().unwrap().code(), Some(3));
+        // By its pid: the other tests of this process start children too.
+        let ours = |exits: &[TaskExit]| exits.iter().position(|e| e.pid == child.id());
         let mut exits = Vec::new();
         for _ in 0..100 {
             drain(&mut exits);
             if let Some(at) = ours(&exits) {
                 let ours = exits.swap_remove(at);
-                assert_eq!((ours.comm.as_str(), ours.status), ("sh", 3 << 8));
+                let expected = ("sh", 3 << 8, std::process::id());
+                assert_eq!((ours.comm.as_str(), ours.status, ours.ppid), expected);
                 return ours;
             }
             std::thread::sleep(std::time::Duration::from_millis(10));

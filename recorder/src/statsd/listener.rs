@@ -81,6 +81,9 @@ fn bind_udp() -> io::Result<UdpSocket> {
     Ok(socket)
 }
 
+/// The sockets themselves, as the thread gives them back when it ends.
+pub(crate) type Sockets = (Option<UnixDatagram>, Option<UdpSocket>);
+
 /// The listener thread's state.
 pub(crate) struct Listener {
     socket: Option<UnixDatagram>,
@@ -103,7 +106,7 @@ struct Ready {
 
 impl Listener {
     pub(crate) fn new(
-        (socket, udp): (Option<UnixDatagram>, Option<UdpSocket>),
+        (socket, udp): Sockets,
         stop: PipeReader,
         limits: MetricLimits,
         markers: MarkerSink,
@@ -125,8 +128,9 @@ impl Listener {
     /// Receives until the stop, flushing once per interval that had packets; then takes
     /// what is still queued in the sockets and flushes the last, partial interval. An
     /// interval starts with its first packet: without packets the thread sleeps (the stop
-    /// ends the sleep) instead of waking every interval for nothing.
-    pub(crate) fn run(mut self) {
+    /// ends the sleep) instead of waking every interval for nothing. Returns the sockets,
+    /// for a next recording of the task.
+    pub(crate) fn run(mut self) -> Sockets {
         let mut buffer = vec![0u8; MAX_PACKET_BYTES + 1];
         // The interval being taken: its start (log time) and when to flush it.
         let mut interval: Option<(f64, Instant)> = None;
@@ -155,6 +159,7 @@ impl Listener {
         let start = interval.map_or_else(|| self.markers.now(), |(start, _)| start);
         self.take_queued(&mut buffer, None);
         self.flush(start);
+        (self.socket, self.udp)
     }
 
     /// Waits until a packet is queued, the stop, or `timeout` has passed (None: for ever);
