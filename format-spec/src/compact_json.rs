@@ -220,14 +220,18 @@ impl<'a> Cursor<'a> {
     pub(crate) fn string(&mut self) -> Option<&'a str> {
         self.eat(b'"')?;
         let start = self.at;
-        let rest = &self.text.as_bytes()[start..];
+        let bytes = self.text.as_bytes();
         // Keys and names are short: one pass beats a vectorized search's set-up (and eight
         // bytes a step, their tests on a word, which took more than it saved), and a table
-        // one comparison a byte.
-        let length = rest.iter().position(|&b| ENDS_A_SCAN[usize::from(b)])?;
-        (rest[length] == b'"').then_some(())?;
-        self.at = start + length + 1;
-        Some(&self.text[start..start + length])
+        // one comparison a byte. An index rather than `position`, whose count and option
+        // took 8 instructions a byte where this takes 6.
+        let mut end = start;
+        while end < bytes.len() && !ENDS_A_SCAN[usize::from(bytes[end])] {
+            end += 1;
+        }
+        (bytes.get(end) == Some(&b'"')).then_some(())?;
+        self.at = end + 1;
+        Some(&self.text[start..end])
     }
 
     pub(crate) fn literal(&mut self, word: &str) -> Option<()> {
