@@ -13,15 +13,15 @@ pub(crate) const FIELD_DEPTH_MAX: usize = 32;
 /// f64.
 const DIGITS_MAX: usize = 300;
 
-/// Calls `field` with each key of the object that is all of `text` and the cursor at its
-/// value, which `field` reads (a number read as one, in one pass); None when `text` is not
-/// such an object or `field` returns None.
+/// Calls `field` with the cursor at each key of the object that is all of `text`: `field`
+/// reads the key and its value (a number read as one, in one pass); None when `text` is
+/// not such an object or `field` returns None.
 pub(crate) fn each_field<'a>(
     text: &'a str,
-    field: impl FnMut(&mut Cursor<'a>, &'a str) -> Option<()>,
+    field: impl FnMut(&mut Cursor<'a>) -> Option<()>,
 ) -> Option<()> {
     let mut cursor = Cursor::new(text);
-    cursor.object(field)?;
+    cursor.keyed_object(field)?;
     cursor.at_end().then_some(())
 }
 
@@ -127,12 +127,45 @@ impl<'a> Cursor<'a> {
         &mut self,
         mut field: impl FnMut(&mut Self, &'a str) -> Option<()>,
     ) -> Option<()> {
-        self.eat(b'{')?;
-        self.items(b'}', |cursor| {
-            let key = cursor.string()?;
-            cursor.eat(b':')?;
+        self.keyed_object(|cursor| {
+            let key = cursor.key()?;
             field(cursor, key)
         })
+    }
+
+    /// An object, each field read by `field` from its key on: for a caller that tells the
+    /// keys it knows with [`Self::skip_known`] before scanning any.
+    pub(crate) fn keyed_object(
+        &mut self,
+        field: impl FnMut(&mut Self) -> Option<()>,
+    ) -> Option<()> {
+        self.eat(b'{')?;
+        self.items(b'}', field)
+    }
+
+    /// A key and its colon.
+    pub(crate) fn key(&mut self) -> Option<&'a str> {
+        let key = self.string()?;
+        self.eat(b':')?;
+        Some(key)
+    }
+
+    /// Passes over `bytes` if the text goes on with them; whether it did. One comparison of
+    /// a length known when compiling, where [`Self::string`] looks at each byte: a key
+    /// checked whole this way (`"name":`) is the key that scanning would have read, as a
+    /// scanned key holds no quote.
+    #[inline(always)]
+    pub(crate) fn skip_known<const N: usize>(&mut self, bytes: &[u8; N]) -> bool {
+        let known = self.text.as_bytes()[self.at..].first_chunk::<N>() == Some(bytes);
+        if known {
+            self.at += N;
+        }
+        known
+    }
+
+    /// The byte after the next one, if any.
+    pub(crate) fn peek_second(&self) -> Option<u8> {
+        self.text.as_bytes().get(self.at + 1).copied()
     }
 
     /// Any value, containers `depth` levels deep at most. Always inlined (`#[inline]` alone
@@ -187,14 +220,18 @@ impl<'a> Cursor<'a> {
     pub(crate) fn string(&mut self) -> Option<&'a str> {
         self.eat(b'"')?;
         let start = self.at;
-        let rest = &self.text.as_bytes()[start..];
+        let bytes = self.text.as_bytes();
         // Keys and names are short: one pass beats a vectorized search's set-up (and eight
         // bytes a step, their tests on a word, which took more than it saved), and a table
-        // one comparison a byte.
-        let length = rest.iter().position(|&b| ENDS_A_SCAN[usize::from(b)])?;
-        (rest[length] == b'"').then_some(())?;
-        self.at = start + length + 1;
-        Some(&self.text[start..start + length])
+        // one comparison a byte. An index rather than `position`, whose count and option
+        // took 8 instructions a byte where this takes 6.
+        let mut end = start;
+        while end < bytes.len() && !ENDS_A_SCAN[usize::from(bytes[end])] {
+            end += 1;
+        }
+        (bytes.get(end) == Some(&b'"')).then_some(())?;
+        self.at = end + 1;
+        Some(&self.text[start..end])
     }
 
     pub(crate) fn literal(&mut self, word: &str) -> Option<()> {
@@ -318,7 +355,8 @@ mod tests {
 
     fn fields(text: &str) -> Option<Vec<(String, String)>> {
         let mut found = Vec::new();
-        each_field(text, |cursor, key| {
+        each_field(text, |cursor| {
+            let key = cursor.key()?;
             let value =
                 cursor.with_text(|value| value.skip_value(FIELD_DEPTH_MAX, Numbers::Any))?;
             found.push((key.to_owned(), value.to_owned()));

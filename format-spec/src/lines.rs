@@ -422,17 +422,10 @@ fn compact_marker(text: &str) -> Option<RawMarker<'_>> {
         open_id: None,
     };
     let mut seen = 0u8;
-    compact_json::each_field(text, |value, key| {
-        // The key is matched once; its field's bit marks it seen.
-        let field = match key {
-            "name" => MarkerField::Name,
-            "startTime" => MarkerField::StartTime,
-            "endTime" => MarkerField::EndTime,
-            "category" => MarkerField::Category,
-            "data" => MarkerField::Data,
-            "openId" => MarkerField::OpenId,
+    compact_json::each_field(text, |value| {
+        let Some(field) = marker_field(value)? else {
             // Ignored, as serde_json ignores a key it does not know.
-            _ => return value.skip_value(compact_json::FIELD_DEPTH_MAX, Numbers::Any),
+            return value.skip_value(compact_json::FIELD_DEPTH_MAX, Numbers::Any);
         };
         // A repeated key is an error to serde_json.
         if seen & field as u8 != 0 {
@@ -458,15 +451,46 @@ fn compact_marker(text: &str) -> Option<RawMarker<'_>> {
     (seen & 3 == 3).then_some(marker)
 }
 
+/// The field of the key at the cursor, its colon passed over; None within for `type` or a
+/// key [`compact_marker`] does not read. A key of its own is told by its first letter and
+/// checked whole in one comparison; only another is scanned (scanning every key byte by
+/// byte, then matching it, was 40 % of reading a marker line).
+fn marker_field(line: &mut compact_json::Cursor<'_>) -> Option<Option<MarkerField>> {
+    let (known, field) = match line.peek_second()? {
+        b'n' => (line.skip_known(b"\"name\":"), Some(MarkerField::Name)),
+        b's' => (
+            line.skip_known(b"\"startTime\":"),
+            Some(MarkerField::StartTime),
+        ),
+        b'e' => (line.skip_known(b"\"endTime\":"), Some(MarkerField::EndTime)),
+        b'c' => (
+            line.skip_known(b"\"category\":"),
+            Some(MarkerField::Category),
+        ),
+        b'd' => (line.skip_known(b"\"data\":"), Some(MarkerField::Data)),
+        b'o' => (line.skip_known(b"\"openId\":"), Some(MarkerField::OpenId)),
+        b't' => (line.skip_known(b"\"type\":"), None),
+        _ => (false, None),
+    };
+    if known {
+        return Some(field);
+    }
+    line.key()?;
+    Some(None)
+}
+
 /// A payload's text when it is an object whose `type`, if any, is a string of compact JSON
 /// ([`PAYLOAD_EXPECTED`]); None for any other, which serde_json then reads, and refuses if
 /// the front-end would: read in the same pass that finds its end.
 fn shown_payload<'a>(value: &mut compact_json::Cursor<'a>) -> Option<&'a str> {
     let inner = compact_json::FIELD_DEPTH_MAX - 1;
     value.with_text(|payload| {
-        payload.object(|field, key| match key {
-            "type" => field.string().map(drop),
-            _ => field.skip_value(inner, Numbers::Any),
+        // `type`, nearly always the first key, is checked whole rather than scanned.
+        payload.keyed_object(|field| match field.skip_known(b"\"type\":") {
+            true => field.string().map(drop),
+            false => field
+                .key()
+                .and_then(|_| field.skip_value(inner, Numbers::Any)),
         })
     })
 }

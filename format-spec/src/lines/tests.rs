@@ -60,6 +60,25 @@ fn compact_marker_lines_read_as_serde_json_reads_them() {
 }
 
 #[test]
+fn keys_that_start_as_a_marker_key_does_are_read_as_serde_json_reads_them() {
+    // Told apart from `name`, `startTime`, ... by more than their first letter: each is
+    // ignored, or the key it is, as serde_json takes it.
+    let line = r#"{"type":"marker","n":1,"nam":2,"names":"x","name":"a","s":[],"startTimes":{"type":5},"startTime":1,"e":null,"end":true,"cat":7,"d":"","dat":{},"data":{"t":1,"typ":2,"types":3,"type":"T"},"open":0,"typeX":"y"}"#;
+    let fast = compact_marker(line).expect("a compact line");
+    let slow: RawMarker = serde_json::from_str(line).unwrap();
+    assert_eq!(format!("{fast:?}"), format!("{slow:?}"));
+    assert_eq!(fast.data, Some(r#"{"t":1,"typ":2,"types":3,"type":"T"}"#));
+    for refused in [
+        r#"{"type":"marker","name":"a","startTime":1,"n"}"#,
+        r#"{"type":"marker","name":"a","startTime":1,"name" :"b"}"#,
+        r#"{"type":"marker","name":"a","startTime":1,"data":{"type" :"T"}}"#,
+        r#"{"type":"marker","name":"a","startTime":1,"data":{"type":5}}"#,
+    ] {
+        assert!(compact_marker(refused).is_none(), "{refused}");
+    }
+}
+
+#[test]
 fn a_payload_the_front_end_refuses_is_a_decode_error() {
     for data in [
         "[1]",
