@@ -23,7 +23,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
-use tc_profile_finalizer::{compact, Profile};
+use tc_profile_finalizer::{compact, write_profile_json, Profile};
 use tc_profile_recorder::http::{
     error_body, read_request, write_chunked, write_response, ReadError, Request, Response, JSON,
 };
@@ -274,9 +274,7 @@ impl Server {
                 }
                 Refused::Failed(why) => failed(&why),
             })?;
-        let json = |out: &mut dyn Write| {
-            serde_json::to_writer(out, &built.profile).map_err(io::Error::from)
-        };
+        let json = |out: &mut dyn Write| write_profile_json(out, &built.profile);
         let _ = write_chunked(stream, deadline, &[ANY_ORIGIN], JSON, json);
         Ok(())
     }

@@ -57,6 +57,17 @@ impl CommandRuns {
         runs
     }
 
+    /// Adds the runs of `other` after these.
+    pub(crate) fn extend(&mut self, other: CommandRuns) {
+        self.runs.extend(other.runs);
+    }
+
+    /// Puts the runs in the order of their markers' starts (equal ones as they came), as
+    /// [`CommandRuns::of`] finds them in sorted markers: the totals add them in that order.
+    pub(crate) fn sort_by_start(&mut self) {
+        self.runs.sort_by(|a, b| a.0.total_cmp(&b.0));
+    }
+
     /// Keeps a `Commands` marker's figures.
     pub fn add(&mut self, marker: MarkerRef) {
         let data = marker.data_value().unwrap_or_default();
@@ -116,14 +127,14 @@ impl CommandRuns {
     }
 }
 
-/// A `CommandTotals` marker over each step that ran commands, and one over the whole task
-/// (`0..end_time`); none when the profile has no `Commands` markers.
+/// A `CommandTotals` marker over each step of `markers` that ran commands, and one over the
+/// whole task (`0..end_time`), from the `Commands` markers' `runs`; none when there are none.
 pub(crate) fn command_totals(
     meta: &Map<String, Value>,
     markers: &Markers,
+    runs: &CommandRuns,
     end_time: f64,
 ) -> Vec<ProfileMarker> {
-    let runs = CommandRuns::of(markers);
     if runs.is_empty() {
         return Vec::new();
     }

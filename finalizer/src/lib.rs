@@ -74,7 +74,7 @@ pub use merge::{
     StepCompared,
 };
 pub use metric_drops::METRICS;
-pub use output::{remove_durably, write_atomically, write_profile};
+pub use output::{remove_durably, write_atomically, write_profile, write_profile_json};
 pub use problems::{ProblemCount, Problems};
 pub use profile::{
     compact, Compaction, Profile, ProfileError, DATA_MISSING, ENDED_EARLY, LOG_DAMAGE, MARKER_FILES,

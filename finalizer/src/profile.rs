@@ -3,7 +3,7 @@
 //! flagged, notes about damage and an early end, and `meta.profilingEndTime`.
 
 use crate::coarsen::{bound_tracks, merge_metric_intervals, MAX_SAMPLES_PER_TRACK};
-use crate::command_totals::command_totals;
+use crate::command_totals::{command_totals, CommandRuns};
 use crate::marker_columns::Markers;
 use crate::marker_table::{ThreadOut, UniqueStrings};
 use crate::metric_drops::{metric_drops, METRICS};
@@ -222,14 +222,16 @@ pub enum ProfileError {
 /// Closes what is open, adds the notes, and sorts markers by start time.
 pub fn compact(recording: Recording) -> (Profile, Compaction) {
     let (mut profile, compaction) = compact_markers(recording);
-    add_command_totals(&mut profile, compaction.end_time);
+    let runs = CommandRuns::of(&profile.markers);
+    add_command_totals(&mut profile, &runs, compaction.end_time);
     (profile, compaction)
 }
 
 /// Adds a `CommandTotals` marker over each step that ran commands and over the whole task
-/// (to `end_time`), from its `Commands` markers: once a profile holds all of them.
-pub(crate) fn add_command_totals(profile: &mut Profile, end_time: f64) {
-    let totals = command_totals(&profile.meta, &profile.markers, end_time);
+/// (to `end_time`), from the `runs` of all its `Commands` markers: once a profile holds
+/// all of them.
+pub(crate) fn add_command_totals(profile: &mut Profile, runs: &CommandRuns, end_time: f64) {
+    let totals = command_totals(&profile.meta, &profile.markers, runs, end_time);
     if !totals.is_empty() {
         profile.add_markers(totals);
     }

@@ -149,3 +149,38 @@ fn an_interval_begun_in_one_part_and_ended_in_a_later_one_is_whole() {
         "no end without its begin"
     );
 }
+
+#[test]
+fn the_commands_of_every_part_are_added_up_on_the_span_timeline() {
+    let commands = |start: f64, runs: u32, cpu: f64| {
+        format!(
+            r#"{{"type":"marker","name":"cc1","startTime":{start},"endTime":{},"category":2,"data":{{"type":"Commands","command":"cc1","runs":{runs},"failures":0,"cpuTime":{cpu},"peakRss":{}}}}}"#,
+            start + 1000.0,
+            runs * 1000,
+        )
+    };
+    let first = log(10_000.0, "T", &[&commands(1000.0, 3, 30.5)]);
+    let second = log(15_000.0, "T", &[&commands(500.0, 2, 0.25)]);
+    let machine = log(5000.0, "M", &[&marker("cpu", 5000.0, 6000.0)]);
+    let logs = SpanLogs {
+        own: vec![first, second],
+        ..SpanLogs::default()
+    };
+    let span = Span {
+        start: 10_000.0,
+        end: 20_000.0,
+    };
+    let profile = span_profile(logs, vec![machine], span);
+    let whole = named(&profile, "Command totals (whole task)");
+    assert_eq!(whole.len(), 1);
+    assert_eq!(
+        (whole[0].start_time, whole[0].end_time),
+        (0.0, Some(10_000.0))
+    );
+    let data = whole[0].data_value().unwrap();
+    assert_eq!(
+        (data["runs"].as_u64(), data["cpuTime"].as_f64()),
+        (Some(5), Some(30.75))
+    );
+    assert_eq!(data["top"][0][0], "cc1");
+}
