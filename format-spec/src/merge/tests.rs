@@ -126,7 +126,7 @@ fn the_plain_way_takes_and_refuses_what_the_general_way_does() {
     }
 }
 
-/// Pieces of marker lines, good and bad, that the plain way reads itself.
+/// Pieces of marker lines, good and bad, compact and spaced, that the plain way reads itself.
 const PIECES: &[&str] = &[
     r#""name":"a""#,
     r#""name":"é ∑""#,
@@ -159,6 +159,11 @@ const PIECES: &[&str] = &[
     r#""data":{"type":7}"#,
     r#""extra":1"#,
     r#""type":"marker""#,
+    r#" "name" : "b" "#,
+    r#""startTime": 1800000001000.5"#,
+    r#""data": {"z": {"b": 1, "a": [1, 2.50, -0]}, "type": "M", "v": 2, "v": 3}"#,
+    r#""data":{"b":{"y":true,"x":null},"a":"é"}"#,
+    "\"category\":\t\"worker\"\n",
 ];
 
 proptest::proptest! {
