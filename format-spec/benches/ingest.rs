@@ -2,8 +2,8 @@
 //! lines read, checked and converted ([`tc_profile_format::Merger::read_batch_with`]), then
 //! encoded into the batch's one write. 10,000 markers of one file, as
 //! scripts/bench/marker_writer.py writes them, and as Python's `json.dumps` does
-//! (scripts/bench/task_tree.py: spaces after `:` and `,`, so not the plain path); the time
-//! per marker is the time / 10,000.
+//! (scripts/bench/task_tree.py: spaces after `:` and `,`, their `data` written with its
+//! keys sorted, as the log always had it); the time per marker is the time / 10,000.
 
 use criterion::measurement::WallTime;
 use criterion::{

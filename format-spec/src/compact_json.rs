@@ -1,10 +1,11 @@
-//! The one scanner of compact JSON text (no whitespace, no escapes), as the encoder writes
-//! it and most marker files do. A [`Cursor`] reads it forward, finding fields and the ends
-//! of values without building anything, and refuses (None) whatever it does not know to be
+//! The one scanner of JSON text without escapes, compact as the encoder writes it and most
+//! marker files do, or spaced between tokens as Python's `json.dumps` writes it
+//! ([`Cursor::spaced`]). A [`Cursor`] reads it forward, finding fields and the ends of
+//! values without building anything, and refuses (None) whatever it does not know to be
 //! JSON that serde_json reads the same way, so a caller sends those bytes to serde_json
 //! instead. Two fast paths stand on it: a log's marker lines ([`each_field`], for
-//! `lines.rs`: reading them through serde_json's derive took most of the time of
-//! finalizing) and plain marker-file lines (`marker_file/plain.rs`).
+//! `lines.rs`, compact only: reading them through serde_json's derive took most of the time
+//! of finalizing) and marker-file lines (`marker_file/fast.rs`).
 
 /// Nesting of a field's value deeper than this is left to serde_json (which refuses past
 /// 128).
@@ -86,19 +87,72 @@ const ENDS_A_SCAN: [bool; 256] = {
 pub(crate) struct Cursor<'a> {
     text: &'a str,
     at: usize,
+    /// Whether JSON's whitespace may stand between tokens.
+    spaced: bool,
+    /// Whether some did.
+    saw_space: bool,
 }
 
 impl<'a> Cursor<'a> {
+    /// A cursor of compact text: whitespace between tokens is refused.
     pub(crate) fn new(text: &'a str) -> Self {
-        Cursor { text, at: 0 }
+        Cursor {
+            text,
+            at: 0,
+            spaced: false,
+            saw_space: false,
+        }
     }
 
-    pub(crate) fn at_end(&self) -> bool {
+    /// A cursor that passes over JSON's whitespace between tokens (and at the end), as
+    /// serde_json does.
+    pub(crate) fn spaced(text: &'a str) -> Self {
+        Cursor {
+            spaced: true,
+            ..Cursor::new(text)
+        }
+    }
+
+    /// Whether whitespace stood between some tokens read so far.
+    pub(crate) fn saw_space(&self) -> bool {
+        self.saw_space
+    }
+
+    /// At the end of the text, past any whitespace a spaced cursor allows.
+    pub(crate) fn at_end(&mut self) -> bool {
+        self.space();
         self.at == self.text.len()
     }
 
-    pub(crate) fn peek(&self) -> Option<u8> {
+    /// The first byte of the next token.
+    pub(crate) fn peek(&mut self) -> Option<u8> {
+        self.space();
+        self.byte()
+    }
+
+    /// The byte at the cursor, whitespace or not.
+    fn byte(&self) -> Option<u8> {
         self.text.as_bytes().get(self.at).copied()
+    }
+
+    /// Passes over whitespace, when spaced. Inlined to one test of the byte at the cursor
+    /// (whitespace and the control bytes, never valid between tokens, are below `!`):
+    /// compact text has none, and this runs before every token.
+    #[inline(always)]
+    fn space(&mut self) {
+        if self.byte().is_some_and(|byte| byte <= b' ') && self.spaced {
+            self.skip_space();
+        }
+    }
+
+    fn skip_space(&mut self) {
+        let rest = &self.text.as_bytes()[self.at..];
+        let length = rest
+            .iter()
+            .position(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
+            .unwrap_or(rest.len());
+        self.saw_space |= length > 0;
+        self.at += length;
     }
 
     fn next(&mut self) -> Option<u8> {
@@ -116,6 +170,7 @@ impl<'a> Cursor<'a> {
         &mut self,
         read: impl FnOnce(&mut Self) -> Option<()>,
     ) -> Option<&'a str> {
+        self.space();
         let start = self.at;
         read(self)?;
         Some(&self.text[start..self.at])
@@ -184,6 +239,12 @@ impl<'a> Cursor<'a> {
         }
     }
 
+    /// An array, each item read by `item`.
+    pub(crate) fn array(&mut self, item: impl FnMut(&mut Self) -> Option<()>) -> Option<()> {
+        self.eat(b'[')?;
+        self.items(b']', item)
+    }
+
     /// An object or an array, `depth` levels deep at most.
     fn skip_container(&mut self, depth: usize, numbers: Numbers) -> Option<()> {
         match self.peek()? {
@@ -193,8 +254,7 @@ impl<'a> Cursor<'a> {
             }
             b'[' => {
                 let inner = depth.checked_sub(1)?;
-                self.at += 1;
-                self.items(b']', |cursor| cursor.skip_value(inner, numbers))
+                self.array(|cursor| cursor.skip_value(inner, numbers))
             }
             _ => None,
         }
@@ -216,7 +276,9 @@ impl<'a> Cursor<'a> {
         }
     }
 
-    /// A string without escapes or control bytes, quotes left out.
+    /// A string without escapes or control bytes, quotes left out. Always inlined: most
+    /// tokens of a marker line are strings, and the call cost a tenth of decoding one.
+    #[inline(always)]
     pub(crate) fn string(&mut self) -> Option<&'a str> {
         self.eat(b'"')?;
         let start = self.at;
@@ -235,6 +297,7 @@ impl<'a> Cursor<'a> {
     }
 
     pub(crate) fn literal(&mut self, word: &str) -> Option<()> {
+        self.space();
         self.text.as_bytes()[self.at..]
             .starts_with(word.as_bytes())
             .then_some(())?;
@@ -245,11 +308,12 @@ impl<'a> Cursor<'a> {
     /// An unsigned integer that fits `T`, read in one pass; None for any other value, which
     /// serde_json may still read (`-0`) or refuse (`2.5`, `01`).
     pub(crate) fn unsigned<T: TryFrom<u64>>(&mut self) -> Option<T> {
+        self.space();
         let start = self.at;
         let mut value = 0;
         let digits = self.digits(usize::MAX, &mut value)?;
         let leading_zero = digits > 1 && self.text.as_bytes()[start] == b'0';
-        let fraction_or_exponent = matches!(self.peek(), Some(b'.' | b'e' | b'E'));
+        let fraction_or_exponent = matches!(self.byte(), Some(b'.' | b'e' | b'E'));
         (!leading_zero && !fraction_or_exponent).then_some(())?;
         let value = match digits {
             ..=19 => value,
@@ -264,6 +328,7 @@ impl<'a> Cursor<'a> {
     /// which rounds the same); None if it is not finite. Read in one pass where the fast
     /// path is exact, else parsed again from its text.
     pub(crate) fn f64(&mut self) -> Option<f64> {
+        self.space();
         let start = self.at;
         let decimal = self.decimal(Numbers::Any)?;
         let value = match decimal.fast_f64() {
@@ -312,23 +377,23 @@ impl<'a> Cursor<'a> {
         if negative {
             self.at += 1;
         }
-        let first = self.peek();
+        let first = self.byte();
         let mut mantissa = 0;
         let mut digits = self.digits(most, &mut mantissa)?;
         if digits > 1 && first == Some(b'0') {
             return None;
         }
         let mut fraction_digits = 0;
-        if self.peek() == Some(b'.') {
+        if self.byte() == Some(b'.') {
             self.at += 1;
             fraction_digits = self.digits(most, &mut mantissa)?;
             digits += fraction_digits;
         }
         let mut exponent = 0;
-        if matches!(numbers, Numbers::Any) && matches!(self.peek(), Some(b'e' | b'E')) {
+        if matches!(numbers, Numbers::Any) && matches!(self.byte(), Some(b'e' | b'E')) {
             self.at += 1;
-            let negative_exponent = self.peek() == Some(b'-');
-            if matches!(self.peek(), Some(b'+' | b'-')) {
+            let negative_exponent = self.byte() == Some(b'-');
+            if matches!(self.byte(), Some(b'+' | b'-')) {
                 self.at += 1;
             }
             let mut magnitude = 0;

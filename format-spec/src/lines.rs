@@ -1,7 +1,7 @@
 //! Line kinds of the log (SPEC.md, "Line kinds").
 
 use crate::compact_json::{self, Numbers};
-use crate::marker_file::{starts_with_type, Problem};
+use crate::marker_file::Problem;
 use serde::de::{Error as _, IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::value::RawValue;
@@ -398,6 +398,13 @@ pub fn decode_marker_raw(bytes: &[u8]) -> Option<Result<RawMarker<'_>, DecodeErr
         Ok(text) => decode_marker_text(text),
         Err(_) => starts_with_type(bytes, "marker").then(|| Ok(serde_json::from_slice(bytes)?)),
     }
+}
+
+/// Whether `line` opens with `{"type":"KIND",`, as the encoder starts every log line.
+fn starts_with_type(line: &[u8], kind: &str) -> bool {
+    line.strip_prefix(br#"{"type":""#)
+        .and_then(|rest| rest.strip_prefix(kind.as_bytes()))
+        .is_some_and(|rest| rest.starts_with(b"\","))
 }
 
 /// [`decode_marker_raw`] of a line known to be UTF-8 (a reader checks a chunk of lines at

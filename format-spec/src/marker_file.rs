@@ -2,17 +2,19 @@
 //! processes append to `$TASKCLUSTER_PROFILE_DIR/<pid>.jsonl`, their decoder, the caps a
 //! reader applies, and the problems it reports instead of failing.
 
+mod canonical;
 mod caps;
+mod fast;
 mod line;
-mod plain;
 mod rules;
-mod typed;
 mod values;
 
 pub use crate::metric::MetricKind;
+pub(crate) use canonical::CanonicalData;
 pub use caps::{Limits, Problem};
+use fast::FastLine;
+pub use fast::{PlainData, PlainMarker};
 pub use line::{interval_key, Begin, Category, End, FileLine, FileMarker, Metric};
-pub use plain::PlainMarker;
 pub use rules::NAME_MAX_BYTES;
 use serde_json::{Map, Value};
 pub use values::ValueRules;
@@ -28,6 +30,21 @@ pub fn decode_file_line(bytes: &[u8], limits: &Limits) -> Result<FileLine, Probl
 
 /// [`decode_file_line`] of a line known to be UTF-8.
 fn decode_text(text: &str, limits: &Limits) -> Result<FileLine, Problem> {
+    match fast::decode(text, limits.depth) {
+        Some(line) => checked(line.into_line()),
+        None => decode_tagged(text, limits),
+    }
+}
+
+/// A line of the fast path, its kind's rules checked.
+fn checked(line: FileLine) -> Result<FileLine, Problem> {
+    rules::check_line(&line)?;
+    Ok(line)
+}
+
+/// A line the fast path doubted, decoded through the tagged enum, the judge of every line:
+/// taken, or refused with the reason.
+fn decode_tagged(text: &str, limits: &Limits) -> Result<FileLine, Problem> {
     let bytes = text.as_bytes();
     if rules::deeper_than(bytes, limits.depth) {
         return Err(Problem::TooDeep);
@@ -40,7 +57,7 @@ fn decode_text(text: &str, limits: &Limits) -> Result<FileLine, Problem> {
             Problem::NotJson
         });
     }
-    let line = decode_object(bytes).map_err(|error| match error.classify() {
+    let line = serde_json::from_slice(bytes).map_err(|error| match error.classify() {
         serde_json::error::Category::Data => Problem::WrongFields,
         // serde_json has no other way to tell this syntax error apart.
         _ if error.to_string().starts_with("number out of range") => Problem::NumberOutOfRange,
@@ -48,19 +65,18 @@ fn decode_text(text: &str, limits: &Limits) -> Result<FileLine, Problem> {
         _ if is_json(bytes) => Problem::WrongFields,
         _ => Problem::NotJson,
     })?;
-    rules::check_line(&line)?;
-    Ok(line)
+    checked(line)
 }
 
 /// A line decoded by [`decode_line_or_plain`].
 #[derive(Debug)]
 pub enum Decoded<'a> {
-    /// A marker that took the plain path ([`PlainMarker`]): the same checks, no tree.
+    /// A marker of the fast path ([`PlainMarker`]): the same checks, no tree.
     Plain(PlainMarker<'a>),
     Line(FileLine),
 }
 
-/// [`decode_file_line`], with the commonest marker lines taken on the plain path.
+/// [`decode_file_line`], markers of the fast path left borrowed from their line.
 pub fn decode_line_or_plain<'a>(bytes: &'a [u8], limits: &Limits) -> Result<Decoded<'a>, Problem> {
     match std::str::from_utf8(bytes) {
         Ok(text) => decode_text_or_plain(text, limits),
@@ -71,12 +87,11 @@ pub fn decode_line_or_plain<'a>(bytes: &'a [u8], limits: &Limits) -> Result<Deco
 /// [`decode_line_or_plain`] of a line known to be UTF-8: a batch of lines is checked as a
 /// whole, in one pass rather than one a line.
 pub fn decode_text_or_plain<'a>(text: &'a str, limits: &Limits) -> Result<Decoded<'a>, Problem> {
-    if starts_with_type(text.as_bytes(), "marker") {
-        if let Some(marker) = plain::decode(text, limits.depth) {
-            return Ok(Decoded::Plain(marker));
-        }
+    match fast::decode(text, limits.depth) {
+        Some(FastLine::Marker(marker)) => Ok(Decoded::Plain(marker)),
+        Some(FastLine::Line(line)) => checked(line).map(Decoded::Line),
+        None => decode_tagged(text, limits).map(Decoded::Line),
     }
-    decode_text(text, limits).map(Decoded::Line)
 }
 
 fn is_json(bytes: &[u8]) -> bool {
@@ -131,34 +146,6 @@ pub fn decode_schema_file(
         schemas.push(schema);
     }
     Ok(schemas)
-}
-
-/// Lines that start with their `type`, as helpers and the examples write them, are decoded
-/// straight into their kind; the tagged enum would first copy the whole line into a tree of
-/// its own (two thirds of the instructions of ingesting a marker). Lines with whitespace
-/// between the tokens (Python's `json.dumps`) go the same way, through [`typed`], which
-/// keeps the tagged enum's checks.
-fn decode_object(bytes: &[u8]) -> serde_json::Result<FileLine> {
-    if starts_with_type(bytes, "marker") {
-        serde_json::from_slice(bytes).map(FileLine::Marker)
-    } else if starts_with_type(bytes, "begin") {
-        serde_json::from_slice(bytes).map(FileLine::Begin)
-    } else if starts_with_type(bytes, "end") {
-        serde_json::from_slice(bytes).map(FileLine::End)
-    } else if let Some(line) = typed::decode(bytes) {
-        Ok(line)
-    } else {
-        serde_json::from_slice(bytes)
-    }
-}
-
-/// Whether `line` opens with `{"type":"KIND",`: the encoder starts every log line so, and
-/// helpers and the examples start marker-file lines so. Both decoders take such a line
-/// straight into its kind.
-pub(crate) fn starts_with_type(line: &[u8], kind: &str) -> bool {
-    line.strip_prefix(br#"{"type":""#)
-        .and_then(|rest| rest.strip_prefix(kind.as_bytes()))
-        .is_some_and(|rest| rest.starts_with(b"\","))
 }
 
 #[cfg(test)]

@@ -5,8 +5,8 @@
 use crate::aggregate::{BatchAggregator, MetricLimits, Sample, SampleValue};
 use crate::marker_file::ValueRules;
 use crate::marker_file::{
-    decode_line_or_plain, decode_text_or_plain, interval_key, Category, Decoded, FileLine, Limits,
-    Metric, PlainMarker, Problem,
+    decode_line_or_plain, decode_text_or_plain, interval_key, CanonicalData, Category, Decoded,
+    FileLine, Limits, Metric, PlainMarker, Problem,
 };
 use crate::metric::MetricKind;
 use crate::profile_dir::{DirReader, Item, Scan};
@@ -49,6 +49,17 @@ pub struct Merger {
     /// The batch's decoded lines, and their order by time (time, index into `decoded`).
     decoded: Vec<Option<(usize, Decoded<'static>)>>,
     order: Vec<(f64, usize)>,
+    /// The `data` of the marker being emitted, when the log takes it as serde_json writes
+    /// it (kept to be reused, like the vectors above).
+    data_text: DataText,
+}
+
+/// A fast-path marker's `data` as serde_json writes it, in a buffer kept from one marker
+/// to the next.
+#[derive(Default)]
+struct DataText {
+    writer: CanonicalData,
+    text: Vec<u8>,
 }
 
 impl Merger {
@@ -75,6 +86,7 @@ impl Merger {
             batch_lines: Vec::new(),
             decoded: Vec::new(),
             order: Vec::new(),
+            data_text: DataText::default(),
         };
         for schema in schemas.iter().filter_map(Value::as_object) {
             merger.know(schema);
@@ -140,7 +152,7 @@ impl Merger {
     }
 
     /// [`Merger::read_batch`], handing each line to `emit` as it is converted, markers of
-    /// the plain path borrowed, their `data` still as text: the recorder encodes them
+    /// the fast path borrowed, their `data` as text: the recorder encodes them
     /// straight into the batch's write, building no tree and allocating nothing per line.
     pub fn read_batch_with(
         &mut self,
@@ -198,6 +210,7 @@ impl Merger {
         let mut decoded = recycled(std::mem::take(&mut self.decoded));
         let mut order = std::mem::take(&mut self.order);
         order.clear();
+        let mut data_text = std::mem::take(&mut self.data_text);
         // One check of the whole text for every line: each ends at a newline.
         let utf8 = std::str::from_utf8(text).ok();
         for &(file, ref range) in lines {
@@ -227,7 +240,7 @@ impl Merger {
             let file = &files[file];
             let line = match line {
                 Decoded::Plain(marker) => {
-                    match self.take_plain(marker, now_epoch_ms) {
+                    match self.take_plain(marker, now_epoch_ms, &mut data_text) {
                         Ok(marker) => emit(Taken::Marker(marker)),
                         Err(problem) => dropped.add(file, problem, 1, 0),
                     }
@@ -259,25 +272,46 @@ impl Merger {
         }
         self.decoded = recycled(decoded);
         self.order = order;
+        self.data_text = data_text;
     }
 
-    /// [`Merger::take`] of a plain marker: the same checks, in the same order.
+    /// [`Merger::take`] of a fast-path marker: the same checks, in the same order; its
+    /// `data` as its line held it or, written into `data_text`, as serde_json writes it
+    /// ([`crate::marker_file::PlainData::as_written`]).
     fn take_plain<'a>(
         &self,
         marker: PlainMarker<'a>,
         now_epoch_ms: f64,
+        data_text: &'a mut DataText,
     ) -> Result<TakenMarker<'a>, Problem> {
-        if let Some(rules) = marker.data_type.and_then(|kind| self.value_rules.get(kind)) {
-            let data = serde_json::from_str(marker.data).map_err(|_| Problem::WrongFields)?;
+        let rules = marker.data_type.and_then(|kind| self.value_rules.get(kind));
+        if let (Some(rules), Some(data)) = (rules, marker.data) {
+            let data = serde_json::from_str(data.text).map_err(|_| Problem::WrongFields)?;
             rules.check(&data)?;
         }
         let time = |epoch_ms: f64| self.to_log_time(epoch_ms, now_epoch_ms);
+        let start_time = time(marker.start_time)?;
+        let end_time = marker.end_time.map(time).transpose()?;
+        let data = match marker.data {
+            Some(data) if !data.as_written => {
+                data_text.text.clear();
+                let written =
+                    data_text
+                        .writer
+                        .write(data.text, self.limits.depth, &mut data_text.text);
+                // The fast path checked the text as the writer reads it: not reached.
+                written.ok_or(Problem::NotJson)?;
+                // Written from UTF-8 text and serde_json's numbers.
+                Some(std::str::from_utf8(&data_text.text).map_err(|_| Problem::InvalidUtf8)?)
+            }
+            data => data.map(|data| data.text),
+        };
         Ok(TakenMarker {
-            start_time: time(marker.start_time)?,
-            end_time: marker.end_time.map(time).transpose()?,
+            start_time,
+            end_time,
             category: Category::index(marker.category),
             name: marker.name,
-            data: marker.data,
+            data,
         })
     }
 

@@ -4,7 +4,7 @@
 
 use serde_json::ser::{CompactFormatter, Formatter};
 
-/// `{"type":"marker","name":…,"startTime":…,"endTime":…,"category":…,"data":`
+/// `{"type":"marker","name":…,"startTime":…,"endTime":…,"category":…`
 pub(super) fn write_marker_head(
     bytes: &mut Vec<u8>,
     name: &str,
@@ -23,7 +23,6 @@ pub(super) fn write_marker_head(
     }
     bytes.extend_from_slice(br#","category":"#);
     write_u64(bytes, u64::from(category));
-    bytes.extend_from_slice(br#","data":"#);
 }
 
 /// A JSON string as serde_json writes it: as it is unless it holds a byte to escape.

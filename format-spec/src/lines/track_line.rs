@@ -58,6 +58,7 @@ pub fn encode_track_line_into(
     data: &impl TrackData,
 ) {
     write_marker_head(bytes, name, start_time, end_time, category);
+    bytes.extend_from_slice(br#","data":"#);
     bytes.extend_from_slice(br#"{"type":"#);
     write_str(bytes, data.data_type());
     data.write_fields(&mut DataFields { bytes });

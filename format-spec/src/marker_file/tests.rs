@@ -195,22 +195,29 @@ fn begin_and_end_keys_are_global_by_id_and_per_file_by_name() {
     assert_eq!(interval_key("1.jsonl", "b", None), "file:1.jsonl:b");
 }
 
-/// Spaced lines that give their `type` first take the way of marker_file/typed.rs, which
-/// must take what the tagged enum takes, with the same values, and refuse the rest.
+/// The fast path's line of `text`, owned.
+fn fast_line(text: &str) -> Option<FileLine> {
+    fast::decode(text, Limits::default().depth).map(|line| line.into_line())
+}
+
+/// Lines that give their `type` first, spaced or not, take the way of marker_file/fast.rs,
+/// which must take what the tagged enum takes, with the same values, and refuse the rest.
 #[test]
 fn spaced_lines_decode_as_the_tagged_enum_decodes_them() {
     let taken = [
         r#"{"type": "marker", "name": "step", "startTime": 1733437981123.456, "endTime": null, "data": {"type": "Text", "text": "step 1"}}"#,
         "{ \"type\"\t:\r\n\"marker\" , \"name\":\"a\",\"startTime\":1,\"endTime\":2,\"category\":\"task\",\"data\":null}",
-        r#"{"type": "marker", "name": "a", "startTime": 18446744073709551616, "category": {"worker": null}}"#,
-        r#"{"type": "marker", "n\u0061me": "a\n", "startTime": -0, "extra": {"k": [1, 2.5e3, "\u00e9", {}]}, "\u0078": 1}"#,
+        r#"{"type": "marker", "name": "a", "startTime": 18446744073709551616, "category": "worker"}"#,
+        r#"{"type": "marker", "name": "a", "startTime": -0, "extra": {"k": [1, 2.5, "é", {}]}, "x": 1}"#,
         r#"{"type": "begin", "name": "build", "id": "b1", "time": 1, "category": "user", "data": {"type": "Text", "a": [null]}}"#,
         r#"{"type": "end", "name": "build", "time": 2, "data": {"x": {"y": 1}}, "category": "ignored"}"#,
         r#"{"type":"marker","name":"compact","startTime":1}"#,
+        r#"{"type":"marker","name":"a","startTime":1,"data":{"b":1,"a":2,"b":3},"x":100}"#,
+        r#"{"type": "end", "name": "a", "time": 1, "data": null, "startTime": "x"}"#,
     ];
     for line in taken {
         let tagged: FileLine = serde_json::from_str(line).expect(line);
-        assert_eq!(typed::decode(line.as_bytes()), Some(tagged), "{line}");
+        assert_eq!(fast_line(line), Some(tagged), "{line}");
     }
     let refused = [
         r#"{"type": "marker", "name": "a", "startTime": 1, "type": "marker"}"#,
@@ -228,22 +235,58 @@ fn spaced_lines_decode_as_the_tagged_enum_decodes_them() {
     ];
     for line in refused {
         assert!(serde_json::from_str::<FileLine>(line).is_err(), "{line}");
-        assert_eq!(typed::decode(line.as_bytes()), None, "{line}");
+        assert_eq!(fast_line(line), None, "{line}");
     }
-    // Not this way: another kind, or a first key that is not a plain `type`.
+    // Not this way, but the tagged way takes them: another kind, a first key that is not a
+    // plain `type`, a category given as a map, an escape, an exponent.
     for line in [
         r#"{"type": "metric", "name": "m", "kind": "c", "value": 1, "time": 1}"#,
         r#"{"name": "a", "type": "marker", "startTime": 1}"#,
         r#"{"typ\u0065": "marker", "name": "a", "startTime": 1}"#,
         r#"{"type": "m\u0061rker", "name": "a", "startTime": 1}"#,
         r#"{"type": "Marker", "name": "a", "startTime": 1}"#,
+        r#"{"type": "marker", "name": "a", "startTime": 1, "category": {"worker": null}}"#,
+        r#"{"type": "marker", "n\u0061me": "a\n", "startTime": -0, "extra": {"k": [1, 2.5e3, "\u00e9", {}]}, "\u0078": 1}"#,
+        r#"{"type": "marker", "name": "a", "startTime": 1, "data": {"x": 1e5}}"#,
+        r#"{"type": "marker", "name": "a", "startTime": 1, "x": "\u0041"}"#,
     ] {
-        assert_eq!(typed::decode(line.as_bytes()), None, "{line}");
+        assert_eq!(fast_line(line), None, "{line}");
+    }
+}
+
+/// The compact path once took a `type` given twice and an unknown key out of an f64's
+/// range, which the tagged enum refuses: every spelling is now refused alike.
+#[test]
+fn a_type_twice_or_an_unknown_key_out_of_range_is_refused_compact_or_spaced() {
+    for (compact, problem) in [
+        (
+            r#"{"type":"marker","name":"a","startTime":1,"type":"marker"}"#,
+            Problem::WrongFields,
+        ),
+        (
+            r#"{"type":"marker","name":"a","startTime":1,"x":1e999}"#,
+            Problem::NumberOutOfRange,
+        ),
+        (
+            r#"{"type":"begin","name":"a","time":1,"type":"begin"}"#,
+            Problem::WrongFields,
+        ),
+        (
+            r#"{"type":"end","name":"a","time":1,"x":[-1e999]}"#,
+            Problem::NumberOutOfRange,
+        ),
+    ] {
+        let spaced = compact.replace(',', ", ").replace(':', ": ");
+        for line in [compact, &spaced] {
+            assert_eq!(decode(line), Err(problem), "{line}");
+            let decoded = decode_line_or_plain(line.as_bytes(), &Limits::default());
+            assert_eq!(decoded.err(), Some(problem), "{line}");
+        }
     }
 }
 
 #[test]
-fn the_typed_way_reads_every_field_of_its_kinds() {
+fn the_fast_way_reads_every_field_of_its_kinds() {
     fn keys(value: impl serde::Serialize) -> Vec<String> {
         let mut keys: Vec<_> = serde_json::to_value(value)
             .unwrap()
@@ -281,7 +324,7 @@ fn the_typed_way_reads_every_field_of_its_kinds() {
         time: 1.0,
         data,
     };
-    assert_eq!(keys(marker), sorted(typed::MARKER_KEYS));
-    assert_eq!(keys(begin), sorted(typed::BEGIN_KEYS));
-    assert_eq!(keys(end), sorted(typed::END_KEYS));
+    assert_eq!(keys(marker), sorted(&fast::MARKER_KEYS));
+    assert_eq!(keys(begin), sorted(&fast::BEGIN_KEYS));
+    assert_eq!(keys(end), sorted(&fast::END_KEYS));
 }

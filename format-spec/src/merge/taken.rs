@@ -8,7 +8,8 @@ use crate::{encode_line_into, Line, Marker};
 #[derive(Debug)]
 pub enum Taken<'a> {
     Line(Line),
-    /// A marker of the plain path, its `data` still the text its file held.
+    /// A marker of the fast path, its `data` the text its file held, or that text as
+    /// serde_json writes it.
     Marker(TakenMarker<'a>),
 }
 
@@ -46,7 +47,7 @@ impl Taken<'_> {
     }
 }
 
-/// A marker of the plain path, borrowed from its line, its times on the log's time base.
+/// A marker of the fast path, borrowed from its line, its times on the log's time base.
 #[derive(Debug)]
 pub struct TakenMarker<'a> {
     /// Holds nothing that needs an escape in JSON.
@@ -54,8 +55,8 @@ pub struct TakenMarker<'a> {
     pub start_time: f64,
     pub end_time: Option<f64>,
     pub category: u32,
-    /// A compact JSON object, as the marker file held it.
-    pub data: &'a str,
+    /// A compact JSON object, checked.
+    pub data: Option<&'a str>,
 }
 
 impl TakenMarker<'_> {
@@ -65,8 +66,8 @@ impl TakenMarker<'_> {
             start_time: self.start_time,
             end_time: self.end_time,
             category: Some(self.category),
-            // Valid JSON, an object: the plain path checked it.
-            data: serde_json::from_str(self.data).ok(),
+            // Valid JSON, an object: the fast path checked it.
+            data: self.data.and_then(|data| serde_json::from_str(data).ok()),
             open_id: None,
         })
     }

@@ -1,4 +1,4 @@
-//! Tests of the merger: the plain way held to the general way, times, intervals, schemas
+//! Tests of the merger: the plain (fast) way held to the general way, times, intervals, schemas
 //! and their value rules, caps.
 
 use super::*;
@@ -30,22 +30,37 @@ fn take(merger: &mut Merger, file: &str, text: &str) -> Result<Option<Line>, Pro
     merger.take(file, line, START + 60_000.0)
 }
 
-/// A line taken the plain way (None when it does not take it) and the general way.
+/// A line taken the plain way (None when it does not take it) and the general way. A
+/// plain marker whose `data` the log does not take as written has the general way's bytes.
 fn both_ways(merger: &mut Merger, text: &str) -> (Option<TakeResult>, TakeResult) {
     let now = START + 60_000.0;
-    let plain = match decode_line_or_plain(text.as_bytes(), &Limits::default()) {
-        Ok(Decoded::Plain(marker)) => Some(merger.take_plain(marker, now).map(|marker| {
+    let general = take(merger, "1.jsonl", text);
+    let Ok(Decoded::Plain(marker)) = decode_line_or_plain(text.as_bytes(), &Limits::default())
+    else {
+        return (None, general);
+    };
+    let as_written = marker.data.is_some_and(|data| data.as_written);
+    let mut data_text = DataText::default();
+    let plain = merger
+        .take_plain(marker, now, &mut data_text)
+        .map(|marker| {
             let taken = Taken::Marker(marker);
             let mut bytes = Vec::new();
             taken.encode_into(&mut bytes);
             let line = taken.into_line();
             let decoded = crate::decode_line(bytes.trim_ascii_end()).ok();
             assert_eq!(decoded.as_ref(), Some(&line), "{text}: as encoded");
+            if !as_written {
+                let general_bytes = crate::encode_line(&line);
+                assert_eq!(
+                    String::from_utf8(bytes),
+                    String::from_utf8(general_bytes),
+                    "{text}"
+                );
+            }
             Some(line)
-        })),
-        _ => None,
-    };
-    (plain, take(merger, "1.jsonl", text))
+        });
+    (Some(plain), general)
 }
 
 type TakeResult = Result<Option<Line>, Problem>;
@@ -81,6 +96,7 @@ fn the_plain_way_takes_and_refuses_what_the_general_way_does() {
         r#"{"type":"marker","name":"a","startTime":1,"data":{"t":1}}"#.to_string(),
         marker("", &nested(15)),
         marker("", &nested(16)),
+        marker("", r#"{"type": "Text", "b": [1, 2.50], "a": {}}"#),
     ];
     for text in &plain {
         match both_ways(&mut merger, text) {
@@ -93,15 +109,14 @@ fn the_plain_way_takes_and_refuses_what_the_general_way_does() {
         .filter(|t| both_ways(&mut merger, t).0.is_some());
     assert_eq!(
         taken_plain.count(),
-        6,
+        7,
         "all but the end before the start, the reserved type and the line too deep"
     );
     for general_only in [
-        marker("", r#"{"type": "Text"}"#),
         marker("", r#"{"text":"\u0041"}"#),
         marker("", r#"{"v":1e3}"#),
         marker("", r#"["Text"]"#),
-        marker(r#""extra":[[1]],"#, r#"{"type":"Text"}"#),
+        marker(r#""extra":[[1e2]],"#, r#"{"type":"Text"}"#),
         marker(r#""name":"b","#, r#"{"type":"Text"}"#),
     ] {
         assert!(
@@ -111,7 +126,7 @@ fn the_plain_way_takes_and_refuses_what_the_general_way_does() {
     }
 }
 
-/// Pieces of marker lines, good and bad, that the plain way reads itself.
+/// Pieces of marker lines, good and bad, compact and spaced, that the plain way reads itself.
 const PIECES: &[&str] = &[
     r#""name":"a""#,
     r#""name":"é ∑""#,
@@ -144,6 +159,11 @@ const PIECES: &[&str] = &[
     r#""data":{"type":7}"#,
     r#""extra":1"#,
     r#""type":"marker""#,
+    r#" "name" : "b" "#,
+    r#""startTime": 1800000001000.5"#,
+    r#""data": {"z": {"b": 1, "a": [1, 2.50, -0]}, "type": "M", "v": 2, "v": 3}"#,
+    r#""data":{"b":{"y":true,"x":null},"a":"é"}"#,
+    "\"category\":\t\"worker\"\n",
 ];
 
 proptest::proptest! {
@@ -418,7 +438,7 @@ fn a_character_cut_by_a_newline_leaves_both_lines_invalid_utf8() {
 /// Lines as Python's `json.dumps` writes them (scripts/bench/task_tree.py), and spaced
 /// lines the tagged enum refuses (a `type` twice, an unknown key out of range): the log
 /// bytes of their batch, as they were before such lines were decoded without the tagged
-/// enum's tree (marker_file/typed.rs).
+/// enum's tree (marker_file/fast.rs), captured at 3ee4a1c.
 #[test]
 fn spaced_lines_make_the_log_bytes_they_always_made() {
     let dir = tempfile::tempdir().unwrap();
