@@ -221,7 +221,7 @@ pub enum ProfileError {
 
 /// Closes what is open, adds the notes, and sorts markers by start time.
 pub fn compact(recording: Recording) -> (Profile, Compaction) {
-    let (mut profile, compaction) = compact_markers(recording);
+    let (mut profile, compaction) = compact_markers(recording, MAX_SAMPLES_PER_TRACK);
     let runs = CommandRuns::of(&profile.markers);
     add_command_totals(&mut profile, &runs, compaction.end_time);
     (profile, compaction)
@@ -237,8 +237,12 @@ pub(crate) fn add_command_totals(profile: &mut Profile, runs: &CommandRuns, end_
     }
 }
 
-/// [`compact`] without the commands' totals: of one part of a span.
-pub(crate) fn compact_markers(mut recording: Recording) -> (Profile, Compaction) {
+/// [`compact`] without the commands' totals, its graph tracks bounded to `max_samples`: of
+/// one part of a span.
+pub(crate) fn compact_markers(
+    mut recording: Recording,
+    max_samples: usize,
+) -> (Profile, Compaction) {
     let end_time = recording
         .footer
         .as_ref()
@@ -295,7 +299,7 @@ pub(crate) fn compact_markers(mut recording: Recording) -> (Profile, Compaction)
     add_schemas(&mut meta, recording.schemas);
     let interval_ms = meta.get("interval").and_then(Value::as_f64).unwrap_or(0.0);
     merge_metric_intervals(&mut markers, interval_ms, end_time);
-    let merged_samples = bound_tracks(&mut markers, &meta, &missing, MAX_SAMPLES_PER_TRACK);
+    let merged_samples = bound_tracks(&mut markers, &meta, &missing, max_samples);
     markers.sort_by_start();
     let mut thread = recording.thread;
     thread.remove("markers");

@@ -184,3 +184,83 @@ fn the_commands_of_every_part_are_added_up_on_the_span_timeline() {
     );
     assert_eq!(data["top"][0][0], "cc1");
 }
+
+#[test]
+fn a_track_over_the_bound_across_segments_is_bounded_as_a_whole() {
+    use crate::coarsen::MAX_SAMPLES_PER_TRACK;
+    use tc_profile_format::schema::track;
+    // Two machine segments, each under the bound, together over it: 0 to 120 s and 180 s to
+    // 300 s, a memory sample each 10 ms (the machine unrecorded in between), the peak at 50 s.
+    let per_segment = 12_000;
+    let segment = |start: f64| memory_segment(start, per_segment, (start == 0.0).then_some(5000));
+    let span = Span {
+        start: 0.0,
+        end: 300_000.0,
+    };
+    let machine = vec![segment(0.0), segment(180_000.0)];
+    let profile = span_profile(SpanLogs::default(), machine, span);
+    let memory = named(&profile, track::MEMORY);
+    assert!(
+        memory.len() <= MAX_SAMPLES_PER_TRACK + 1,
+        "{} samples",
+        memory.len()
+    );
+    let samples = |m: &MarkerRef| m.data_value().unwrap()["samples"].as_u64().unwrap_or(1);
+    assert_eq!(
+        memory.iter().map(samples).sum::<u64>(),
+        2 * per_segment as u64
+    );
+    let used = |m: &MarkerRef| m.data_value().unwrap()["used"].as_u64().unwrap();
+    assert_eq!(
+        memory.iter().map(used).max(),
+        Some(9000),
+        "the peak survives"
+    );
+    assert!(
+        !memory
+            .iter()
+            .any(|m| m.start_time < 180_000.0 && m.end_time.unwrap() > 120_000.0),
+        "no merged sample reaches over the stretch where the machine was not recorded"
+    );
+}
+
+/// A machine segment from `start` (epoch ms) of `samples` memory samples 10 ms apart, the
+/// one numbered `peak` using 9000, the others 1000.
+fn memory_segment(start: f64, samples: usize, peak: Option<usize>) -> Recording {
+    use tc_profile_format::schema::{marker_schemas, track};
+    let schemas = marker_schemas(&["memory".to_owned()]);
+    let mut text = format!(
+        r#"{{"type":"meta","startTime":{start},"interval":10,"markerSchema":{schemas},"tcProfile":{{"sources":["memory"]}}}}"#
+    );
+    text.push_str("\n{\"type\":\"thread\",\"name\":\"t\"}\n");
+    for n in 0..samples {
+        let used = if peak == Some(n) { 9000 } else { 1000 };
+        let (from, to) = (n * 10, n * 10 + 10);
+        text.push_str(&format!(
+            r#"{{"type":"marker","name":"{}","startTime":{from},"endTime":{to},"data":{{"type":"Mem","used":{used}}}}}"#,
+            track::MEMORY
+        ));
+        text.push('\n');
+    }
+    read_log(text.as_bytes()).unwrap()
+}
+
+#[test]
+fn a_segment_partly_in_the_span_is_bounded_by_its_samples_in_the_span() {
+    use tc_profile_format::schema::track;
+    // A 10-minute segment of 60,000 samples (three times the bound), the span its last
+    // minute: the 6,000 samples in the span are all kept.
+    let span = Span {
+        start: 540_000.0,
+        end: 600_000.0,
+    };
+    let profile = span_profile(
+        SpanLogs::default(),
+        vec![memory_segment(0.0, 60_000, None)],
+        span,
+    );
+    let memory = named(&profile, track::MEMORY);
+    // And the one that ends where the span starts, cut to nothing.
+    assert_eq!(memory.len(), 6001);
+    assert!(memory.iter().all(|m| !m.data.unwrap().contains("samples")));
+}
