@@ -16,7 +16,6 @@ use crate::marker_columns::Markers;
 use crate::profile_marker::{leading_type, MarkerRef, ProfileMarker};
 use serde_json::{Map, Value};
 use std::borrow::Cow;
-use std::collections::BTreeMap;
 use tc_profile_format::metric::MetricKind;
 use tc_profile_format::schema::data_type;
 use tc_profile_format::Marker;
@@ -40,67 +39,98 @@ pub(crate) fn bound_tracks(
     }
     // A track is the intervals of one name whose payload has a graph's type: only names
     // with more than `max` intervals can need merging, and only their payloads are read.
-    // A payload that leads with another type is none (a million text markers, say).
     // Counted by name id: hashing each marker's name was a tenth of compacting.
     // Intervals first, by their columns alone: most recordings have no name over `max`,
     // and then no payload is read.
-    let mut candidates = vec![0usize; markers.names().len()];
-    for position in (0..markers.len()).filter(|&p| markers.end_time(p).is_some()) {
-        candidates[markers.name_id(position) as usize] += 1;
-    }
-    if candidates.iter().all(|&count| count <= max) {
-        return 0;
-    }
-    // Then the candidates' payloads, in order (each found without a rank:
-    // `Markers::payloads`).
     let mut intervals = vec![0usize; markers.names().len()];
-    for (position, data) in markers.payloads().enumerate() {
-        let name = markers.name_id(position) as usize;
-        let is_sample = candidates[name] > max
-            && markers.end_time(position).is_some()
-            && data
-                .and_then(leading_type)
-                .is_none_or(|kind| is_graph_type(&graph_types, kind));
-        intervals[name] += usize::from(is_sample);
+    for position in (0..markers.len()).filter(|&p| markers.end_time(p).is_some()) {
+        intervals[markers.name_id(position) as usize] += 1;
     }
-    let crowded: Vec<bool> = intervals.iter().map(|&count| count > max).collect();
-    if !crowded.contains(&true) {
+    if intervals.iter().all(|&count| count <= max) {
         return 0;
     }
-    // The crowded names' samples, by track, as positions in the columns: only they are
-    // taken out (and parsed a stretch at a time while merged); every other marker stays
-    // where it is. Taking every marker out as an owned one, to put most of them back, was
-    // most of bounding a log with a crowded track.
-    let mut tracks: BTreeMap<(&str, Cow<str>), Vec<usize>> = BTreeMap::new();
-    for position in (0..markers.len()).filter(|&p| crowded[markers.name_id(p) as usize]) {
-        if let Some(key) = track_of(markers.get(position), &graph_types) {
-            tracks.entry(key).or_default().push(position);
+    // Then those names' samples, by track, as positions in the columns, in one walk of the
+    // payloads (each found without a rank: `Markers::payloads`). Only the tracks over
+    // `max` are taken out (and parsed a stretch at a time while merged); every other
+    // marker stays where it is. Taking every marker out as an owned one, to put most of
+    // them back, was most of bounding a log with a crowded track.
+    let mut tracks: Vec<Track> = Vec::new();
+    let mut last = 0;
+    for (position, data) in markers.payloads().enumerate() {
+        let name = markers.name_id(position);
+        if intervals[name as usize] <= max || markers.end_time(position).is_none() {
+            continue;
         }
+        let kind = match data.and_then(leading_type) {
+            Some(kind) => Cow::Borrowed(kind),
+            None => match markers.get(position).data_type() {
+                Some(kind) => kind,
+                None => continue,
+            },
+        };
+        if !is_graph_type(&graph_types, &kind) {
+            continue;
+        }
+        // A tick's tracks take turns: the one before, or the one after it, is most often it.
+        let found = [last, last + 1]
+            .into_iter()
+            .chain(0..tracks.len())
+            .find(|&t| tracks.get(t).is_some_and(|track| track.is(name, &kind)));
+        last = found.unwrap_or_else(|| {
+            tracks.push(Track {
+                name,
+                kind,
+                samples: Vec::new(),
+            });
+            tracks.len() - 1
+        });
+        tracks[last].samples.push(position);
     }
+    tracks.retain(|track| track.samples.len() > max);
+    if tracks.is_empty() {
+        return 0;
+    }
+    // In the order of their names and types, as merged samples of equal start are left.
+    tracks.sort_by(|a, b| {
+        let names = markers.names();
+        (&names[a.name as usize], &a.kind).cmp(&(&names[b.name as usize], &b.kind))
+    });
     let mut taken = vec![false; markers.len()];
-    // Columns too: 20,000 merged samples as parsed markers held 12 MB at once.
-    let mut put_back = Markers::default();
+    for &position in tracks.iter().flat_map(|track| &track.samples) {
+        taken[position] = true;
+    }
+    // Into new columns: the markers left as they are, then each track's merged samples
+    // (20,000 merged samples as parsed markers held 12 MB at once).
+    let mut bounded = Markers::default();
+    for (position, marker) in markers.iter().enumerate() {
+        if !taken[position] {
+            bounded.push(marker);
+        }
+    }
     let mut merged = 0;
-    for ((_, kind), mut samples) in tracks {
-        for &position in &samples {
-            taken[position] = true;
-        }
-        if samples.len() > max {
-            samples.sort_by(|&a, &b| markers.start_time(a).total_cmp(&markers.start_time(b)));
-            merged += samples.len();
-            let breaks = Breaks::of(&kind, missing);
-            merge_track(markers, &samples, max, &breaks, &mut put_back);
-        } else {
-            for &position in &samples {
-                put_back.push(markers.get(position));
-            }
-        }
+    for mut track in tracks {
+        track
+            .samples
+            .sort_by(|&a, &b| markers.start_time(a).total_cmp(&markers.start_time(b)));
+        merged += track.samples.len();
+        let breaks = Breaks::of(&track.kind, missing);
+        merge_track(markers, &track.samples, max, &breaks, &mut bounded);
     }
-    markers.retain(|position, _| !taken[position]);
-    for marker in &put_back {
-        markers.push(marker);
-    }
+    *markers = bounded;
     merged
+}
+
+/// The samples of one graph track: the positions of its name's intervals of one type.
+struct Track<'a> {
+    name: u32,
+    kind: Cow<'a, str>,
+    samples: Vec<usize>,
+}
+
+impl Track<'_> {
+    fn is(&self, name: u32, kind: &str) -> bool {
+        self.name == name && self.kind == kind
+    }
 }
 
 /// `data.type` of every schema that draws a graph: a few.
@@ -116,13 +146,6 @@ fn graph_types(meta: &Map<String, Value>) -> Vec<String> {
         })
         .filter_map(|s| s.get("name")?.as_str().map(str::to_owned))
         .collect()
-}
-
-/// (marker name, data type) of a sample of a graph track.
-fn track_of<'a>(marker: MarkerRef<'a>, graph_types: &[String]) -> Option<(&'a str, Cow<'a, str>)> {
-    marker.end_time?;
-    let kind = marker.data_type()?;
-    is_graph_type(graph_types, &kind).then_some((marker.name, kind))
 }
 
 /// Looked up in a list: a few compares cost less than hashing the type of each marker.
@@ -175,16 +198,16 @@ fn merge_track(
     let stretch = |position: usize| ((start_of(position) - start) / width).floor();
     let mut group_start = 0;
     let mut group_end = end_of(samples[0]);
+    let mut group = Vec::new();
+    let mut merger = flat::Merger::default();
     for i in 1..=samples.len() {
         let cut = i == samples.len()
             || stretch(samples[i]) != stretch(samples[group_start])
             || breaks.between(group_end, start_of(samples[i]));
         if cut {
-            let group: Vec<MarkerRef> = samples[group_start..i]
-                .iter()
-                .map(|&sample| markers.get(sample))
-                .collect();
-            merge_group(&group, merged);
+            group.clear();
+            group.extend(samples[group_start..i].iter().map(|&s| markers.get(s)));
+            merge_group(&group, &mut merger, merged);
             group_start = i;
         }
         if let Some(&sample) = samples.get(i) {
@@ -199,17 +222,17 @@ fn merge_track(
 
 /// `group` (samples in time order) merged into one, added to `merged`: a flat payload's
 /// text read and written as text, any other through a tree; a sample alone as it is.
-fn merge_group(group: &[MarkerRef], merged: &mut Markers) {
+fn merge_group<'a>(group: &[MarkerRef<'a>], merger: &mut flat::Merger<'a>, merged: &mut Markers) {
     let (first, last) = (group[0], group[group.len() - 1]);
     if group.len() == 1 {
         // Written back through a tree, its payload only had its keys sorted: a third of
         // the stretches when a track is bounded to about half its samples.
         return merged.push(first);
     }
-    match flat::merge(group) {
+    match merger.merge(group) {
         Some(data) => merged.push(MarkerRef {
             end_time: last.end_time,
-            data: Some(&data),
+            data: Some(data),
             ..first
         }),
         None => {

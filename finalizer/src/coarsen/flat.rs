@@ -46,37 +46,13 @@ impl From<Value> for Field<'_> {
 
 /// The samples' payloads as a table: the keys (in the order every sample has them) and
 /// each sample's values, row by row.
-struct Table<'a> {
-    keys: Vec<&'a str>,
-    values: Vec<Field<'a>>,
+struct Table<'t, 'a> {
+    keys: &'t [&'a str],
+    values: &'t [Field<'a>],
     samples: usize,
 }
 
-impl<'a> Table<'a> {
-    fn read(group: &[MarkerRef<'a>]) -> Option<Table<'a>> {
-        let mut keys = Vec::new();
-        let mut values = Vec::new();
-        let first = read_flat(group[0].data?, &mut keys, &mut values)?;
-        // A key twice is the last one's in a tree.
-        let twice = (1..first).any(|i| keys[..i].contains(&keys[i]));
-        if first == 0 || twice {
-            return None;
-        }
-        let mut again = Vec::with_capacity(first);
-        for marker in &group[1..] {
-            again.clear();
-            read_flat(marker.data?, &mut again, &mut values)?;
-            if again != keys {
-                return None;
-            }
-        }
-        Some(Table {
-            keys,
-            values,
-            samples: group.len(),
-        })
-    }
-
+impl<'a> Table<'_, 'a> {
     fn column(&self, key: usize) -> impl Iterator<Item = &Field<'a>> + Clone + '_ {
         self.values.iter().skip(key).step_by(self.keys.len())
     }
@@ -95,27 +71,127 @@ impl<'a> Table<'a> {
     }
 }
 
-/// The payload text of `group` (samples in time order) merged, or None when a payload is
-/// not flat or the rule is a metric's. One sample is written back as a tree would write it.
-pub(super) fn merge(group: &[MarkerRef<'_>]) -> Option<String> {
-    let table = Table::read(group)?;
+/// Merges groups of samples, reusing its buffers from one group to the next: a group's
+/// own allocations, and sorting each merged payload's keys, were a fifth of merging.
+#[derive(Default)]
+pub(super) struct Merger<'a> {
+    keys: Vec<&'a str>,
+    values: Vec<Field<'a>>,
+    again: Vec<&'a str>,
+    /// The keys of the payload written last, in its order, and that order sorted (as
+    /// indices): a track's merged payloads all have the same keys.
+    written_keys: Vec<&'a str>,
+    sorted: Vec<usize>,
+    text: String,
+}
+
+impl<'a> Merger<'a> {
+    /// Reads the group's payloads into `keys` and `values`; None unless each is flat with
+    /// the same keys in the same order, none twice.
+    fn read(&mut self, group: &[MarkerRef<'a>]) -> Option<Table<'_, 'a>> {
+        self.keys.clear();
+        self.values.clear();
+        let first = read_flat(group[0].data?, &mut self.keys, &mut self.values)?;
+        // A key twice is the last one's in a tree.
+        let keys = &self.keys;
+        let twice = (1..first).any(|i| keys[..i].contains(&keys[i]));
+        if first == 0 || twice {
+            return None;
+        }
+        for marker in &group[1..] {
+            self.again.clear();
+            read_flat(marker.data?, &mut self.again, &mut self.values)?;
+            if self.again != self.keys {
+                return None;
+            }
+        }
+        Some(Table {
+            keys: &self.keys,
+            values: &self.values,
+            samples: group.len(),
+        })
+    }
+
+    /// The payload text of `group` (samples in time order) merged, or None when a payload
+    /// is not flat or the rule is a metric's. One sample is written back as a tree would
+    /// write it.
+    pub(super) fn merge(&mut self, group: &[MarkerRef<'a>]) -> Option<&str> {
+        let table = self.read(group)?;
+        let mut merged = merged_fields(&table, group)?;
+        if group.len() > 1 {
+            set(&mut merged, "samples", Field::Whole(group.len() as u64));
+        }
+        self.write(&merged);
+        Some(&self.text)
+    }
+
+    /// As serde_json writes a map of them: keys in order, compact, integers by itoa and
+    /// fractions by zmij (`core::fmt` was a tenth of merging).
+    fn write(&mut self, fields: &[(&'a str, Field)]) {
+        let same_keys = self.written_keys.len() == fields.len()
+            && self
+                .written_keys
+                .iter()
+                .zip(fields)
+                .all(|(a, (b, _))| a == b);
+        if !same_keys {
+            self.written_keys.clear();
+            self.written_keys.extend(fields.iter().map(|(key, _)| *key));
+            self.sorted.clear();
+            self.sorted.extend(0..fields.len());
+            self.sorted.sort_unstable_by_key(|&i| fields[i].0);
+        }
+        let text = &mut self.text;
+        text.clear();
+        text.push('{');
+        for (n, &i) in self.sorted.iter().enumerate() {
+            let (key, value) = &fields[i];
+            if n > 0 {
+                text.push(',');
+            }
+            // Neither needs escaping: read without escapes, or written by us.
+            text.push('"');
+            text.push_str(key);
+            text.push_str("\":");
+            match value {
+                Field::Whole(n) => text.push_str(itoa::Buffer::new().format(*n)),
+                Field::Real(x) if x.is_finite() => {
+                    text.push_str(zmij::Buffer::new().format_finite(*x));
+                }
+                Field::Real(_) => text.push_str("null"),
+                Field::Text(t) => {
+                    text.push('"');
+                    text.push_str(t);
+                    text.push('"');
+                }
+            }
+        }
+        text.push('}');
+    }
+}
+
+/// The fields of `group`'s merged payload, by its rule; None for a metric's.
+fn merged_fields<'a>(
+    table: &Table<'_, 'a>,
+    group: &[MarkerRef],
+) -> Option<Vec<(&'a str, Field<'a>)>> {
     let last = group.len() - 1;
     let kind = match table.position("type").map(|k| &table.row(last)[k]) {
         Some(Field::Text(kind)) => Some(kind.as_ref()),
         _ => None,
     };
-    let mut merged: Vec<(&str, Field)> = match stretch::rule(kind) {
-        _ if group.len() == 1 => fields(&table, last),
+    Some(match stretch::rule(kind) {
+        _ if group.len() == 1 => fields(table, last),
         Rule::Metric(_) => return None,
         Rule::KeepHighest(key) => {
             let value = |sample: &usize| table.number(*sample, key).unwrap_or(0.0);
             let highest = (0..group.len()).max_by(|a, b| value(a).total_cmp(&value(b)))?;
-            fields(&table, highest)
+            fields(table, highest)
         }
-        Rule::Sum => combine(&table, |key| sum(table.column(key))),
-        Rule::CpuMean => cpu_mean(&table, group),
+        Rule::Sum => combine(table, |key| sum(table.column(key))),
+        Rule::CpuMean => cpu_mean(table, group),
         Rule::ShareMean => {
-            let mut merged = mean(&table, group);
+            let mut merged = mean(table, group);
             if let Some(cpu) = get(&merged, "cpu") {
                 let as_text = is_text(&merged, "cpuPercent");
                 set(
@@ -126,26 +202,21 @@ pub(super) fn merge(group: &[MarkerRef<'_>]) -> Option<String> {
             }
             merged
         }
-        Rule::Mean => mean(&table, group),
-    };
-    if group.len() > 1 {
-        set(&mut merged, "samples", Field::Whole(group.len() as u64));
-    }
-    Some(write(merged))
+        Rule::Mean => mean(table, group),
+    })
 }
 
-fn fields<'a>(table: &Table<'a>, sample: usize) -> Vec<(&'a str, Field<'a>)> {
-    table
-        .keys
-        .iter()
-        .copied()
-        .zip(table.row(sample).iter().cloned())
-        .collect()
+fn fields<'a>(table: &Table<'_, 'a>, sample: usize) -> Vec<(&'a str, Field<'a>)> {
+    // Room for the keys a merge adds (`samples`, `peak`, `cpuPercent`).
+    let mut fields = Vec::with_capacity(table.keys.len() + 3);
+    let row = table.row(sample).iter().cloned();
+    fields.extend(table.keys.iter().copied().zip(row));
+    fields
 }
 
 /// The last sample's fields, each number replaced by `number_of(its column)`.
 fn combine<'a>(
-    table: &Table<'a>,
+    table: &Table<'_, 'a>,
     number_of: impl Fn(usize) -> Field<'a>,
 ) -> Vec<(&'a str, Field<'a>)> {
     let mut merged = fields(table, table.samples - 1);
@@ -176,7 +247,7 @@ fn duration(marker: &MarkerRef) -> f64 {
 }
 
 /// The time-weighted mean of each number.
-fn mean<'a>(table: &Table<'a>, group: &[MarkerRef]) -> Vec<(&'a str, Field<'a>)> {
+fn mean<'a>(table: &Table<'_, 'a>, group: &[MarkerRef]) -> Vec<(&'a str, Field<'a>)> {
     let total: f64 = group.iter().map(duration).sum();
     let weight = |m: &MarkerRef| {
         if total > 0.0 {
@@ -195,7 +266,7 @@ fn mean<'a>(table: &Table<'a>, group: &[MarkerRef]) -> Vec<(&'a str, Field<'a>)>
     })
 }
 
-fn cpu_mean<'a>(table: &Table<'a>, group: &[MarkerRef]) -> Vec<(&'a str, Field<'a>)> {
+fn cpu_mean<'a>(table: &Table<'_, 'a>, group: &[MarkerRef]) -> Vec<(&'a str, Field<'a>)> {
     let mut merged = mean(table, group);
     let peak = (0..group.len())
         .filter_map(|sample| busy_share(|key| table.number(sample, key)))
@@ -228,37 +299,6 @@ fn set<'a>(fields: &mut Vec<(&'a str, Field<'a>)>, key: &'a str, value: Field<'a
         Some((_, old)) => *old = value,
         None => fields.push((key, value)),
     }
-}
-
-/// As serde_json writes a map of them: keys in order, compact, integers by itoa and
-/// fractions by zmij (`core::fmt` was a tenth of merging).
-fn write(mut fields: Vec<(&str, Field)>) -> String {
-    fields.sort_unstable_by(|a, b| a.0.cmp(b.0));
-    let mut text = String::with_capacity(24 * fields.len() + 2);
-    text.push('{');
-    for (i, (key, value)) in fields.iter().enumerate() {
-        if i > 0 {
-            text.push(',');
-        }
-        // Neither needs escaping: read without escapes, or written by us.
-        text.push('"');
-        text.push_str(key);
-        text.push_str("\":");
-        match value {
-            Field::Whole(n) => text.push_str(itoa::Buffer::new().format(*n)),
-            Field::Real(x) if x.is_finite() => {
-                text.push_str(zmij::Buffer::new().format_finite(*x));
-            }
-            Field::Real(_) => text.push_str("null"),
-            Field::Text(t) => {
-                text.push('"');
-                text.push_str(t);
-                text.push('"');
-            }
-        }
-    }
-    text.push('}');
-    text
 }
 
 /// Reads a flat JSON object's keys and values onto the ends of `keys` and `values`; returns
