@@ -324,9 +324,14 @@ mod tests {
     /// 1,000 seconds of samples: CPU busy 0.1 but 0.9 at 500 s, memory peaking at 700 s,
     /// 1 KiB written each second; and a step marker that must not be touched.
     fn recording() -> Vec<Marker> {
+        recording_of(1000)
+    }
+
+    /// [`recording`] over `seconds`.
+    fn recording_of(seconds: usize) -> Vec<Marker> {
         let mut markers = vec![Marker::interval("build", 0.0, 1_000_000.0)
             .with_data(json!({"type": "Text", "text": "make"}))];
-        for s in 0..1000 {
+        for s in 0..seconds {
             let busy = if s == 500 { 0.9 } else { 0.1 };
             markers.push(sample(
                 track::CPU,
@@ -417,6 +422,22 @@ mod tests {
             stretch.get("user_pct").is_none(),
             "an older log's percentages of single samples are left out"
         );
+    }
+
+    #[test]
+    fn tracks_merged_on_two_threads_are_as_each_merged_alone() {
+        // 9,000 samples of three tracks: enough for a second thread to merge some.
+        let markers = recording_of(3000);
+        assert!(3 * 3000 >= MERGED_ON_TWO_THREADS);
+        let (merged, together) = bound(markers.clone(), 100);
+        assert_eq!(merged, 9000);
+        assert_eq!(named(&together, "build").len(), 1);
+        for track in [track::CPU, track::MEMORY, track::IO] {
+            let alone = markers.iter().filter(|m| m.name == track).cloned();
+            let (_, alone) = bound(alone.collect(), 100);
+            assert_eq!(alone.len(), 100, "{track}");
+            assert_eq!(named(&together, track), alone.iter().collect::<Vec<_>>());
+        }
     }
 
     #[test]
