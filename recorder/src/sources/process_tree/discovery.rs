@@ -199,6 +199,8 @@ impl ProcessTree {
 
     fn admit(&mut self, pid: u32, stat: Stat, comm: Vec<u8>, now: f64) {
         let file = KeptFile::open(&stat_path(&self.proc_root, pid));
+        // A clock names a pid, not a process: read only while the stat file kept open
+        // tells a reused pid (see `RunClock`).
         let run_time = file
             .as_ref()
             .and_then(|_| RunTime::open(&self.proc_root, pid));

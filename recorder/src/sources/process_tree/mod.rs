@@ -6,11 +6,11 @@
 //! Cost is the point of most choices here. Each tick reads /proc/<pid>/stat of the tree's
 //! processes only, through files kept open (a re-read is cheaper than an open, and an open
 //! file stays bound to its process, so a reused pid is never mistaken for it), and of a
-//! process of one thread that has not run since (its schedstat's time on CPU the same,
-//! a quarter of a stat's cost) only once in ten ticks ([`process::Process::is_still`]); other
+//! process none of whose threads ran since (its CPU-time clock the same, a ninth of a
+//! stat's cost) only once in ten ticks ([`process::Process::is_still`]); other
 //! processes are read once, when first listed, to learn their parent. Following a cgroup,
 //! its CPU total, read first, tells when none of the still ones can have run: then not even
-//! their schedstat is read ([`ProcessTree::refresh`]). A process that lived between two
+//! their clocks are read ([`ProcessTree::refresh`]). A process that lived between two
 //! ticks is never seen, but its CPU time is not lost: its parent's stat counts it among the
 //! reaped children's time (cutime, cstime) once it has been waited for.
 
@@ -593,7 +593,7 @@ impl ProcessTree {
     }
 }
 
-/// Reads `process` again (its stat, or only its schedstat while it is still); whether it
+/// Reads `process` again (its stat, or only its clock while it is still); whether it
 /// is gone.
 fn reread(
     pid: u32,

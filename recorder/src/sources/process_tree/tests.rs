@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::sources::machine::machine_of;
+use crate::sources::procfs::ReadBuffer;
 use crate::sources::{tick_markers, tick_markers_under};
 use process::Stat;
 use std::fs;
@@ -54,6 +55,62 @@ fn a_still_process_of_one_thread_has_its_stat_read_once_in_ten_ticks() {
     process.stat.threads = 1;
     process.run_time = None;
     assert!(!still(&mut process), "no schedstat: its stat every tick");
+}
+
+/// Two threads that sleep until a line comes, then work a little for each.
+const SLEEPER: &str = "import sys, threading, time
+threading.Thread(target=time.sleep, args=(60,), daemon=True).start()
+for line in sys.stdin:
+    sum(range(2_000_000))
+";
+
+/// The real /proc's `pid` with its stat as read now.
+fn real_process(pid: u32) -> Process {
+    let (_, mut process) = row_process(1, &(pid, 1, 0, 0, 0, 0));
+    let text = fs::read(format!("/proc/{pid}/stat")).unwrap();
+    process.stat = parse_stat(&text).unwrap().0;
+    process.run_time = process::RunTime::open(Path::new("/proc"), pid);
+    process
+}
+
+#[test]
+fn a_process_clock_stays_while_every_thread_sleeps_grows_when_one_runs_and_ends_with_it() {
+    let mut sleeper = std::process::Command::new("python3")
+        .args(["-c", SLEEPER])
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = sleeper.id();
+    let mut process = real_process(pid);
+    for _ in 0..500 {
+        if process.stat.threads == 2 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+        process = real_process(pid);
+    }
+    assert_eq!(process.stat.threads, 2);
+    let mut buffer = ReadBuffer::new();
+    let mut still = |process: &mut Process| {
+        std::thread::sleep(Duration::from_millis(20));
+        process.is_still(&mut buffer)
+    };
+    let settled = (0..250).any(|_| still(&mut process));
+    assert!(settled, "both threads asleep: still, though it has two");
+    assert!(still(&mut process) && still(&mut process));
+
+    use std::io::Write;
+    let mut input = sleeper.stdin.take().unwrap();
+    input.write_all(b"work\n").unwrap();
+    input.flush().unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(!still(&mut process), "it ran");
+    assert!(process.ran_ns() > 0);
+
+    sleeper.kill().unwrap();
+    sleeper.wait().unwrap();
+    assert!(!still(&mut process), "gone: its clock answers no more");
+    assert!(process::RunTime::open(Path::new("/proc"), pid).is_none());
 }
 
 #[test]
