@@ -5,10 +5,11 @@
 //!
 //! Cost is the point of most choices here. Each tick reads /proc/<pid>/stat of the tree's
 //! processes only, through files kept open (a re-read is cheaper than an open, and an open
-//! file stays bound to its process, so a reused pid is never mistaken for it), and of a
-//! process none of whose threads ran since (its CPU-time clock the same, a ninth of a
-//! stat's cost) only once in ten ticks ([`process::Process::is_still`]); other
-//! processes are read once, when first listed, to learn their parent. Following a cgroup,
+//! file stays bound to its process, so a reused pid is never mistaken for it), but not of
+//! a process none of whose threads ran since (its CPU-time clock the same, a ninth of a
+//! stat's cost): its statm alone once in ten ticks, for its resident set, and its stat
+//! once its parent ends ([`process::Process::due`]); other processes are read once, when
+//! first listed, to learn their parent. Following a cgroup,
 //! its CPU total, read first, tells when none of the still ones can have run: then not even
 //! their clocks are read ([`ProcessTree::refresh`]). A process that lived between two
 //! ticks is never seen, but its CPU time is not lost: its parent's stat counts it among the
@@ -31,7 +32,7 @@ use crate::sources::task_tracks::TaskSample;
 use crate::sources::taskstats::{ProcessCpu, TaskExit, Taskstats};
 use crate::sources::{Lines, ProcessExits, Source};
 use exits::{Exits, TreeView};
-use process::{parse_stat, stat_path, Process, StatUnits};
+use process::{parse_stat, stat_path, Due, Process, StatUnits};
 use std::collections::HashMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -406,6 +407,11 @@ impl ProcessTree {
             }
         }
         self.cgroup_cpu_explained = explained(read_ran_ns);
+        for process in self.processes.values_mut() {
+            if gone.iter().any(|(pid, _)| *pid == process.stat.ppid) {
+                process.parent_ended();
+            }
+        }
         gone
     }
 
@@ -593,8 +599,8 @@ impl ProcessTree {
     }
 }
 
-/// Reads `process` again (its stat, or only its clock while it is still); whether it
-/// is gone.
+/// Reads `process` again (its stat; while it is still, its clock, and its statm when due);
+/// whether it is gone.
 fn reread(
     pid: u32,
     process: &mut Process,
@@ -602,9 +608,16 @@ fn reread(
     buffer: &mut ReadBuffer,
     now: f64,
 ) -> bool {
-    if process.is_still(buffer) {
-        process.seen_still(now);
-        return false;
+    match process.due(buffer) {
+        Due::Nothing => {
+            process.seen_still(now);
+            return false;
+        }
+        Due::Rss if process.read_rss(buffer) => {
+            process.seen_still(now);
+            return false;
+        }
+        Due::Rss | Due::Stat => {}
     }
     let reopened;
     let file = match &process.file {

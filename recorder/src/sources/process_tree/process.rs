@@ -13,13 +13,13 @@ use std::sync::OnceLock;
 use tc_profile_format::schema::{category, data_type};
 use tc_profile_format::Marker;
 
-/// Half the soft open-file limit at most goes to stat files kept open, by all the trees of
+/// Half the soft open-file limit at most goes to stat and statm files kept open, by all the trees of
 /// the process together (a daemon follows one a task); the rest is left to its other files.
 const OPEN_FILES_SHARE: u64 = 2;
 const OPEN_FILES_MAX: u64 = 4096;
-/// A process's stat is read at least once in this many ticks, however still it stays (see
-/// [`Process::is_still`]).
-const STAT_EVERY_TICKS: u32 = 10;
+/// A still process's resident set is read at least once in this many ticks (see
+/// [`Process::due`]).
+const RSS_EVERY_TICKS: u32 = 10;
 
 /// The fields of /proc/<pid>/stat that are used.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -142,6 +142,15 @@ impl Deref for KeptFile {
     }
 }
 
+/// What a tick reads of a process ([`Process::due`]).
+#[derive(Debug, PartialEq)]
+pub(crate) enum Due {
+    Nothing,
+    /// Its resident set alone.
+    Rss,
+    Stat,
+}
+
 /// A process of the tree.
 pub(crate) struct Process {
     /// Kept open while the open-file budget allows; else reopened at each tick.
@@ -172,10 +181,15 @@ pub(crate) struct Process {
 /// fields, and the thread group's times summed).
 pub(crate) struct RunTime {
     clock: RunClock,
+    /// Its statm, kept open, for its resident set while it is still: a quarter of a stat's
+    /// cost. None past the open-file budget: its stat then.
+    statm: Option<KeptFile>,
     /// The time on CPU read just before the stat was last read.
     ns: Option<u64>,
-    /// Ticks since the stat was last read.
+    /// Ticks since the stat or statm was last read.
     skipped: u32,
+    /// Its parent was seen to end: its stat, with its new parent, is read at the next tick.
+    stat_due: bool,
     /// Its time on CPU between its last read and the one before, when that was at the tick
     /// before (else 0): as far as its clock sees (see [`RunClock`]).
     ran_ns: u64,
@@ -201,16 +215,18 @@ enum RunClock {
 impl RunTime {
     /// The clock of `pid` under `proc_root`; None when there is none to read.
     pub(crate) fn open(proc_root: &Path, pid: u32) -> Option<RunTime> {
+        let path = proc_root.join(itoa::Buffer::new().format(pid));
         let clock = if proc_root == Path::new(OWN_PROC) {
             RunClock::Process(cpu_clock(pid)?)
         } else {
-            let path = proc_root.join(itoa::Buffer::new().format(pid));
             RunClock::Schedstat(KeptFile::open(&path.join("schedstat"))?)
         };
         Some(RunTime {
             clock,
+            statm: KeptFile::open(&path.join("statm")),
             ns: None,
             skipped: 0,
+            stat_due: false,
             ran_ns: 0,
             passed_over: false,
         })
@@ -256,15 +272,15 @@ fn clock_ns(clock: libc::clockid_t) -> Option<u64> {
 }
 
 impl Process {
-    /// Whether nothing its stat shows can have changed since it was last read: a process
-    /// none of whose threads ran since (the same time on CPU) has used no CPU, reaped no
-    /// child, started or ended no thread, neither stopped nor exited. Its memory can still
-    /// shrink (reclaim) and its parent change (its own exit), so its stat is read at least
-    /// once in [`STAT_EVERY_TICKS`]. A 50-process tree of sleepers at 0.1 s: one
-    /// clock_gettime a process and tick instead of a stat's read.
-    pub(crate) fn is_still(&mut self, buffer: &mut ReadBuffer) -> bool {
+    /// What this tick reads of it. Nothing while none of its threads ran since its last
+    /// read (the same time on CPU): it used no CPU, reaped no child, started or ended no
+    /// thread, neither stopped nor exited. What can change meanwhile is its resident set
+    /// (reclaim shrinks it), read once in [`RSS_EVERY_TICKS`], and its parent, when that
+    /// ends ([`Process::parent_ended`]). A 50-process tree of sleepers at 0.1 s: one
+    /// clock_gettime a process and tick, and a statm once in ten.
+    pub(crate) fn due(&mut self, buffer: &mut ReadBuffer) -> Due {
         let Some(run) = &mut self.run_time else {
-            return false;
+            return Due::Stat;
         };
         let ns = run.read_ns(buffer);
         run.ran_ns = match (ns, run.ns) {
@@ -276,24 +292,51 @@ impl Process {
             && !self.stat.is_zombie()
             && ns.is_some()
             && ns == run.ns
-            && run.skipped + 1 < STAT_EVERY_TICKS;
-        if still {
-            run.skipped += 1;
-        } else {
-            (run.ns, run.skipped) = (ns, 0);
+            && !run.stat_due;
+        if !still {
+            (run.ns, run.skipped, run.stat_due) = (ns, 0, false);
+            return Due::Stat;
         }
-        still
+        run.skipped += 1;
+        if run.skipped < RSS_EVERY_TICKS {
+            return Due::Nothing;
+        }
+        run.skipped = 0;
+        Due::Rss
+    }
+
+    /// Reads its resident set from its statm; false when it cannot (no statm kept, or the
+    /// process is gone): its stat then.
+    pub(crate) fn read_rss(&mut self, buffer: &mut ReadBuffer) -> bool {
+        let statm = self.run_time.as_ref().and_then(|run| run.statm.as_ref());
+        let resident = statm
+            .and_then(|file| buffer.head_of(file))
+            .and_then(|text| decimal(text.split(|&b| b == b' ').nth(1)?));
+        let Some(pages) = resident else {
+            return false;
+        };
+        self.stat.rss_pages = pages;
+        self.peak_rss_pages = self.peak_rss_pages.max(pages);
+        true
+    }
+
+    /// Its parent was seen to end: its stat is read at the next tick, for its new parent
+    /// (the process that will reap it), still or not.
+    pub(crate) fn parent_ended(&mut self) {
+        if let Some(run) = &mut self.run_time {
+            run.stat_due = true;
+        }
     }
 
     /// Whether a tick may pass it over unread, when its cgroup shows that none of the
-    /// still ones ran: it was still at its last read, and its stat is not due at this one.
+    /// still ones ran: it was still at its last read, and nothing of it is due at this one.
     pub(crate) fn may_pass_over(&self) -> bool {
         let run = self.run_time.as_ref();
-        run.is_some_and(|run| run.skipped > 0 && run.skipped + 1 < STAT_EVERY_TICKS)
+        run.is_some_and(|run| run.skipped > 0 && run.skipped + 1 < RSS_EVERY_TICKS && !run.stat_due)
     }
 
-    /// Passes it over unread at `now`: a still tick, which brings its stat's next read
-    /// nearer.
+    /// Passes it over unread at `now`: a still tick, which brings its resident set's next
+    /// read nearer.
     pub(crate) fn pass_over(&mut self, now: f64) {
         if let Some(run) = &mut self.run_time {
             run.skipped += 1;

@@ -4,7 +4,7 @@ use super::*;
 use crate::sources::machine::machine_of;
 use crate::sources::procfs::ReadBuffer;
 use crate::sources::{tick_markers, tick_markers_under};
-use process::Stat;
+use process::{Due, Stat};
 use std::fs;
 
 const STAT: &[u8] = b"4242 (a (b) c) Z 17 4242 17 0 -1 4194560 100 0 0 0 250 50 7 3 20 0 1 0 123456 5000000 300 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0 0 0 0 0 0 0 0 9\n";
@@ -35,26 +35,96 @@ fn stat_fields_are_read_after_the_last_parenthesis() {
 }
 
 #[test]
-fn a_still_process_of_one_thread_has_its_stat_read_once_in_ten_ticks() {
-    let root = crate::sources::fake_root(&[("7/schedstat", "500 20 3\n")]);
+fn a_still_process_has_its_statm_read_once_in_ten_ticks_and_its_stat_once_its_parent_ends() {
+    let root = crate::sources::fake_root(&[
+        ("7/schedstat", "500 20 3\n"),
+        ("7/statm", "100 40 10 1 0 20 0\n"),
+        ("8/schedstat", "500 20 3\n"),
+    ]);
     let (_, mut process) = row_process(1, &(7, 1, 0, 0, 0, 0));
     process.stat.threads = 1;
     process.run_time = process::RunTime::open(root.path(), 7);
     let mut buffer = ReadBuffer::new();
-    let mut still = |process: &mut Process| process.is_still(&mut buffer);
-    // The first tick learns its time on CPU; nine still ticks; its stat again.
-    let ticks: Vec<bool> = (0..21).map(|_| still(&mut process)).collect();
-    let read = |tick: &bool| !tick;
-    let read_at: Vec<usize> = (0..21).filter(|&i| read(&ticks[i])).collect();
-    assert_eq!(read_at, [0, 10, 20]);
+    // The first tick learns its time on CPU; then nine still ticks and its statm.
+    let due: Vec<Due> = (0..21).map(|_| process.due(&mut buffer)).collect();
+    let at = |kind: Due| -> Vec<usize> { (0..21).filter(|&i| due[i] == kind).collect() };
+    assert_eq!(at(Due::Stat), [0]);
+    assert_eq!(at(Due::Rss), [10, 20]);
+    assert!(process.read_rss(&mut buffer));
+    assert_eq!((process.stat.rss_pages, process.peak_rss_pages), (40, 40));
+    fs::write(root.path().join("7/statm"), "100 30 10 1 0 20 0\n").unwrap();
+    assert!(process.read_rss(&mut buffer), "reclaimed");
+    assert_eq!((process.stat.rss_pages, process.peak_rss_pages), (30, 40));
+
     fs::write(root.path().join("7/schedstat"), "501 20 4\n").unwrap();
-    assert!(!still(&mut process), "it ran");
-    assert!(still(&mut process));
+    assert_eq!(process.due(&mut buffer), Due::Stat, "it ran");
+    assert_eq!(process.due(&mut buffer), Due::Nothing);
+    process.parent_ended();
+    assert_eq!(process.due(&mut buffer), Due::Stat, "its new parent");
+    assert_eq!(process.due(&mut buffer), Due::Nothing);
     process.stat.threads = 2;
-    assert!(!still(&mut process), "another thread may have run");
+    let main_thread_alone = "its schedstat is its main thread's: another may have run";
+    assert_eq!(process.due(&mut buffer), Due::Stat, "{main_thread_alone}");
     process.stat.threads = 1;
     process.run_time = None;
-    assert!(!still(&mut process), "no schedstat: its stat every tick");
+    assert_eq!(
+        process.due(&mut buffer),
+        Due::Stat,
+        "no clock: its stat every tick"
+    );
+
+    process.run_time = process::RunTime::open(root.path(), 8);
+    (0..10).for_each(|_| drop(process.due(&mut buffer)));
+    assert!(!process.read_rss(&mut buffer), "no statm: its stat instead");
+}
+
+/// A fake /proc's process `pid`, as the tree keeps it once listed.
+fn fake_process(root: &Path, pid: u32) -> Process {
+    let (_, mut process) = row_process(1, &(pid, 1, 0, 0, 0, 0));
+    process.stat = parse_stat(&fs::read(stat_path(root, pid)).unwrap())
+        .unwrap()
+        .0;
+    process.run_time = process::RunTime::open(root, pid);
+    process
+}
+
+#[test]
+fn a_still_process_whose_parent_ended_has_its_stat_read_at_the_next_tick() {
+    let (mut tree, root) = fresh_tree();
+    let child = |ppid: u32, own_ticks: u64| {
+        write_sleeper(root.path(), 8, own_ticks, 6_000_000);
+        let stat = sleeper_stat(8, own_ticks).replacen(" S 1 ", &format!(" S {ppid} "), 1);
+        fs::write(stat_path(root.path(), 8), stat).unwrap();
+    };
+    write_sleeper(root.path(), 7, 1, 5_000_000);
+    child(7, 1);
+    for pid in [7, 8] {
+        let process = fake_process(root.path(), pid);
+        tree.processes.insert(pid, process);
+    }
+    let mut now = 0.0;
+    let mut refresh = |tree: &mut ProcessTree| {
+        now += 100.0;
+        tree.refresh(now)
+    };
+    (0..2).for_each(|_| drop(refresh(&mut tree)));
+    // 7 runs to its end; 8, still, is moved to the reaper of orphans.
+    fs::write(root.path().join("7/schedstat"), "5000900 0 2\n").unwrap();
+    fs::remove_file(stat_path(root.path(), 7)).unwrap();
+    child(1, 2);
+    let gone = refresh(&mut tree);
+    assert_eq!(gone.iter().map(|(pid, _)| *pid).collect::<Vec<_>>(), [7]);
+    assert_eq!(
+        tree.processes[&8].stat.ppid, 7,
+        "still: not read at that tick"
+    );
+    refresh(&mut tree);
+    let stat = tree.processes[&8].stat;
+    assert_eq!(
+        (stat.ppid, stat.own_ticks),
+        (1, 2),
+        "its stat read at the next"
+    );
 }
 
 /// Two threads that sleep until a line comes, then work a little for each.
@@ -93,11 +163,13 @@ fn a_process_clock_stays_while_every_thread_sleeps_grows_when_one_runs_and_ends_
     let mut buffer = ReadBuffer::new();
     let mut still = |process: &mut Process| {
         std::thread::sleep(Duration::from_millis(20));
-        process.is_still(&mut buffer)
+        process.due(&mut buffer) == Due::Nothing
     };
     let settled = (0..250).any(|_| still(&mut process));
     assert!(settled, "both threads asleep: still, though it has two");
     assert!(still(&mut process) && still(&mut process));
+    assert!(process.read_rss(&mut ReadBuffer::new()));
+    assert!(process.stat.rss_pages > 0);
 
     use std::io::Write;
     let mut input = sleeper.stdin.take().unwrap();
