@@ -207,8 +207,8 @@ enum RunClock {
     /// tick read the stat, through the file kept open that fails once its process is gone
     /// (or by its path, whose start time tells a reused pid).
     Process(libc::clockid_t),
-    /// `<pid>/schedstat` of a /proc other than this process's own (whose pids its clocks
-    /// may not name: the tests' fakes), kept open: the main thread's time alone.
+    /// `<pid>/schedstat` of a /proc whose pids are not this process's own (the tests'
+    /// fakes, another pid namespace's), kept open: the main thread's time alone.
     Schedstat(KeptFile),
 }
 
@@ -216,7 +216,7 @@ impl RunTime {
     /// The clock of `pid` under `proc_root`; None when there is none to read.
     pub(crate) fn open(proc_root: &Path, pid: u32) -> Option<RunTime> {
         let path = proc_root.join(itoa::Buffer::new().format(pid));
-        let clock = if proc_root == Path::new(OWN_PROC) {
+        let clock = if pids_are_own(proc_root) {
             RunClock::Process(cpu_clock(pid)?)
         } else {
             RunClock::Schedstat(KeptFile::open(&path.join("schedstat"))?)
@@ -245,8 +245,17 @@ impl RunTime {
     }
 }
 
-/// The /proc whose pids are this process's own: the one clocks can be asked about.
-const OWN_PROC: &str = "/proc";
+/// Whether `proc_root`'s pids are this process's own, those its clocks name: the /proc of
+/// its own pid namespace, whose `self` is its pid (not a fake's, nor another namespace's
+/// mounted there).
+fn pids_are_own(proc_root: &Path) -> bool {
+    static OWN: OnceLock<bool> = OnceLock::new();
+    proc_root == Path::new("/proc")
+        && *OWN.get_or_init(|| {
+            let own = std::fs::read_link("/proc/self");
+            own.is_ok_and(|pid| pid.as_os_str() == itoa::Buffer::new().format(std::process::id()))
+        })
+}
 
 fn cpu_clock(pid: u32) -> Option<libc::clockid_t> {
     let pid = libc::pid_t::try_from(pid).ok()?;
