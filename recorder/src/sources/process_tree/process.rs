@@ -13,8 +13,9 @@ use std::sync::OnceLock;
 use tc_profile_format::schema::{category, data_type};
 use tc_profile_format::Marker;
 
-/// Half the soft open-file limit at most goes to stat and statm files kept open, by all the trees of
-/// the process together (a daemon follows one a task); the rest is left to its other files.
+/// Half the soft open-file limit at most goes to stat and statm files kept open, by all the
+/// trees of the process together (a daemon follows one a task); the rest is left to its
+/// other files.
 const OPEN_FILES_SHARE: u64 = 2;
 const OPEN_FILES_MAX: u64 = 4096;
 /// A still process's resident set is read at least once in this many ticks (see
@@ -177,8 +178,8 @@ pub(crate) struct Process {
 }
 
 /// A process's time on CPU in ns, which the kernel keeps exactly, to tell whether it ran
-/// since its stat was read: where its stat costs some four times as much to read (52
-/// fields, and the thread group's times summed).
+/// since it was last read, for a fraction of its stat's cost (52 fields made text, and the
+/// thread group's times summed).
 pub(crate) struct RunTime {
     clock: RunClock,
     /// Its statm, kept open, for its resident set while it is still: a quarter of a stat's
