@@ -9,11 +9,11 @@
 //! a process none of whose threads ran since (its CPU-time clock the same, a ninth of a
 //! stat's cost): its statm alone once in ten ticks, for its resident set, and its stat
 //! once its parent ends ([`process::Process::due`]); other processes are read once, when
-//! first listed, to learn their parent. Following a cgroup,
-//! its CPU total, read first, tells when none of the still ones can have run: then not even
-//! their clocks are read ([`ProcessTree::refresh`]). A process that lived between two
-//! ticks is never seen, but its CPU time is not lost: its parent's stat counts it among the
-//! reaped children's time (cutime, cstime) once it has been waited for.
+//! first listed, to learn their parent. Following a cgroup, its CPU total, read first,
+//! tells when none of the still ones can have run: then not even their clocks are read
+//! ([`ProcessTree::refresh`]). A process that lived between two ticks is never seen, but
+//! its CPU time is not lost: its parent's stat counts it among the reaped children's time
+//! (cutime, cstime) once it has been waited for.
 
 pub(crate) mod command_line;
 mod discovery;
