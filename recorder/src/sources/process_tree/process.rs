@@ -157,7 +157,7 @@ pub(crate) struct Process {
     /// Kept open while the open-file budget allows; else reopened at each tick.
     pub(crate) file: Option<KeptFile>,
     /// Its time on CPU, to tell whether it ran since its stat was read; None without a
-    /// clock to read it from.
+    /// clock to read it from, or without its stat file kept open (see `RunClock`).
     pub(crate) run_time: Option<RunTime>,
     pub(crate) stat: Stat,
     /// Its ticks (own and reaped) already counted in "Task CPU".
